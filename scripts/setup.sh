@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tfm needs (DESIGN.md, "Dependencies"), only those missing.
+# Idempotent; runs as root or through sudo. Set TFM_SETUP_SKIP_TORCH=1 to skip python3-torch
+# (only tools/ and the PyTorch comparisons use it; tests that need it skip without it).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libdnnl-dev
+  libsentencepiece-dev sentencepiece
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-numpy
+)
+if [[ "${TFM_SETUP_SKIP_TORCH:-0}" != 1 ]]; then packages+=(python3-torch); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+if [[ $(id -u) -eq 0 ]]; then
+  sudo=()
+elif command -v sudo >/dev/null; then
+  sudo=(sudo)
+else
+  echo "setup: need root or sudo to install: ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,100 @@
+#include "tfm/autograd/tape.h"
+
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/ops/elementwise.h"
+
+namespace tfm {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+thread_local std::vector<autograd::Node> g_tape;
+}  // namespace
+
+bool GradMode::enabled() { return g_grad_enabled; }
+void GradMode::set_enabled(bool on) { g_grad_enabled = on; }
+
+namespace autograd {
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!GradMode::enabled()) return false;
+  for (const Tensor* t : inputs)
+    if (t != nullptr && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+void record(const char* op, std::initializer_list<const Tensor*> inputs,
+            std::initializer_list<Tensor*> outputs, BackwardFn backward) {
+  Node node;
+  node.op = op;
+  for (const Tensor* t : inputs)
+    node.inputs.push_back(t != nullptr && t->defined() ? t->autograd_meta() : nullptr);
+  for (Tensor* t : outputs) {
+    auto meta = std::make_shared<AutogradMeta>();
+    meta->is_leaf = false;
+    meta->shape = t->shape();
+    meta->dtype = t->dtype();
+    meta->device = t->device();
+    t->set_autograd_meta(meta);
+    node.outputs.push_back(std::move(meta));
+  }
+  node.backward = std::move(backward);
+  g_tape.push_back(std::move(node));
+}
+
+void accumulate(AutogradMeta& meta, const Tensor& g) {
+  TFM_CHECK(g.shape() == meta.shape) << "gradient " << g.describe() << " for a tensor of shape "
+                                     << shape_str(meta.shape);
+  if (!meta.grad.defined()) {
+    meta.grad = g;
+    meta.grad_owned = false;
+    return;
+  }
+  if (!meta.grad_owned) {
+    meta.grad = meta.grad.clone();
+    meta.grad_owned = true;
+  }
+  NoGradGuard no_grad;
+  add_(meta.grad, g);
+}
+
+void backward(const Tensor& root, const Tensor& root_grad) {
+  TFM_CHECK(root.defined() && root.requires_grad())
+      << "backward: the root tensor does not require grad (was it computed in no-grad mode?)";
+  Tensor seed = root_grad;
+  if (!seed.defined()) {
+    TFM_CHECK(root.numel() == 1) << "backward without a gradient needs a scalar, got "
+                                 << root.describe();
+    seed = Tensor::ones(root.shape(), root.dtype());
+  }
+  NoGradGuard no_grad;
+  accumulate(*root.autograd_meta(), seed);
+  std::vector<Node> tape;
+  tape.swap(g_tape);
+  for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
+    Node& node = *it;
+    bool any = false;
+    for (auto& m : node.outputs) any = any || m->grad.defined();
+    if (any) {
+      Grads gouts;
+      for (auto& m : node.outputs)
+        gouts.push_back(m->grad.defined() ? m->grad : Tensor::zeros(m->shape, m->dtype, m->device));
+      Needs needs;
+      for (auto& m : node.inputs) needs.push_back(m != nullptr);
+      Grads gins = node.backward(gouts, needs);
+      TFM_CHECK(gins.size() == node.inputs.size())
+          << "backward of " << node.op << " returned " << gins.size() << " gradients for "
+          << node.inputs.size() << " inputs";
+      for (size_t i = 0; i < gins.size(); ++i)
+        if (node.inputs[i] && gins[i].defined()) accumulate(*node.inputs[i], gins[i]);
+    }
+    // Intermediate gradients are dead once their producer has run: free them now.
+    for (auto& m : node.outputs) m->grad = Tensor();
+    node.backward = nullptr;
+  }
+}
+
+void clear_tape() { g_tape.clear(); }
+size_t tape_size() { return g_tape.size(); }
+
+}  // namespace autograd
+}  // namespace tfm

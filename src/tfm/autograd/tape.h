@@ -1,0 +1,57 @@
+// The autograd tape: for each op run in grad mode, which backward to call, on which tensors. The
+// backward closures hold what their forward saved; the tape itself does no math beyond summing
+// gradients that reach the same tensor twice.
+//
+// An op front end records itself like this:
+//
+//   Tensor y = cpu::relu_forward(x);
+//   if (autograd::needs_grad({&x})) {
+//     autograd::record("relu", {&x}, {&y}, [y](const autograd::Grads& gy, const autograd::Needs&) {
+//       return autograd::Grads{cpu::relu_backward(gy[0], y)};
+//     });
+//   }
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "tfm/core/autograd_meta.h"
+#include "tfm/core/tensor.h"
+
+namespace tfm::autograd {
+
+using Grads = std::vector<Tensor>;
+using Needs = std::vector<bool>;
+// Gets one gradient per output (zeros for an output nothing depended on) and which inputs need a
+// gradient; returns one gradient per input (undefined where not needed).
+using BackwardFn = std::function<Grads(const Grads& grad_outputs, const Needs& needs)>;
+
+struct Node {
+  const char* op;
+  std::vector<std::shared_ptr<AutogradMeta>> inputs;  // null: that input needs no gradient
+  std::vector<std::shared_ptr<AutogradMeta>> outputs;
+  BackwardFn backward;
+};
+
+// True when grad mode is on and some input requires a gradient.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+
+// Records an op; marks the outputs as requiring grad (non-leaf).
+void record(const char* op, std::initializer_list<const Tensor*> inputs,
+            std::initializer_list<Tensor*> outputs, BackwardFn backward);
+
+// Runs the tape backwards from a scalar loss (gradient 1) or from `root` with gradient
+// `root_grad`, accumulating into every tensor that requires grad; then clears the tape.
+// Leaf gradients (parameters) add up across calls until zero_grad().
+void backward(const Tensor& root, const Tensor& root_grad = Tensor());
+
+// Adds g into the gradient of a tensor; exposed for optimisers and tests.
+void accumulate(AutogradMeta& meta, const Tensor& g);
+
+// Drops everything recorded (e.g. after a forward pass whose loss is not used).
+void clear_tape();
+size_t tape_size();
+
+}  // namespace tfm::autograd

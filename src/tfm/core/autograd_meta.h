@@ -1,0 +1,19 @@
+// The autograd state a tensor carries. Data only: the tape in tfm/autograd/ does the bookkeeping.
+#pragma once
+
+#include "tfm/core/tensor.h"
+
+namespace tfm {
+
+struct AutogradMeta {
+  Tensor grad;
+  // False while `grad` may alias another tensor (a backward returned its incoming gradient
+  // unchanged); the first accumulation then copies instead of adding in place.
+  bool grad_owned = false;
+  bool is_leaf = true;  // parameters and user inputs; op outputs are not leaves
+  Shape shape;
+  DType dtype = DType::f32;
+  Device device = Device::cpu;
+};
+
+}  // namespace tfm

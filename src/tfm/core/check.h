@@ -1,0 +1,61 @@
+// Errors with context: TFM_CHECK(cond) << "what went wrong" throws tfm::Error when cond is false.
+// The message carries the failed condition, the source location and whatever was streamed in,
+// so a user sees e.g. "linear: input (4, 7) does not match weight (8, 5) in_features".
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace tfm {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+namespace detail {
+
+// Collects the streamed message and throws from its destructor, which runs at the end of the
+// full expression `TFM_CHECK(c) << a << b;`. Throwing destructors must say noexcept(false).
+class CheckFailure {
+ public:
+  CheckFailure(const char* cond, const char* file, int line) {
+    file_ = file;
+    line_ = line;
+    cond_ = cond;
+  }
+  CheckFailure(const CheckFailure&) = delete;
+  CheckFailure& operator=(const CheckFailure&) = delete;
+  ~CheckFailure() noexcept(false) {
+    std::string msg = stream_.str();
+    if (msg.empty()) msg = std::string("check failed: ") + cond_;
+    msg += " [" + std::string(cond_) + " at " + file_ + ":" + std::to_string(line_) + "]";
+    throw Error(msg);
+  }
+  template <typename T>
+  CheckFailure& operator<<(const T& v) {
+    stream_ << v;
+    return *this;
+  }
+
+ private:
+  std::ostringstream stream_;
+  const char* file_;
+  const char* cond_;
+  int line_;
+};
+
+// Lets `TFM_CHECK(c) << ...` be a single expression usable without braces.
+struct Voidify {
+  void operator&(const CheckFailure&) {}
+};
+
+}  // namespace detail
+}  // namespace tfm
+
+#define TFM_CHECK(cond) \
+  (cond) ? (void)0          \
+         : ::tfm::detail::Voidify() & ::tfm::detail::CheckFailure(#cond, __FILE__, __LINE__)
+
+#define TFM_FAIL() TFM_CHECK(false)

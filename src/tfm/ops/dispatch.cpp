@@ -1,0 +1,24 @@
+#include "tfm/ops/dispatch.h"
+
+namespace tfm {
+
+Tensor check_float_input(const Tensor& t, const char* op, const char* name) {
+  TFM_CHECK(t.defined()) << op << ": " << name << " is undefined";
+  TFM_CHECK(t.device() == Device::cpu)
+      << op << ": " << name << " is on " << device_name(t.device()) << "; only cpu is built";
+  TFM_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64)
+      << op << ": " << name << " must be f32 or f64, got " << t.describe();
+  return t.contiguous();
+}
+
+void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
+  TFM_CHECK(a.shape() == b.shape()) << op << ": shapes differ, " << a.describe() << " vs "
+                                    << b.describe();
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  TFM_CHECK(a.dtype() == b.dtype()) << op << ": dtypes differ, " << a.describe() << " vs "
+                                    << b.describe();
+}
+
+}  // namespace tfm

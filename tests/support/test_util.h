@@ -1,0 +1,59 @@
+// Shared test helpers: random tensors, closeness checks, and the float64 finite-difference
+// gradient check every op's tests use.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tfm/core/tensor.h"
+
+namespace tfm::testing {
+
+// Uniform values in [lo, hi), reproducible from seed.
+Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo = -1.0,
+                     double hi = 1.0);
+// Random integer ids in [0, n).
+Tensor random_ids(const Shape& shape, int64_t n, uint64_t seed);
+
+// Largest |a - b| / (atol + rtol * |b|) over elements; <= 1 means close.
+double closeness(const Tensor& a, const Tensor& b, double rtol, double atol);
+// Largest |a - b|.
+double max_abs_diff(const Tensor& a, const Tensor& b);
+// Largest |a - b| / max(|b|, floor): the relative error the parity tests quote.
+double max_rel_error(const Tensor& a, const Tensor& b, double floor = 1e-6);
+
+::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol = 1e-5,
+                                     double atol = 1e-6);
+::testing::AssertionResult bitwise_equal(const Tensor& a, const Tensor& b);
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+struct GradcheckOptions {
+  double eps = 1e-6;
+  double rtol = 1e-5;
+  double atol = 1e-7;
+  uint64_t seed = 1234;  // for the random output weighting
+};
+
+// Checks the analytic gradient of every input that requires grad against central differences.
+// The inputs must be f64. The scalar checked is sum(f(inputs) * W) for a fixed random W, so every
+// output element contributes with a distinct weight.
+::testing::AssertionResult gradcheck(const Fn& f, std::vector<Tensor> inputs,
+                                     GradcheckOptions options = {});
+
+// Error message of the tfm::Error that f throws, or "" if it throws none (other exceptions fail).
+std::string error_of(const std::function<void()>& f);
+
+}  // namespace tfm::testing
+
+// Expects `stmt` to throw tfm::Error whose message contains `substring`.
+#define EXPECT_TFM_ERROR(stmt, substring)                                                   \
+  do {                                                                                      \
+    const std::string tfm_err_ = ::tfm::testing::error_of([&] { (void)(stmt); });          \
+    EXPECT_NE(tfm_err_, "") << "expected an error from: " #stmt;                           \
+    EXPECT_NE(tfm_err_.find(substring), std::string::npos)                                  \
+        << "error \"" << tfm_err_ << "\" lacks \"" << substring << "\"";                   \
+  } while (0)
