@@ -266,6 +266,12 @@ void Tensor::copy_(const Tensor& src) {
                                   << dtype_name(dtype_) << "; use to()";
   TFM_CHECK(device() == Device::cpu && src.device() == Device::cpu)
       << "copy_: only cpu tensors in this build";
+  if (src.storage_ == storage_ && !(src.is_contiguous() && is_contiguous())) {
+    // Element-by-element copying between overlapping strided views would read values it has
+    // already overwritten: go through a private copy.
+    copy_(src.clone());
+    return;
+  }
   const size_t es = dtype_size(dtype_);
   if (is_contiguous() && src.is_contiguous()) {
     std::memmove(raw_data(), src.raw_data(), nbytes());
@@ -298,6 +304,7 @@ Tensor Tensor::to(DType dtype) const {
 }
 
 void Tensor::fill_(double value) {
+  TFM_CHECK(defined()) << "fill_ on an undefined tensor";
   char* base = static_cast<char*>(storage_->data.get());
   dispatch_value(dtype_, [&](auto z) {
     using T = decltype(z);
