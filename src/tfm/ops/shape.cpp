@@ -1,5 +1,6 @@
 #include "tfm/ops/shape.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "tfm/autograd/tape.h"
