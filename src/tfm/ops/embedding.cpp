@@ -1,0 +1,74 @@
+#include "tfm/ops/embedding.h"
+
+#include <sstream>
+
+#include "tfm/autograd/tape.h"
+#include "tfm/ops/cpu/embedding_cpu.h"
+#include "tfm/ops/dispatch.h"
+
+namespace tfm {
+
+namespace {
+
+// Multi-index of flat position i in shape, e.g. "(1, 2)", so an error points at the bad token.
+std::string position_str(int64_t i, const Shape& shape) {
+  Shape idx(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return shape_str(idx);
+}
+
+}  // namespace
+
+Tensor embedding(const Tensor& ids_in, const Tensor& weight_in, int64_t padding_idx) {
+  TFM_CHECK(ids_in.defined()) << "embedding: ids is undefined";
+  TFM_CHECK(ids_in.dtype() == DType::i32)
+      << "embedding: ids must be i32, got " << ids_in.describe();
+  TFM_CHECK(ids_in.device() == Device::cpu)
+      << "embedding: ids is on " << device_name(ids_in.device()) << "; only cpu is built";
+  Tensor weight = check_float_input(weight_in, "embedding", "weight");
+  TFM_CHECK(weight.dim() == 2) << "embedding: weight must be (V, C), got " << weight.describe();
+  const int64_t v = weight.size(0), c = weight.size(1);
+  TFM_CHECK(padding_idx < v) << "embedding: padding_idx " << padding_idx
+                             << " is not a row of weight " << weight.describe();
+  if (padding_idx < 0) padding_idx = -1;
+
+  Tensor ids = ids_in.contiguous();
+  const int64_t n = ids.numel();
+  const int32_t* id = ids.data<int32_t>();
+  const int64_t bad = cpu::find_bad_id(n, id, v);
+  TFM_CHECK(bad < 0) << "embedding: id " << id[bad] << " at position "
+                     << position_str(bad, ids.shape()) << " of ids " << ids.describe()
+                     << " is outside [0, V) for V = " << v << " (weight " << weight.describe()
+                     << ")";
+
+  Shape out_shape = ids.shape();  // (..., C)
+  out_shape.push_back(c);
+  Tensor out = Tensor::empty(out_shape, weight.dtype());
+  dispatch_floating(weight.dtype(), "embedding", [&](auto z) {
+    using T = decltype(z);
+    cpu::embedding_forward<T>(n, id, c, weight.data<T>(), out.data<T>());
+  });
+
+  if (autograd::needs_grad({&weight_in})) {
+    // Keep our own ids: a caller refilling its batch buffer before backward must not change
+    // where the gradient goes.
+    if (ids.storage() == ids_in.storage()) ids = ids.clone();
+    autograd::record("embedding", {&weight_in}, {&out},
+                     [ids, v, c, padding_idx](const autograd::Grads& g, const autograd::Needs&) {
+                       Tensor gy = g[0].contiguous();                  // (..., C)
+                       Tensor gw = Tensor::empty({v, c}, gy.dtype());  // (V, C)
+                       dispatch_floating(gy.dtype(), "embedding", [&](auto z) {
+                         using T = decltype(z);
+                         cpu::embedding_backward<T>(ids.numel(), ids.data<int32_t>(), v, c,
+                                                    padding_idx, gy.data<T>(), gw.data<T>());
+                       });
+                       return autograd::Grads{gw};
+                     });
+  }
+  return out;
+}
+
+}  // namespace tfm

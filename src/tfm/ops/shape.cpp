@@ -1,0 +1,278 @@
+#include "tfm/ops/shape.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "tfm/autograd/tape.h"
+#include "tfm/ops/cpu/shape_cpu.h"
+#include "tfm/ops/dispatch.h"
+
+namespace tfm {
+
+namespace {
+
+// The tape takes initializer lists; concat and split have a runtime number of inputs or outputs.
+// These spell out lists of up to kMaxArity pointers; larger counts are split into groups.
+constexpr size_t kMaxArity = 16;
+
+template <size_t N, size_t M>
+void record_fixed(const char* op, const std::vector<const Tensor*>& in,
+                  const std::vector<Tensor*>& out, autograd::BackwardFn& fn) {
+  [&]<size_t... I, size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
+    autograd::record(op, {in[I]...}, {out[J]...}, std::move(fn));
+  }
+  (std::make_index_sequence<N>{}, std::make_index_sequence<M>{});
+}
+
+// Records a node with in.size() inputs and one output, or one input and out.size() outputs.
+void record_variadic(const char* op, const std::vector<const Tensor*>& in,
+                     const std::vector<Tensor*>& out, autograd::BackwardFn fn) {
+  TFM_CHECK(in.size() >= 1 && out.size() >= 1 && (in.size() == 1 || out.size() == 1) &&
+            in.size() <= kMaxArity && out.size() <= kMaxArity)
+      << op << ": cannot record " << in.size() << " inputs and " << out.size() << " outputs";
+  [&]<size_t... K>(std::index_sequence<K...>) {
+    (void)((in.size() == K + 1 && out.size() == 1 ? (record_fixed<K + 1, 1>(op, in, out, fn), true)
+                                                  : false) ||
+           ...);
+    if (in.size() == 1 && out.size() > 1)
+      (void)((out.size() == K + 1 ? (record_fixed<1, K + 1>(op, in, out, fn), true) : false) ||
+             ...);
+  }
+  (std::make_index_sequence<kMaxArity>{});
+}
+
+bool any_needs_grad(const std::vector<Tensor>& xs) {
+  for (const Tensor& x : xs)
+    if (autograd::needs_grad({&x})) return true;
+  return false;
+}
+
+void check_input(const Tensor& t, const char* op, const char* name) {
+  TFM_CHECK(t.defined()) << op << ": " << name << " is undefined";
+  TFM_CHECK(t.device() == Device::cpu)
+      << op << ": " << name << " is on " << device_name(t.device()) << "; only cpu is built";
+}
+
+int64_t normalize_axis(int64_t axis, const Tensor& x, const char* op) {
+  const int64_t nd = x.dim();
+  TFM_CHECK(axis >= -nd && axis < nd)
+      << op << ": axis " << axis << " out of range for " << x.describe();
+  return axis < 0 ? axis + nd : axis;
+}
+
+// x as a contiguous tensor: itself when it already is, else a parallel strided gather.
+Tensor materialise(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  cpu::gather_strided(x.shape(), x.strides(), dtype_size(x.dtype()), x.raw_data(), out.raw_data());
+  return out;
+}
+
+// Sizes of a contiguous x seen as (outer, x.size(axis), inner).
+struct AxisView {
+  int64_t outer = 1, size = 0, inner = 1;
+};
+AxisView axis_view(const Shape& shape, int64_t axis) {
+  AxisView v;
+  for (int64_t d = 0; d < axis; ++d) v.outer *= shape[d];
+  v.size = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d) v.inner *= shape[d];
+  return v;
+}
+
+// Raw transpose, no autograd.
+Tensor transpose_raw(const Tensor& x, int64_t d0, int64_t d1) {
+  return materialise(x.transpose(d0, d1));
+}
+
+// Raw narrow of a contiguous x, no autograd: a view when the slab is contiguous in x.
+Tensor narrow_raw(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
+  const AxisView v = axis_view(x.shape(), axis);
+  Shape out_shape = x.shape();
+  out_shape[axis] = length;
+  if (v.outer == 1 || length == v.size)
+    return x.reshape({v.outer * v.size, v.inner})
+        .slice(v.outer == 1 ? start : 0, v.outer == 1 ? start + length : v.size * v.outer)
+        .reshape(out_shape);
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  const size_t es = dtype_size(x.dtype());
+  cpu::copy_blocks(v.outer, length * v.inner, es,
+                   static_cast<const char*>(x.raw_data()) + start * v.inner * es, v.size * v.inner,
+                   out.raw_data(), length * v.inner);
+  return out;
+}
+
+// Raw concat of contiguous parts along axis into a new tensor of shape out_shape.
+Tensor concat_raw(const std::vector<Tensor>& parts, int64_t axis, const Shape& out_shape,
+                  DType dtype) {
+  Tensor out = Tensor::empty(out_shape, dtype);
+  const AxisView ov = axis_view(out_shape, axis);
+  const size_t es = dtype_size(dtype);
+  int64_t at = 0;
+  for (const Tensor& p : parts) {
+    const int64_t len = p.size(axis) * ov.inner;
+    cpu::copy_blocks(ov.outer, len, es, p.raw_data(), len,
+                     static_cast<char*>(out.raw_data()) + at * ov.inner * es, ov.size * ov.inner);
+    at += p.size(axis);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  check_input(x, "reshape", "x");
+  Tensor y = materialise(x).reshape(shape);
+  if (autograd::needs_grad({&x})) {
+    autograd::record("reshape", {&x}, {&y},
+                     [in_shape = x.shape()](const autograd::Grads& g, const autograd::Needs&) {
+                       return autograd::Grads{materialise(g[0]).reshape(in_shape)};
+                     });
+  }
+  return y;
+}
+
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
+  check_input(x, "transpose", "x");
+  const int64_t nd = x.dim();
+  TFM_CHECK(d0 >= -nd && d0 < nd && d1 >= -nd && d1 < nd)
+      << "transpose: axes (" << d0 << ", " << d1 << ") out of range for " << x.describe();
+  Tensor y = transpose_raw(x, d0, d1);
+  if (autograd::needs_grad({&x})) {
+    autograd::record("transpose", {&x}, {&y},
+                     [d0, d1](const autograd::Grads& g, const autograd::Needs&) {
+                       return autograd::Grads{transpose_raw(g[0], d0, d1)};
+                     });
+  }
+  return y;
+}
+
+Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
+  check_input(x, "narrow", "x");
+  axis = normalize_axis(axis, x, "narrow");
+  const int64_t size = x.size(axis);
+  TFM_CHECK(start >= 0 && length >= 0 && start <= size && length <= size - start)
+      << "narrow: [" << start << ", " << start << " + " << length << ") out of range on axis "
+      << axis << " of " << x.describe();
+  Tensor y = narrow_raw(materialise(x), axis, start, length);
+  if (autograd::needs_grad({&x})) {
+    autograd::record(
+        "narrow", {&x}, {&y},
+        [in_shape = x.shape(), axis, start](const autograd::Grads& g, const autograd::Needs&) {
+          Tensor gy = materialise(g[0]);
+          Tensor gx = Tensor::zeros(in_shape, gy.dtype());
+          const AxisView v = axis_view(in_shape, axis);
+          const int64_t len = gy.size(axis) * v.inner;
+          const size_t es = dtype_size(gy.dtype());
+          cpu::copy_blocks(v.outer, len, es, gy.raw_data(), len,
+                           static_cast<char*>(gx.raw_data()) + start * v.inner * es,
+                           v.size * v.inner);
+          return autograd::Grads{gx};
+        });
+  }
+  return y;
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
+  TFM_CHECK(!xs.empty()) << "concat: no inputs";
+  for (size_t i = 0; i < xs.size(); ++i)
+    TFM_CHECK(xs[i].defined()) << "concat: input " << i << " is undefined";
+  check_input(xs[0], "concat", "input 0");
+  axis = normalize_axis(axis, xs[0], "concat");
+  const Tensor& x0 = xs[0];
+  Shape out_shape = x0.shape();
+  out_shape[axis] = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Tensor& x = xs[i];
+    check_input(x, "concat", "an input");
+    TFM_CHECK(x.dtype() == x0.dtype()) << "concat: input " << i << " " << x.describe()
+                                       << " has another dtype than input 0 " << x0.describe();
+    bool match = x.dim() == x0.dim();
+    for (int64_t d = 0; match && d < x.dim(); ++d) match = d == axis || x.size(d) == x0.size(d);
+    TFM_CHECK(match) << "concat: input " << i << " " << x.describe() << " does not match input 0 "
+                     << x0.describe() << " outside axis " << axis;
+    out_shape[axis] += x.size(axis);
+  }
+  if (xs.size() > kMaxArity) {
+    // Join groups first: one tape node holds at most kMaxArity inputs.
+    std::vector<Tensor> groups;
+    for (size_t b = 0; b < xs.size(); b += kMaxArity)
+      groups.push_back(concat(
+          std::vector<Tensor>(xs.begin() + b, xs.begin() + std::min(b + kMaxArity, xs.size())),
+          axis));
+    return concat(groups, axis);
+  }
+
+  std::vector<Tensor> parts;
+  for (const Tensor& x : xs) parts.push_back(materialise(x));
+  Tensor y = concat_raw(parts, axis, out_shape, x0.dtype());
+  if (any_needs_grad(xs)) {
+    std::vector<const Tensor*> in;
+    for (const Tensor& x : xs) in.push_back(&x);
+    std::vector<int64_t> sizes;
+    for (const Tensor& x : xs) sizes.push_back(x.size(axis));
+    record_variadic("concat", in, {&y},
+                    [sizes, axis](const autograd::Grads& g, const autograd::Needs& needs) {
+                      Tensor gy = materialise(g[0]);
+                      autograd::Grads gx(sizes.size());
+                      int64_t at = 0;
+                      for (size_t i = 0; i < sizes.size(); ++i) {
+                        if (needs[i]) gx[i] = materialise(narrow_raw(gy, axis, at, sizes[i]));
+                        at += sizes[i];
+                      }
+                      return gx;
+                    });
+  }
+  return y;
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis) {
+  check_input(x, "split", "x");
+  axis = normalize_axis(axis, x, "split");
+  TFM_CHECK(!sizes.empty()) << "split: no sizes for " << x.describe();
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    TFM_CHECK(s >= 0) << "split: negative size in " << shape_str(sizes) << " for " << x.describe();
+    total += s;
+  }
+  TFM_CHECK(total == x.size(axis))
+      << "split: sizes " << shape_str(sizes) << " sum to " << total << ", but axis " << axis
+      << " of " << x.describe() << " has " << x.size(axis);
+  if (sizes.size() > kMaxArity) {
+    // Split into groups first: one tape node holds at most kMaxArity outputs.
+    std::vector<int64_t> group_sizes;
+    for (size_t b = 0; b < sizes.size(); b += kMaxArity) {
+      int64_t s = 0;
+      for (size_t i = b; i < std::min(b + kMaxArity, sizes.size()); ++i) s += sizes[i];
+      group_sizes.push_back(s);
+    }
+    std::vector<Tensor> groups = split(x, group_sizes, axis), out;
+    for (size_t k = 0, b = 0; k < groups.size(); ++k, b += kMaxArity) {
+      const std::vector<int64_t> part_sizes(sizes.begin() + b,
+                                            sizes.begin() + std::min(b + kMaxArity, sizes.size()));
+      for (Tensor& t : split(groups[k], part_sizes, axis)) out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  Tensor xc = materialise(x);
+  std::vector<Tensor> ys;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    ys.push_back(materialise(narrow_raw(xc, axis, at, s)));
+    at += s;
+  }
+  if (autograd::needs_grad({&x})) {
+    std::vector<Tensor*> out;
+    for (Tensor& y : ys) out.push_back(&y);
+    record_variadic("split", {&x}, out,
+                    [in_shape = x.shape(), axis](const autograd::Grads& g, const autograd::Needs&) {
+                      std::vector<Tensor> parts;
+                      for (const Tensor& t : g) parts.push_back(materialise(t));
+                      return autograd::Grads{concat_raw(parts, axis, in_shape, parts[0].dtype())};
+                    });
+  }
+  return ys;
+}
+
+}  // namespace tfm

@@ -1,0 +1,166 @@
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "support/test_util.h"
+#include "tfm/core/allocator.h"
+
+namespace tfm {
+namespace {
+
+bool aligned64(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 64 == 0;
+}
+
+TEST(Allocator, BlocksAre64ByteAligned) {
+  CpuCachingAllocator a;
+  std::vector<std::shared_ptr<void>> live;
+  for (size_t bytes : {0ul, 1ul, 3ul, 63ul, 64ul, 65ul, 1000ul, 4095ul, 4097ul, 12345ul, 1ul << 20})
+    live.push_back(a.allocate(bytes));
+  for (auto& p : live) EXPECT_TRUE(aligned64(p.get())) << p.get();
+  // Reused blocks stay aligned, and tensors built on the process allocator are too.
+  live.clear();
+  EXPECT_TRUE(aligned64(a.allocate(65).get()));
+  for (int64_t n : {1, 7, 1000, 100003}) {
+    EXPECT_TRUE(aligned64(Tensor::empty({n}).raw_data()));
+    EXPECT_TRUE(aligned64(Tensor::empty({n}, DType::f64).raw_data()));
+  }
+}
+
+TEST(Allocator, SizeClassesWasteAtMostAnEighthAbove4KiB) {
+  auto check = [](size_t b) {
+    const size_t c = CpuCachingAllocator::size_class(b);
+    EXPECT_GE(c, b);
+    EXPECT_EQ(c % 64, 0u) << b;
+    if (b > 4096) {
+      EXPECT_LE(c - b, b / 8) << "bytes " << b << " class " << c;
+    } else {
+      EXPECT_LT(c - b, 64u) << "bytes " << b << " class " << c;
+    }
+  };
+  for (size_t b = 1; b <= 70000; ++b) check(b);
+  for (size_t p = 13; p < 40; ++p)
+    for (long d : {-65l, -1l, 0l, 1l, 65l, 12345l}) check((size_t{1} << p) + d);
+  // Classes are coarse enough to share blocks: nearby sizes land in the same class.
+  EXPECT_EQ(CpuCachingAllocator::size_class(5000), CpuCachingAllocator::size_class(5100));
+  EXPECT_EQ(CpuCachingAllocator::size_class(1), 64u);
+  EXPECT_EQ(CpuCachingAllocator::size_class(0), 64u);
+}
+
+TEST(Allocator, SteadyStateLoopReusesFreedBlocks) {
+  CpuCachingAllocator a;
+  const std::vector<size_t> sizes = {100, 4096, 5000, 70000, 1 << 20, 3 << 20};
+  auto step = [&] {
+    // Like a training step: several live at once, all freed at the end.
+    std::vector<std::shared_ptr<void>> live;
+    for (size_t s : sizes) live.push_back(a.allocate(s));
+    for (size_t s : sizes) live.push_back(a.allocate(s + 7));  // same class, second block
+  };
+  step();
+  const uint64_t warm = a.stats().system_allocs;
+  EXPECT_EQ(warm, 2 * sizes.size());
+  for (int i = 0; i < 50; ++i) step();
+  const AllocatorStats s = a.stats();
+  EXPECT_EQ(s.system_allocs, warm) << "steady state reached the system allocator";
+  EXPECT_EQ(s.requests, 51 * 2 * sizes.size());
+  EXPECT_EQ(s.in_use_bytes, 0u);
+}
+
+TEST(Allocator, FreedBlockIsHandedOutAgain) {
+  CpuCachingAllocator a;
+  void* first = a.allocate(5000).get();  // freed at the end of the statement
+  auto again = a.allocate(5100);         // same size class
+  EXPECT_EQ(again.get(), first);
+  EXPECT_EQ(a.stats().system_allocs, 1u);
+  auto other = a.allocate(9000);  // different class: a new block
+  EXPECT_NE(other.get(), first);
+  EXPECT_EQ(a.stats().system_allocs, 2u);
+}
+
+TEST(Allocator, StatsAreConsistent) {
+  CpuCachingAllocator a;
+  const size_t c1 = CpuCachingAllocator::size_class(1000);
+  const size_t c2 = CpuCachingAllocator::size_class(50000);
+  auto p1 = a.allocate(1000);
+  auto p2 = a.allocate(50000);
+  AllocatorStats s = a.stats();
+  EXPECT_EQ(s.in_use_bytes, c1 + c2);
+  EXPECT_EQ(s.peak_in_use_bytes, c1 + c2);
+  EXPECT_EQ(s.cached_bytes, 0u);
+  EXPECT_EQ(s.requests, 2u);
+
+  p2.reset();
+  s = a.stats();
+  EXPECT_EQ(s.in_use_bytes, c1);
+  EXPECT_EQ(s.cached_bytes, c2);
+  EXPECT_EQ(s.peak_in_use_bytes, c1 + c2);  // peak remembers
+
+  a.reset_peak();
+  EXPECT_EQ(a.stats().peak_in_use_bytes, c1);
+
+  auto p3 = a.allocate(50000);  // from the cache
+  s = a.stats();
+  EXPECT_EQ(s.cached_bytes, 0u);
+  EXPECT_EQ(s.in_use_bytes, c1 + c2);
+  EXPECT_EQ(s.system_allocs, 2u);
+
+  p1.reset();
+  p3.reset();
+  s = a.stats();
+  EXPECT_EQ(s.in_use_bytes, 0u);
+  EXPECT_EQ(s.cached_bytes, c1 + c2);
+}
+
+TEST(Allocator, EmptyCacheReturnsEverythingCached) {
+  CpuCachingAllocator a;
+  auto keep = a.allocate(2000);
+  { auto tmp = a.allocate(100000); }
+  ASSERT_GT(a.stats().cached_bytes, 0u);
+  a.empty_cache();
+  AllocatorStats s = a.stats();
+  EXPECT_EQ(s.cached_bytes, 0u);
+  EXPECT_EQ(s.in_use_bytes, CpuCachingAllocator::size_class(2000));  // live blocks untouched
+  auto again = a.allocate(100000);  // the cache is empty: back to the system
+  EXPECT_EQ(a.stats().system_allocs, 3u);
+}
+
+TEST(Allocator, ConcurrentUseKeepsStatsConsistent) {
+  CpuCachingAllocator a;
+  auto work = [&] {
+    for (int i = 0; i < 2000; ++i) {
+      auto p = a.allocate(64 * (1 + i % 17));
+      auto q = a.allocate(5000 + i % 3);
+      static_cast<char*>(p.get())[0] = 1;
+    }
+  };
+  std::thread t1(work), t2(work);
+  t1.join();
+  t2.join();
+  const AllocatorStats s = a.stats();
+  EXPECT_EQ(s.in_use_bytes, 0u);
+  EXPECT_EQ(s.requests, 8000u);
+  EXPECT_LE(s.system_allocs, 2u * 18u);  // at most one block per class per thread
+  EXPECT_GT(s.cached_bytes, 0u);
+}
+
+TEST(Allocator, DeviceSeam) {
+  EXPECT_EQ(&allocator_for(Device::cpu), &cpu_allocator());
+  EXPECT_EQ(cpu_allocator().device(), Device::cpu);
+#ifndef TFM_WITH_CUDA
+  EXPECT_TFM_ERROR(allocator_for(Device::cuda), "device cuda is not available");
+  EXPECT_TFM_ERROR(Tensor::empty({2}, DType::f32, Device::cuda), "no CUDA backend");
+#endif
+}
+
+TEST(Allocator, TensorsUseTheProcessAllocator) {
+  CpuCachingAllocator& a = cpu_allocator();
+  const AllocatorStats before = a.stats();
+  {
+    Tensor t = Tensor::empty({1000}, DType::f64);
+    EXPECT_EQ(a.stats().in_use_bytes, before.in_use_bytes + CpuCachingAllocator::size_class(8000));
+  }
+  EXPECT_EQ(a.stats().in_use_bytes, before.in_use_bytes);
+}
+
+}  // namespace
+}  // namespace tfm
