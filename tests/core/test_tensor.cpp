@@ -175,51 +175,13 @@ TEST(Tensor, CopyBetweenStridedViews) {
   EXPECT_TFM_ERROR(a.copy_(iota({2, 3}, DType::f64)), "copy_: dtype f64 into f32; use to()");
 }
 
-// Disabled: Tensor::copy_ reads a strided source after overwriting it when both views share
-// storage (here it yields 1 3 3 4). See the report for the fix in tensor.cpp.
-TEST(Tensor, DISABLED_CopyFromAnOverlappingViewUsesTheOldValues) {
+TEST(Tensor, CopyFromAnOverlappingViewUsesTheOldValues) {
   Tensor s = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
   s.copy_(s.transpose(0, 1));
   EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{1, 3, 2, 4}));
 }
 
-TEST(Tensor, CloneAndToCopy) {
-  Tensor t = Tensor::from_vector<double>({2, 2}, {1.75, -2.5, 3.0, 1e10});
-  Tensor c = t.clone();
-  c.data<double>()[0] = 0;
-  EXPECT_EQ(t.at({0, 0}), 1.75);
-
-  Tensor same = t.to(DType::f64);  // same dtype: still a copy
-  EXPECT_NE(same.storage(), t.storage());
-  EXPECT_EQ(same.to_vector<double>(), t.to_vector<double>());
-
-  Tensor f = t.to(DType::f32);
-  EXPECT_EQ(f.dtype(), DType::f32);
-  EXPECT_EQ(f.at({0, 1}), -2.5);
-  EXPECT_EQ(f.at({1, 1}), static_cast<double>(1e10f));
-  Tensor i = t.slice(0, 1).to(DType::i32);
-  EXPECT_EQ(i.to_vector<int32_t>(), (std::vector<int32_t>{1, -2}));  // toward zero
-  // Converting a strided view converts in logical order.
-  Tensor tr = iota({2, 3}, DType::i32).transpose(0, 1).to(DType::f64);
-  EXPECT_EQ(tr.to_vector<double>(), (std::vector<double>{0, 3, 1, 4, 2, 5}));
-  EXPECT_EQ(iota({3}, DType::u8).to(DType::i64).to_vector<int64_t>(),
-            (std::vector<int64_t>{0, 1, 2}));
-  EXPECT_TFM_ERROR(t.to(DType::bf16), "not supported for dtype bf16");
-}
-
-TEST(Tensor, FillTouchesOnlyTheView) {
-  Tensor t = Tensor::zeros({3, 4}, DType::f64);
-  t.transpose(0, 1).slice(1, 2).fill_(5.0);  // column 1
-  for (int64_t r = 0; r < 3; ++r)
-    for (int64_t c = 0; c < 4; ++c) EXPECT_EQ(t.at({r, c}), c == 1 ? 5.0 : 0.0);
-  Tensor i = Tensor::empty({4}, DType::i64);
-  i.fill_(-3);
-  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{-3, -3, -3, -3}));
-}
-
-// Disabled: fill_ dereferences the null storage of an undefined tensor (segfault) instead of
-// throwing. See the report for the one-line fix.
-TEST(Tensor, DISABLED_FillOfUndefinedIsAnError) {
+TEST(Tensor, FillOfUndefinedIsAnError) {
   EXPECT_TFM_ERROR(Tensor().fill_(1.0), "undefined");
 }
 

@@ -10,12 +10,20 @@ thread_local bool g_grad_enabled = true;
 thread_local std::vector<autograd::Node> g_tape;
 }  // namespace
 
-bool GradMode::enabled() { return g_grad_enabled; }
-void GradMode::set_enabled(bool on) { g_grad_enabled = on; }
+bool GradMode::enabled() {
+  return g_grad_enabled;
+}
+void GradMode::set_enabled(bool on) {
+  g_grad_enabled = on;
+}
 
 namespace autograd {
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  return needs_grad(std::vector<const Tensor*>(inputs));
+}
+
+bool needs_grad(const std::vector<const Tensor*>& inputs) {
   if (!GradMode::enabled()) return false;
   for (const Tensor* t : inputs)
     if (t != nullptr && t->defined() && t->requires_grad()) return true;
@@ -24,6 +32,12 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
 
 void record(const char* op, std::initializer_list<const Tensor*> inputs,
             std::initializer_list<Tensor*> outputs, BackwardFn backward) {
+  record(op, std::vector<const Tensor*>(inputs), std::vector<Tensor*>(outputs),
+         std::move(backward));
+}
+
+void record(const char* op, const std::vector<const Tensor*>& inputs,
+            const std::vector<Tensor*>& outputs, BackwardFn backward) {
   Node node;
   node.op = op;
   for (const Tensor* t : inputs)
@@ -42,8 +56,8 @@ void record(const char* op, std::initializer_list<const Tensor*> inputs,
 }
 
 void accumulate(AutogradMeta& meta, const Tensor& g) {
-  TFM_CHECK(g.shape() == meta.shape) << "gradient " << g.describe() << " for a tensor of shape "
-                                     << shape_str(meta.shape);
+  TFM_CHECK(g.shape() == meta.shape)
+      << "gradient " << g.describe() << " for a tensor of shape " << shape_str(meta.shape);
   if (!meta.grad.defined()) {
     meta.grad = g;
     meta.grad_owned = false;
@@ -93,8 +107,12 @@ void backward(const Tensor& root, const Tensor& root_grad) {
   }
 }
 
-void clear_tape() { g_tape.clear(); }
-size_t tape_size() { return g_tape.size(); }
+void clear_tape() {
+  g_tape.clear();
+}
+size_t tape_size() {
+  return g_tape.size();
+}
 
 }  // namespace autograd
 }  // namespace tfm

@@ -37,10 +37,14 @@ struct Node {
 
 // True when grad mode is on and some input requires a gradient.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
+bool needs_grad(const std::vector<const Tensor*>& inputs);
 
 // Records an op; marks the outputs as requiring grad (non-leaf).
 void record(const char* op, std::initializer_list<const Tensor*> inputs,
             std::initializer_list<Tensor*> outputs, BackwardFn backward);
+// For ops with a run-time number of inputs or outputs (concat, split).
+void record(const char* op, const std::vector<const Tensor*>& inputs,
+            const std::vector<Tensor*>& outputs, BackwardFn backward);
 
 // Runs the tape backwards from a scalar loss (gradient 1) or from `root` with gradient
 // `root_grad`, accumulating into every tensor that requires grad; then clears the tape.

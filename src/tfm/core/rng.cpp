@@ -45,7 +45,9 @@ double RandomStream::normal(uint64_t i) const {
 }
 
 Generator& default_generator() {
-  static thread_local Generator g(0);
+  // Process-wide, like torch's default generator. Not synchronised: ops draw streams on the
+  // calling thread; code that runs ops from several threads gives each its own Generator.
+  static Generator g(0);
   return g;
 }
 

@@ -49,7 +49,8 @@ class Generator {
   uint64_t next_ = 0;
 };
 
-// The process default generator, used when an op is given none.
+// The process default generator, used when an op is given none. Not thread-safe: threads that
+// run random ops concurrently should each pass their own Generator.
 Generator& default_generator();
 void manual_seed(uint64_t seed);
 

@@ -11,36 +11,6 @@ namespace tfm {
 
 namespace {
 
-// The tape takes initializer lists; concat and split have a runtime number of inputs or outputs.
-// These spell out lists of up to kMaxArity pointers; larger counts are split into groups.
-constexpr size_t kMaxArity = 16;
-
-template <size_t N, size_t M>
-void record_fixed(const char* op, const std::vector<const Tensor*>& in,
-                  const std::vector<Tensor*>& out, autograd::BackwardFn& fn) {
-  [&]<size_t... I, size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
-    autograd::record(op, {in[I]...}, {out[J]...}, std::move(fn));
-  }
-  (std::make_index_sequence<N>{}, std::make_index_sequence<M>{});
-}
-
-// Records a node with in.size() inputs and one output, or one input and out.size() outputs.
-void record_variadic(const char* op, const std::vector<const Tensor*>& in,
-                     const std::vector<Tensor*>& out, autograd::BackwardFn fn) {
-  TFM_CHECK(in.size() >= 1 && out.size() >= 1 && (in.size() == 1 || out.size() == 1) &&
-            in.size() <= kMaxArity && out.size() <= kMaxArity)
-      << op << ": cannot record " << in.size() << " inputs and " << out.size() << " outputs";
-  [&]<size_t... K>(std::index_sequence<K...>) {
-    (void)((in.size() == K + 1 && out.size() == 1 ? (record_fixed<K + 1, 1>(op, in, out, fn), true)
-                                                  : false) ||
-           ...);
-    if (in.size() == 1 && out.size() > 1)
-      (void)((out.size() == K + 1 ? (record_fixed<1, K + 1>(op, in, out, fn), true) : false) ||
-             ...);
-  }
-  (std::make_index_sequence<kMaxArity>{});
-}
-
 bool any_needs_grad(const std::vector<Tensor>& xs) {
   for (const Tensor& x : xs)
     if (autograd::needs_grad({&x})) return true;
@@ -193,16 +163,6 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
                      << x0.describe() << " outside axis " << axis;
     out_shape[axis] += x.size(axis);
   }
-  if (xs.size() > kMaxArity) {
-    // Join groups first: one tape node holds at most kMaxArity inputs.
-    std::vector<Tensor> groups;
-    for (size_t b = 0; b < xs.size(); b += kMaxArity)
-      groups.push_back(concat(
-          std::vector<Tensor>(xs.begin() + b, xs.begin() + std::min(b + kMaxArity, xs.size())),
-          axis));
-    return concat(groups, axis);
-  }
-
   std::vector<Tensor> parts;
   for (const Tensor& x : xs) parts.push_back(materialise(x));
   Tensor y = concat_raw(parts, axis, out_shape, x0.dtype());
@@ -211,17 +171,17 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     for (const Tensor& x : xs) in.push_back(&x);
     std::vector<int64_t> sizes;
     for (const Tensor& x : xs) sizes.push_back(x.size(axis));
-    record_variadic("concat", in, {&y},
-                    [sizes, axis](const autograd::Grads& g, const autograd::Needs& needs) {
-                      Tensor gy = materialise(g[0]);
-                      autograd::Grads gx(sizes.size());
-                      int64_t at = 0;
-                      for (size_t i = 0; i < sizes.size(); ++i) {
-                        if (needs[i]) gx[i] = materialise(narrow_raw(gy, axis, at, sizes[i]));
-                        at += sizes[i];
-                      }
-                      return gx;
-                    });
+    autograd::record("concat", in, std::vector<Tensor*>{&y},
+                     [sizes, axis](const autograd::Grads& g, const autograd::Needs& needs) {
+                       Tensor gy = materialise(g[0]);
+                       autograd::Grads gx(sizes.size());
+                       int64_t at = 0;
+                       for (size_t i = 0; i < sizes.size(); ++i) {
+                         if (needs[i]) gx[i] = materialise(narrow_raw(gy, axis, at, sizes[i]));
+                         at += sizes[i];
+                       }
+                       return gx;
+                     });
   }
   return y;
 }
@@ -238,23 +198,6 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   TFM_CHECK(total == x.size(axis))
       << "split: sizes " << shape_str(sizes) << " sum to " << total << ", but axis " << axis
       << " of " << x.describe() << " has " << x.size(axis);
-  if (sizes.size() > kMaxArity) {
-    // Split into groups first: one tape node holds at most kMaxArity outputs.
-    std::vector<int64_t> group_sizes;
-    for (size_t b = 0; b < sizes.size(); b += kMaxArity) {
-      int64_t s = 0;
-      for (size_t i = b; i < std::min(b + kMaxArity, sizes.size()); ++i) s += sizes[i];
-      group_sizes.push_back(s);
-    }
-    std::vector<Tensor> groups = split(x, group_sizes, axis), out;
-    for (size_t k = 0, b = 0; k < groups.size(); ++k, b += kMaxArity) {
-      const std::vector<int64_t> part_sizes(sizes.begin() + b,
-                                            sizes.begin() + std::min(b + kMaxArity, sizes.size()));
-      for (Tensor& t : split(groups[k], part_sizes, axis)) out.push_back(std::move(t));
-    }
-    return out;
-  }
-
   Tensor xc = materialise(x);
   std::vector<Tensor> ys;
   int64_t at = 0;
@@ -265,12 +208,13 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   if (autograd::needs_grad({&x})) {
     std::vector<Tensor*> out;
     for (Tensor& y : ys) out.push_back(&y);
-    record_variadic("split", {&x}, out,
-                    [in_shape = x.shape(), axis](const autograd::Grads& g, const autograd::Needs&) {
-                      std::vector<Tensor> parts;
-                      for (const Tensor& t : g) parts.push_back(materialise(t));
-                      return autograd::Grads{concat_raw(parts, axis, in_shape, parts[0].dtype())};
-                    });
+    autograd::record(
+        "split", std::vector<const Tensor*>{&x}, out,
+        [in_shape = x.shape(), axis](const autograd::Grads& g, const autograd::Needs&) {
+          std::vector<Tensor> parts;
+          for (const Tensor& t : g) parts.push_back(materialise(t));
+          return autograd::Grads{concat_raw(parts, axis, in_shape, parts[0].dtype())};
+        });
   }
   return ys;
 }
