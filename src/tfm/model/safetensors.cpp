@@ -260,7 +260,6 @@ Plan plan_file(const std::vector<std::pair<std::string, Tensor>>& tensors,
   std::set<std::string> names;
   for (const auto& [name, t] : tensors) {
     const std::string tn = "tensor " + (valid_utf8(name) ? json_quoted(name) : "(name not UTF-8)");
-    TFM_CHECK(!name.empty()) << what << ": a tensor has an empty name";
     TFM_CHECK(valid_utf8(name)) << what << ": a tensor name is not valid UTF-8";
     TFM_CHECK(name != "__metadata__")
         << what << ": \"__metadata__\" is reserved, not a tensor name";

@@ -53,7 +53,8 @@ SafetensorsFile load_safetensors(const std::string& path);
 SafetensorsFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& what);
 
 // Writes tensors (any strides; stored contiguous, little-endian) and metadata atomically (see
-// AtomicFileWriter). Names must be unique, non-empty, valid UTF-8 and not "__metadata__".
+// AtomicFileWriter). Names must be unique, valid UTF-8 and not "__metadata__"
+// (the empty name is legal, as in the spec: whatever we read, we can write).
 // For alignment the data buffer starts at a multiple of 8 (the header is padded with spaces, as
 // the reference writer does) and tensors are laid out by element size, largest first, keeping
 // the caller's order among equal sizes: every tensor then starts at a multiple of its element
