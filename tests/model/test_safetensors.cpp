@@ -105,6 +105,7 @@ Named sample_tensors() {
       {"ids", Tensor::from_vector<int64_t>({4}, {0, -1, INT64_MAX, INT64_MIN})},
       {"transposed", random_tensor({3, 4}, DType::f32, 2).transpose(0, 1)},
       {"empty_f64", Tensor::zeros({2, 0}, DType::f64)},
+      {"rows", random_tensor({4, 3}, DType::f32, 5).slice(1, 3)},  // a view with an offset
   };
 }
 

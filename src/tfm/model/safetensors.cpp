@@ -331,6 +331,8 @@ SafetensorsFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::str
   TFM_CHECK(bytes->device == Device::cpu) << what << ": bytes must be in cpu memory";
   const uint64_t size = bytes->nbytes;
   const auto* base = static_cast<const unsigned char*>(bytes->data.get());
+  TFM_CHECK(base != nullptr || size == 0)
+      << what << ": storage of " << size << " bytes has no data";
   TFM_CHECK(size >= 8) << what << ": file is " << size
                        << " bytes, shorter than the 8-byte header length";
   const uint64_t n = read_u64_le(base);
