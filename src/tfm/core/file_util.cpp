@@ -1,0 +1,192 @@
+#include "tfm/core/file_util.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "tfm/core/check.h"
+
+namespace tfm {
+
+namespace {
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+// Directory part of a path, for the temporary file and the directory fsync.
+std::string parent_dir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Distinguishes temporary files of concurrent writers in one process; the pid does so across
+// processes.
+std::atomic<uint64_t> temp_counter{0};
+
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  TFM_CHECK(!path_.empty() && path_.back() != '/')
+      << "cannot write file '" << path_ << "': not a file path";
+  const std::string dir = parent_dir(path_), base = base_name(path_);
+  // O_EXCL with a fresh name rather than mkstemp: the file gets the usual 0666 & ~umask mode
+  // instead of mkstemp's 0600, so a checkpoint is as readable as any file the user writes.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    temp_path_ = dir + "/." + base + ".tmp." + std::to_string(::getpid()) + "." +
+                 std::to_string(temp_counter.fetch_add(1));
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ >= 0 || errno != EEXIST) break;
+  }
+  if (fd_ < 0) {
+    const int err = errno;
+    TFM_FAIL() << "cannot write '" << path_ << "': creating temporary file '" << temp_path_
+               << "' failed: " << errno_text(err);
+  }
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (!committed_) abandon();
+}
+
+void AtomicFileWriter::abandon() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+  temp_path_.clear();
+}
+
+void AtomicFileWriter::write(const void* data, size_t n) {
+  TFM_CHECK(fd_ >= 0 && !committed_) << "write to '" << path_ << "' after commit or failure";
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    // Large writes are split: Linux writes at most ~2 GiB per call anyway.
+    const ssize_t w = ::write(fd_, p, n < (size_t{1} << 30) ? n : (size_t{1} << 30));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      abandon();
+      TFM_FAIL() << "cannot write '" << path_ << "': " << errno_text(err);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  TFM_CHECK(fd_ >= 0 && !committed_) << "commit of '" << path_ << "' after commit or failure";
+  // Data must be on disk before the rename makes it visible, or a crash could expose a file
+  // whose name is new but whose blocks are not.
+  if (::fsync(fd_) != 0) {
+    const int err = errno;
+    abandon();
+    TFM_FAIL() << "cannot write '" << path_ << "': fsync failed: " << errno_text(err);
+  }
+  // close can report deferred write errors (NFS); a failure here means the data may be lost.
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    const int err = errno;
+    abandon();
+    TFM_FAIL() << "cannot write '" << path_ << "': close failed: " << errno_text(err);
+  }
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    abandon();
+    TFM_FAIL() << "cannot write '" << path_ << "': rename from '" << temp_path_
+               << "' failed: " << errno_text(err);
+  }
+  committed_ = true;
+  temp_path_.clear();
+  // The rename lives in the directory; without this fsync a crash may bring back the old file.
+  const std::string dir = parent_dir(path_);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    const int err = errno;
+    TFM_FAIL() << "wrote '" << path_
+               << "' but cannot open its directory to sync it: " << errno_text(err);
+  }
+  const int rc = ::fsync(dfd);
+  const int err = errno;
+  ::close(dfd);
+  // Some file systems cannot fsync a directory (EINVAL); they give no stronger guarantee anyway.
+  TFM_CHECK(rc == 0 || err == EINVAL)
+      << "wrote '" << path_ << "' but syncing its directory failed: " << errno_text(err);
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  AtomicFileWriter w(path);
+  w.write(bytes);
+  w.commit();
+}
+
+std::string read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    TFM_FAIL() << "cannot open '" << path << "': " << errno_text(err);
+  }
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      const int err = errno;
+      ::close(fd);
+      TFM_FAIL() << "cannot read '" << path << "': " << errno_text(err);
+    }
+    if (r == 0) break;
+    out.append(buf, static_cast<size_t>(r));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::shared_ptr<Storage> map_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    TFM_FAIL() << "cannot open '" << path << "': " << errno_text(err);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    TFM_FAIL() << "cannot stat '" << path << "': " << errno_text(err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    TFM_FAIL() << "cannot map '" << path << "': not a regular file";
+  }
+  auto storage = std::make_shared<Storage>();
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {  // mmap refuses length 0
+    ::close(fd);
+    return storage;
+  }
+  // Private and copy-on-write: the file is opened read-only and never changes, but tensors
+  // viewing the map may be updated in place (an optimiser step after loading), which then
+  // touches private pages instead of faulting.
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);  // the mapping keeps its own reference to the file
+  TFM_CHECK(p != MAP_FAILED) << "cannot map '" << path << "': " << errno_text(err);
+  storage->data = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+  storage->nbytes = size;
+  return storage;
+}
+
+}  // namespace tfm
