@@ -32,11 +32,12 @@ inline float simd_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * z + r + 1.0f;
-  // 2^k built in the exponent field, as 2^(k-1) * 2 so that k = 128 does not overflow it.
+  // 2^k built in the exponent field, as 2^(k-1) * 2 so that k = 128 does not overflow it. Out
+  // of range, the factor becomes 0 or inf: integer selects only, so the compiler can if-convert
+  // (and vectorise) them, which it will not do for a select that guards a trapping float op.
   const int32_t ki = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kMagic);
-  const float pow2 = std::bit_cast<float>((ki + 126) << 23);
-  const float e = p * pow2 * 2.0f;
-  return x < kLo ? 0.0f : (x > kHi ? std::numeric_limits<float>::infinity() : e);
+  const int32_t bits = x < kLo ? 0 : (x > kHi ? 0x7f800000 : (ki + 126) << 23);
+  return p * std::bit_cast<float>(bits) * 2.0f;
 }
 // f64 is the reference type: exact libm exp, speed does not matter.
 inline double simd_exp(double x) {
