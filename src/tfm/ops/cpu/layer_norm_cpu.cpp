@@ -54,6 +54,26 @@ void normalize_row(int64_t c, const T* x, const RowScale<T>& s, const T* gamma, 
   for (int64_t j = 0; j < c; ++j) y[j] = ((x[j] - hi) - lo) * r * gamma[j] + beta[j];
 }
 
+// One row of dx = rstd * (dy * gamma - a - xhat * b) (+ extra), with xhat recomputed rather than
+// stored, and, when kParams, its terms of the column partials. Compile-time variants keep the
+// loop free of per-element branches.
+template <bool kParams, bool kExtra, typename T>
+void dx_row(int64_t c, const T* x, const T* dy, const T* gamma, const T* extra,
+            const RowScale<T>& s, T a, T b, T* dx, T* pg, T* pb) {
+  const T hi = s.mean_hi, lo = s.mean_lo, r = s.rstd;
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j) {
+    const T xh = ((x[j] - hi) - lo) * r;
+    T d = r * (dy[j] * gamma[j] - a - xh * b);
+    if constexpr (kExtra) d += extra[j];
+    dx[j] = d;
+    if constexpr (kParams) {
+      pg[j] += dy[j] * xh;
+      pb[j] += dy[j];
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -97,6 +117,7 @@ void layer_norm_backward(int64_t n, int64_t c, const T* dy, const T* x, const do
                          const double* rstd, const T* gamma, const T* dx_extra, T* dx, T* dgamma,
                          T* dbeta) {
   const bool want_params = dgamma != nullptr && dbeta != nullptr;
+  if (dx == nullptr && !want_params) return;
   const int64_t chunks = (n + kRowsPerChunk - 1) / kRowsPerChunk;
   // (chunks, C) partial column sums in T; each chunk writes only its own rows of them.
   std::unique_ptr<T[]> part_g, part_b;
@@ -138,31 +159,20 @@ void layer_norm_backward(int64_t n, int64_t c, const T* dy, const T* x, const do
           sgx += static_cast<double>(g * xh);
         }
         const T a = static_cast<T>(sg * inv_c);
-        const T bb = static_cast<T>(sgx * inv_c);
+        const T b = static_cast<T>(sgx * inv_c);
         const T* ei = dx_extra != nullptr ? dx_extra + i * c : nullptr;
         T* dxi = dx + i * c;
-        // Three variants so the hot loop carries no per-element branch.
-        if (want_params && ei != nullptr) {
-#pragma omp simd
-          for (int64_t j = 0; j < c; ++j) {
-            const T xh = ((xi[j] - hi) - lo) * r;
-            dxi[j] = r * (dyi[j] * gamma[j] - a - xh * bb) + ei[j];
-            pg[j] += dyi[j] * xh;
-            pb[j] += dyi[j];
-          }
-        } else if (want_params) {
-#pragma omp simd
-          for (int64_t j = 0; j < c; ++j) {
-            const T xh = ((xi[j] - hi) - lo) * r;
-            dxi[j] = r * (dyi[j] * gamma[j] - a - xh * bb);
-            pg[j] += dyi[j] * xh;
-            pb[j] += dyi[j];
+        if (want_params) {
+          if (ei != nullptr) {
+            dx_row<true, true>(c, xi, dyi, gamma, ei, s, a, b, dxi, pg, pb);
+          } else {
+            dx_row<true, false>(c, xi, dyi, gamma, ei, s, a, b, dxi, pg, pb);
           }
         } else {
-#pragma omp simd
-          for (int64_t j = 0; j < c; ++j) {
-            const T xh = ((xi[j] - hi) - lo) * r;
-            dxi[j] = r * (dyi[j] * gamma[j] - a - xh * bb) + (ei != nullptr ? ei[j] : T(0));
+          if (ei != nullptr) {
+            dx_row<false, true>(c, xi, dyi, gamma, ei, s, a, b, dxi, pg, pb);
+          } else {
+            dx_row<false, false>(c, xi, dyi, gamma, ei, s, a, b, dxi, pg, pb);
           }
         }
       }
