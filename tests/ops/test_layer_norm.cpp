@@ -64,6 +64,10 @@ TEST(LayerNorm, EpsAndConstantRows) {
   auto [g, b] = random_params(4, DType::f64, 13);
   Tensor y = layer_norm(x, g, b, 1e-5);
   for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(y.at({1, j}), b.at({j}));
+  // C = 1 is degenerate the same way: every row is constant.
+  Tensor y1 = layer_norm(random_tensor({3, 1}, DType::f64, 16), Tensor::full({1}, 2.0, DType::f64),
+                         Tensor::full({1}, 0.25, DType::f64), 1e-5);
+  EXPECT_TRUE(bitwise_equal(y1, Tensor::full({3, 1}, 0.25, DType::f64)));
   // eps enters under the root: var = 1 (x = ±1) and eps = 3 halve the output.
   Tensor x2 = Tensor::from_vector<double>({1, 2}, {-1.0, 1.0});
   Tensor y2 = layer_norm(x2, Tensor::ones({2}, DType::f64), Tensor::zeros({2}, DType::f64), 3.0);
@@ -78,6 +82,23 @@ TEST(LayerNorm, F32AccurateForLargeMean) {
   auto [g, b] = random_params(1024, DType::f32, 15);
   Tensor ref = reference_layer_norm(x32, g, b, 1e-5);
   EXPECT_TRUE(all_close(layer_norm(x32, g, b, 1e-5), ref, 1e-6, 1e-6));
+}
+
+// A strided view is normalised along its own last axis, and its gradient has its shape.
+TEST(LayerNorm, NonContiguousInput) {
+  Tensor base = random_tensor({7, 5}, DType::f64, 17);
+  Tensor xt = base.transpose(0, 1);  // (5, 7), strided
+  ASSERT_FALSE(xt.is_contiguous());
+  auto [g, b] = random_params(7, DType::f64, 18);
+  EXPECT_TRUE(bitwise_equal(layer_norm(xt, g, b, 1e-5), layer_norm(xt.contiguous(), g, b, 1e-5)));
+  // The gradient of a strided leaf: same values as for its contiguous copy, in its shape.
+  Tensor w = random_tensor({5, 7}, DType::f64, 19);
+  Tensor leaf = xt.detach().set_requires_grad(true);
+  Tensor dense = xt.contiguous().set_requires_grad(true);
+  autograd::backward(layer_norm(leaf, g, b, 1e-5), w);
+  autograd::backward(layer_norm(dense, g, b, 1e-5), w);
+  EXPECT_EQ(leaf.grad().shape(), (Shape{5, 7}));
+  EXPECT_TRUE(bitwise_equal(leaf.grad(), dense.grad()));
 }
 
 TEST(LayerNorm, Gradients) {

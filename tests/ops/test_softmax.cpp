@@ -56,6 +56,14 @@ TEST(Softmax, RowsSumToOne) {
   }
 }
 
+// A strided view is normalised along its own last axis.
+TEST(Softmax, NonContiguousInput) {
+  Tensor xt = random_tensor({7, 5}, DType::f64, 6, -3, 3).transpose(0, 1);  // (5, 7)
+  ASSERT_FALSE(xt.is_contiguous());
+  EXPECT_TRUE(all_close(softmax(xt), reference_softmax(xt.contiguous(), false), 1e-13, 1e-15));
+  EXPECT_TRUE(all_close(log_softmax(xt), reference_softmax(xt.contiguous(), true), 1e-13, 1e-13));
+}
+
 TEST(Softmax, LargeLogitsStayFiniteAndExact) {
   for (DType dt : {DType::f32, DType::f64}) {
     Tensor x =
