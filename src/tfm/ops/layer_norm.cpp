@@ -40,12 +40,15 @@ autograd::Grads layer_norm_grads(const Tensor& gy_in, const Tensor& gsum_in, con
   Tensor dx = need_dx ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
   Tensor dgamma = need_params ? Tensor::empty({c}, x.dtype()) : Tensor();
   Tensor dbeta = need_params ? Tensor::empty({c}, x.dtype()) : Tensor();
+  Tensor workspace =
+      need_params ? Tensor::empty({cpu::layer_norm_backward_workspace(n, c)}, x.dtype()) : Tensor();
   dispatch_floating(x.dtype(), "layer_norm backward", [&](auto z) {
     using T = decltype(z);
     cpu::layer_norm_backward<T>(
         n, c, gy.data<T>(), x.data<T>(), mean.data<double>(), rstd.data<double>(), gamma.data<T>(),
         gsum.defined() ? gsum.data<T>() : nullptr, need_dx ? dx.data<T>() : nullptr,
-        need_params ? dgamma.data<T>() : nullptr, need_params ? dbeta.data<T>() : nullptr);
+        need_params ? dgamma.data<T>() : nullptr, need_params ? dbeta.data<T>() : nullptr,
+        need_params ? workspace.data<T>() : nullptr);
   });
   return {dx, dgamma, dbeta};
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <vector>
 
 #include "tfm/core/parallel.h"
@@ -131,26 +130,27 @@ void add_layer_norm_forward(int64_t n, int64_t c, const T* x, const T* residual,
   });
 }
 
+int64_t layer_norm_backward_workspace(int64_t n, int64_t c) {
+  return 2 * ((n + kRowsPerChunk - 1) / kRowsPerChunk) * c;
+}
+
 template <typename T>
 void layer_norm_backward(int64_t n, int64_t c, const T* dy, const T* x, const double* mean,
                          const double* rstd, const T* gamma, const T* dx_extra, T* dx, T* dgamma,
-                         T* dbeta) {
+                         T* dbeta, T* workspace) {
   const bool want_params = dgamma != nullptr && dbeta != nullptr;
   if (dx == nullptr && !want_params) return;
   const int64_t chunks = (n + kRowsPerChunk - 1) / kRowsPerChunk;
-  // (chunks, C) partial column sums in T; each chunk writes only its own rows of them.
-  std::unique_ptr<T[]> part_g, part_b;
-  if (want_params) {
-    part_g = std::make_unique_for_overwrite<T[]>(static_cast<size_t>(chunks * c));
-    part_b = std::make_unique_for_overwrite<T[]>(static_cast<size_t>(chunks * c));
-  }
+  // (chunks, C) partial column sums each; chunk k writes only row k of them.
+  T* const part_g = want_params ? workspace : nullptr;
+  T* const part_b = want_params ? workspace + chunks * c : nullptr;
   const double inv_c = 1.0 / static_cast<double>(c);
   const int64_t chunk_grain = std::max<int64_t>(1, row_grain(c) / kRowsPerChunk);
 
   parallel_for(chunks, chunk_grain, [&](int64_t cb, int64_t ce) {
     for (int64_t k = cb; k < ce; ++k) {
-      T* pg = want_params ? part_g.get() + k * c : nullptr;
-      T* pb = want_params ? part_b.get() + k * c : nullptr;
+      T* pg = want_params ? part_g + k * c : nullptr;
+      T* pb = want_params ? part_b + k * c : nullptr;
       if (want_params) {
         std::fill(pg, pg + c, T(0));
         std::fill(pb, pb + c, T(0));
@@ -197,8 +197,8 @@ void layer_norm_backward(int64_t n, int64_t c, const T* dy, const T* x, const do
   parallel_for(c, 1024, [&](int64_t jb, int64_t je) {
     std::vector<double> ag(je - jb, 0.0), ab(je - jb, 0.0);
     for (int64_t k = 0; k < chunks; ++k) {
-      const T* pg = part_g.get() + k * c;
-      const T* pb = part_b.get() + k * c;
+      const T* pg = part_g + k * c;
+      const T* pb = part_b + k * c;
 #pragma omp simd
       for (int64_t j = jb; j < je; ++j) {
         ag[j - jb] += static_cast<double>(pg[j]);
@@ -218,7 +218,7 @@ void layer_norm_backward(int64_t n, int64_t c, const T* dy, const T* x, const do
   template void add_layer_norm_forward<T>(int64_t, int64_t, const T*, const T*, const T*,         \
                                           const T*, double, T*, T*, double*, double*);            \
   template void layer_norm_backward<T>(int64_t, int64_t, const T*, const T*, const double*,       \
-                                       const double*, const T*, const T*, T*, T*, T*);
+                                       const double*, const T*, const T*, T*, T*, T*, T*);
 TFM_INSTANTIATE(float)
 TFM_INSTANTIATE(double)
 #undef TFM_INSTANTIATE
