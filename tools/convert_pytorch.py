@@ -26,6 +26,7 @@ they come from flags. Unknown or missing names are an error that lists them.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -329,7 +330,12 @@ DEFAULT_IDS = {"seed004": (0, 1, 2), "seed000": (0, 1, 2), "torch-nn": (1, 2, 3)
 
 
 def load_state_dict(path):
-    obj = torch.load(path, map_location="cpu")
+    if not os.path.isfile(path):
+        raise ConvertError("no such file")
+    try:
+        obj = torch.load(path, map_location="cpu")
+    except Exception as e:  # torch.load fails in many ways on a file that is not a checkpoint
+        raise ConvertError(f"not a torch checkpoint ({type(e).__name__}: {e})") from None
     if isinstance(obj, torch.nn.Module):
         obj = obj.state_dict()
     if isinstance(obj, dict):
@@ -372,7 +378,7 @@ def convert(state_dict: dict, layout: str, args) -> tuple[rm.ModelConfig, dict, 
 
 
 def parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--layout", required=True, choices=sorted(LAYOUTS))
     p.add_argument("--checkpoint", required=True, help="torch.save(model.state_dict()) file")
@@ -401,10 +407,14 @@ def main(argv=None) -> int:
     try:
         sd = load_state_dict(args.checkpoint)
         cfg, tensors, notes = convert(sd, args.layout, args)
-    except (ConvertError, OSError, RuntimeError) as e:
+    except ConvertError as e:
         print(f"error: {args.checkpoint}: {e}", file=sys.stderr)
         return 1
-    rm.save_model_dir(args.out, cfg, tensors)
+    try:
+        rm.save_model_dir(args.out, cfg, tensors)
+    except OSError as e:
+        print(f"error: {args.out}: {e}", file=sys.stderr)
+        return 1
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     print(f"wrote {args.out}: {args.layout}, d_model {cfg.d_model}, {cfg.heads} heads, "
