@@ -102,6 +102,7 @@ const std::vector<Case> kCases = {
     {3, 1, 200, 4, 64, false, true},   // decoding: one query, dot-product path
     {2, 2, 100, 2, 24, true, true},    // two queries, dot path, Dh not a vector multiple
     {1, 67, 67, 16, 4, false, true},   // many narrow heads
+    {2, 9, 21, 3, 20, true, true},     // Dh past a multiple of the vector width
 };
 
 TEST(Attention, MatchesReference) {
@@ -126,6 +127,34 @@ TEST(Attention, MatchesReference) {
       AttentionResult r2 = attention(q, k, v, c.H, mask, opt);
       EXPECT_FALSE(r2.weights.defined());
       EXPECT_TRUE(bitwise_equal(r2.out, r.out));
+    }
+  }
+}
+
+// Scores of hundreds, growing along the keys: the running max of the online softmax jumps by
+// far more than exp can represent from one key block to the next, so the accumulated output
+// must be rescaled (to zero) rather than kept.
+TEST(Attention, PeakedScoresAcrossKeyBlocks) {
+  const int64_t B = 1, T = 40, S = 200, H = 2, C = 32;
+  for (DType dt : {DType::f32, DType::f64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor q = random_tensor({B, T, C}, DType::f64, 60, 2, 6);
+    Tensor k = random_tensor({B, S, C}, DType::f64, 61, -1, 1);
+    double* pk = k.data<double>();
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t c = 0; c < C; ++c) pk[s * C + c] = 1.0 + 0.2 * s + 0.5 * pk[s * C + c];
+    q = q.to(dt);
+    k = k.to(dt);
+    Tensor v = random_tensor({B, S, C}, dt, 62);
+    for (bool causal : {false, true}) {
+      AttentionOptions opt;
+      opt.causal = causal;
+      opt.return_weights = true;
+      AttentionResult r = attention(q, k, v, H, Tensor(), opt);
+      Reference ref = reference(q, k, v, H, Tensor(), causal);
+      const double tol = dt == DType::f32 ? 2e-3 : 1e-10;
+      EXPECT_TRUE(all_close(r.out, ref.out, tol, tol));
+      EXPECT_TRUE(all_close(r.weights, ref.weights, tol, tol));
     }
   }
 }

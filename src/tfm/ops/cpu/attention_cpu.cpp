@@ -64,11 +64,12 @@ void online_softmax_row(T* row, int64_t n, int64_t npad, int64_t visible, const 
     std::fill(row, row + npad, T(0));
     return;
   }
-  const T alpha = m == kNegInf<T> ? T(0) : std::exp(m - m_new);
+  const bool first = m == kNegInf<T>;  // acc and l are still zero
+  const T alpha = first ? T(0) : std::exp(m - m_new);
   const T sum = attn::exp_shifted_sum(row, npad, m_new);
   l = l * alpha + sum;
   m = m_new;
-  if (alpha != T(1))
+  if (!first && alpha != T(1))
     for (int64_t d = 0; d < dh; ++d) acc[d] *= alpha;
   if (dropout_z)
     for (int64_t j = 0; j < n; ++j) row[j] *= dropout_z[j];

@@ -7,6 +7,7 @@
 // primitives.h: a oneDNN call costs about as much as a whole 32×32×64 tile.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -69,17 +70,27 @@ using Elem = std::remove_cvref_t<decltype(std::declval<V>()[0])>;
 template <typename V>
 constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(Elem<V>));
 
+// Horizontal sum / max by halving: the compiler turns the half copies into lane extracts.
+template <typename V, typename Op>
+inline Elem<V> reduce_lanes(V v, Op op) {
+  using E = Elem<V>;
+  if constexpr (sizeof(V) == 2 * sizeof(E)) {
+    return op(v[0], v[1]);
+  } else {
+    typedef E H __attribute__((vector_size(sizeof(V) / 2)));
+    H lo, hi;
+    std::memcpy(&lo, &v, sizeof(H));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(H), sizeof(H));
+    return reduce_lanes(op(lo, hi), op);
+  }
+}
 template <typename V>
 inline Elem<V> hsum(V v) {
-  Elem<V> s = 0;
-  for (int i = 0; i < kLanes<V>; ++i) s += v[i];
-  return s;
+  return reduce_lanes(v, [](auto a, auto b) { return a + b; });
 }
 template <typename V>
 inline Elem<V> hmax(V v) {
-  Elem<V> s = v[0];
-  for (int i = 1; i < kLanes<V>; ++i) s = v[i] > s ? v[i] : s;
-  return s;
+  return reduce_lanes(v, [](auto a, auto b) { return a > b ? a : b; });
 }
 
 // exp for softmax arguments. f32: Cody-Waite reduction and the Cephes degree-6 polynomial
@@ -158,7 +169,7 @@ template <typename T, int NV, bool kAcc>
 inline void gemm_rows(int64_t M, int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
                       int64_t ldb, T* c, int64_t ldc) {
   // Enough rows to hide FMA latency, few enough that R·NV accumulators fit in 32 registers.
-  constexpr int R = NV <= 2 ? 6 : 4;
+  constexpr int R = NV <= 2 ? 8 : 4;
   int64_t i = 0;
   for (; i + R <= M; i += R)
     gemm_micro<T, R, NV, kAcc>(K, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc);
@@ -181,6 +192,12 @@ inline void gemm_rows(int64_t M, int64_t K, const T* a, int64_t a_rs, int64_t a_
       break;
     case 5:
       if constexpr (R > 5) gemm_micro<T, 5, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
+      break;
+    case 6:
+      if constexpr (R > 6) gemm_micro<T, 6, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
+      break;
+    case 7:
+      if constexpr (R > 7) gemm_micro<T, 7, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
       break;
   }
 }
@@ -263,8 +280,58 @@ inline void scores_dot(int64_t M, int64_t N, int64_t D, const T* q, int64_t ldq,
 
 // Packs rows [0, n) of a strided (n × D) block transposed into dst (D × npad), zero columns
 // from n to npad, so score tiles read contiguous key vectors.
+// dst (16 × ldd block) ← the 16×16 block at src (row stride lds) transposed, in registers:
+// interleave pairs of rows, then quads within 128-bit lanes, then 128-bit lanes (the shuffles
+// compile to vunpcklps/vshufps/vshuff32x4 with AVX-512).
+inline void transpose16(const float* src, int64_t lds, int64_t rows, float* dst, int64_t ldd) {
+  using V = Vec<float>;
+  V r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = i < rows ? vload(src + i * lds) : V{};
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9,
+                                       25, 12, 28, 13, 29);
+    t[2 * i + 1] = __builtin_shufflevector(r[2 * i], r[2 * i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10,
+                                           26, 11, 27, 14, 30, 15, 31);
+  }
+  for (int g = 0; g < 4; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const V a = t[4 * g + h], b = t[4 * g + h + 2];
+      r[4 * g + 2 * h] =
+          __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+      r[4 * g + 2 * h + 1] =
+          __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    }
+  // Now r[4g + c], 128-bit lane L, holds rows 4g..4g+3 of column 4L + c.
+  for (int c = 0; c < 4; ++c) {
+#define TFM_LANES_02(a, b) \
+  __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
+#define TFM_LANES_13(a, b) \
+  __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)
+    const V v0 = TFM_LANES_02(r[c], r[4 + c]), v1 = TFM_LANES_13(r[c], r[4 + c]);
+    const V w0 = TFM_LANES_02(r[8 + c], r[12 + c]), w1 = TFM_LANES_13(r[8 + c], r[12 + c]);
+    vstore(dst + c * ldd, TFM_LANES_02(v0, w0));
+    vstore(dst + (4 + c) * ldd, TFM_LANES_02(v1, w1));
+    vstore(dst + (8 + c) * ldd, TFM_LANES_13(v0, w0));
+    vstore(dst + (12 + c) * ldd, TFM_LANES_13(v1, w1));
+#undef TFM_LANES_02
+#undef TFM_LANES_13
+  }
+}
+
 template <typename T>
 inline void pack_transposed(int64_t n, int64_t npad, int64_t D, const T* src, int64_t lds, T* dst) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (npad % 16 == 0 && D >= 16) {  // 16×16 blocks in registers, zero rows past n
+      const int64_t d16 = D / 16 * 16;
+      for (int64_t j0 = 0; j0 < npad; j0 += 16)
+        for (int64_t d0 = 0; d0 < d16; d0 += 16)
+          transpose16(src + j0 * lds + d0, lds, std::max<int64_t>(0, n - j0), dst + d0 * npad + j0,
+                      npad);
+      for (int64_t d = d16; d < D; ++d)
+        for (int64_t j = 0; j < npad; ++j) dst[d * npad + j] = j < n ? src[j * lds + d] : T(0);
+      return;
+    }
+  }
   for (int64_t j = 0; j < n; ++j) {
     const T* r = src + j * lds;
     for (int64_t d = 0; d < D; ++d) dst[d * npad + j] = r[d];
