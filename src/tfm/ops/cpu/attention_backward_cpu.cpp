@@ -63,16 +63,13 @@ void backward_task(const BackwardArgs<T>& a, int64_t bh) {
   const int64_t bk_pad = attn::round_up(kBlockK, L);
   const size_t tile_bytes = Scratch::bytes_for<T>(bq * bk_pad);
   Scratch scratch(Scratch::bytes_for<T>(Tq) + 2 * Scratch::bytes_for<T>(Dh * bk_pad) +
-                  3 * tile_bytes + 2 * Scratch::bytes_for<T>(kBlockK * Dh) +
-                  2 * Scratch::bytes_for<T>(bk_pad));
-  T* corr = scratch.take<T>(Tq);          // D_t
-  T* kt = scratch.take<T>(Dh * bk_pad);   // (Dh, npad) packed keys
-  T* vt = scratch.take<T>(Dh * bk_pad);   // (Dh, npad) packed values
-  T* p = scratch.take<T>(bq * bk_pad);    // (rows, npad) probabilities
-  T* pz = scratch.take<T>(bq * bk_pad);   // P∘Z (dropout only)
-  T* ds = scratch.take<T>(bq * bk_pad);   // dP, then dS
-  T* dk = scratch.take<T>(kBlockK * Dh);  // (n, Dh) dK of this key block
-  T* dv = scratch.take<T>(kBlockK * Dh);
+                  3 * tile_bytes + 2 * Scratch::bytes_for<T>(bk_pad));
+  T* corr = scratch.take<T>(Tq);         // D_t
+  T* kt = scratch.take<T>(Dh * bk_pad);  // (Dh, npad) packed keys
+  T* vt = scratch.take<T>(Dh * bk_pad);  // (Dh, npad) packed values
+  T* p = scratch.take<T>(bq * bk_pad);   // (rows, npad) probabilities
+  T* pz = scratch.take<T>(bq * bk_pad);  // P∘Z (dropout only)
+  T* ds = scratch.take<T>(bq * bk_pad);  // dP, then dS
   T* bias = scratch.take<T>(bk_pad);
   T* z = scratch.take<T>(bk_pad);
 
@@ -95,21 +92,24 @@ void backward_task(const BackwardArgs<T>& a, int64_t bh) {
       bias[j] = ok ? T(0) : kNegInf<T>;
       any = any || ok;
     }
+    // dK and dV of these keys are summed in place, only by this task: written by the first
+    // query block, accumulated by the others.
+    T* dk = dkh + s0 * C;  // (n, Dh), row stride C
+    T* dv = dvh + s0 * C;
     const int64_t t_first = cfg.causal ? std::max<int64_t>(0, s0 - shift) : 0;
     if (!any || t_first >= Tq) {  // no query sees these keys
       for (int64_t j = 0; j < n; ++j) {
-        std::fill(dkh + (s0 + j) * C, dkh + (s0 + j) * C + Dh, T(0));
-        std::fill(dvh + (s0 + j) * C, dvh + (s0 + j) * C + Dh, T(0));
+        std::fill(dk + j * C, dk + j * C + Dh, T(0));
+        std::fill(dv + j * C, dv + j * C + Dh, T(0));
       }
       continue;
     }
     attn::pack_transposed(n, npad, Dh, kh + s0 * C, C, kt);
     attn::pack_transposed(n, npad, Dh, vh + s0 * C, C, vt);
-    std::fill(dk, dk + n * Dh, T(0));
-    std::fill(dv, dv + n * Dh, T(0));
 
     for (int64_t t0 = t_first / bq * bq; t0 < Tq; t0 += bq) {
       const int64_t rows = std::min(bq, Tq - t0);
+      const bool accumulate = t0 >= t_first / bq * bq + bq;
       attn::tile_gemm(false, rows, npad, Dh, qh + t0 * C, C, int64_t{1}, kt, npad, p, npad);
       attn::tile_gemm(false, rows, npad, Dh, doh + t0 * C, C, int64_t{1}, vt, npad, ds, npad);
       for (int64_t r = 0; r < rows; ++r) {
@@ -140,14 +140,10 @@ void backward_task(const BackwardArgs<T>& a, int64_t bh) {
       }
       const T* pv = dropout ? pz : p;
       // dV (n, Dh) += (P∘Z)ᵀ dO; dK (n, Dh) += dSᵀ Q: A is the transposed (rows, npad) tile.
-      attn::tile_gemm(true, n, Dh, rows, pv, int64_t{1}, npad, doh + t0 * C, C, dv, Dh);
-      attn::tile_gemm(true, n, Dh, rows, ds, int64_t{1}, npad, qh + t0 * C, C, dk, Dh);
+      attn::tile_gemm(accumulate, n, Dh, rows, pv, int64_t{1}, npad, doh + t0 * C, C, dv, C);
+      attn::tile_gemm(accumulate, n, Dh, rows, ds, int64_t{1}, npad, qh + t0 * C, C, dk, C);
       // dQ (rows, Dh) += dS K.
       attn::tile_gemm(true, rows, Dh, n, ds, npad, int64_t{1}, kh + s0 * C, C, dqh + t0 * C, C);
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      std::copy(dk + j * Dh, dk + (j + 1) * Dh, dkh + (s0 + j) * C);
-      std::copy(dv + j * Dh, dv + (j + 1) * Dh, dvh + (s0 + j) * C);
     }
   }
 }
