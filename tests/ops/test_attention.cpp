@@ -5,6 +5,7 @@
 #include "support/test_util.h"
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/autograd/tape.h"
+#include "tfm/core/allocator.h"
 #include "tfm/core/parallel.h"
 #include "tfm/core/rng.h"
 #include "tfm/ops/attention.h"
@@ -208,6 +209,19 @@ TEST(Attention, GradcheckWithMasks) {
   }
 }
 
+TEST(Attention, GradcheckSharedInput) {
+  // Self-attention on one tensor: its gradient sums the q, k and v contributions.
+  Tensor x = random_tensor({2, 5, 6}, DType::f64, 63, -2, 2).set_requires_grad(true);
+  Tensor mask = padding_mask(2, 5, 64);
+  EXPECT_TRUE(gradcheck(
+      [&](auto& in) {
+        AttentionOptions opt;
+        opt.causal = true;
+        return attention(in[0], in[0], in[0], 3, mask, opt).out;
+      },
+      {x}));
+}
+
 TEST(Attention, GradcheckWithDropout) {
   Tensor q = random_tensor({2, 4, 6}, DType::f64, 15, -2, 2).set_requires_grad(true);
   Tensor k = random_tensor({2, 6, 6}, DType::f64, 16, -2, 2).set_requires_grad(true);
@@ -386,6 +400,28 @@ TEST(Attention, ThreadCountDoesNotChangeResults) {
   std::vector<Tensor> one = run(1), two = run(2);
   set_threads(saved);
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bitwise_equal(one[i], two[i])) << i;
+}
+
+// Training memory is O(B·T·C + B·H·T): the (B, H, T, S) scores (16 MiB here) never exist.
+TEST(Attention, TrainingMemoryDoesNotGrowWithScores) {
+  const int64_t B = 1, H = 4, T = 1024, S = 1024, C = 32;
+  Tensor q = random_tensor({B, T, C}, DType::f32, 70).set_requires_grad(true);
+  Tensor k = random_tensor({B, S, C}, DType::f32, 71).set_requires_grad(true);
+  Tensor v = random_tensor({B, S, C}, DType::f32, 72).set_requires_grad(true);
+  Tensor g = random_tensor({B, T, C}, DType::f32, 73);
+  const size_t io_bytes = static_cast<size_t>(B * T * C) * sizeof(float);  // 128 KiB
+  const size_t before = cpu_allocator().stats().in_use_bytes;
+  cpu_allocator().reset_peak();
+  AttentionOptions opt;
+  opt.causal = true;
+  opt.dropout = 0.1;
+  Tensor out = attention(q, k, v, H, Tensor(), opt).out;
+  autograd::backward(out, g);
+  const size_t peak = cpu_allocator().stats().peak_in_use_bytes - before;
+  // out, lse, dq, dk, dv and allocator rounding: well under 16 io_bytes; scores alone would
+  // be 4·H·T·S = 128 io_bytes.
+  EXPECT_LT(peak, 16 * io_bytes);
+  EXPECT_GT(peak, 4 * io_bytes);  // the test measures something
 }
 
 TEST(Attention, NoGradModeSavesNothing) {
