@@ -325,8 +325,8 @@ inline void pack_transposed(int64_t n, int64_t npad, int64_t D, const T* src, in
       const int64_t d16 = D / 16 * 16;
       for (int64_t j0 = 0; j0 < npad; j0 += 16)
         for (int64_t d0 = 0; d0 < d16; d0 += 16)
-          transpose16(src + j0 * lds + d0, lds, std::max<int64_t>(0, n - j0), dst + d0 * npad + j0,
-                      npad);
+          transpose16(j0 < n ? src + j0 * lds + d0 : src, lds, std::max<int64_t>(0, n - j0),
+                      dst + d0 * npad + j0, npad);
       for (int64_t d = d16; d < D; ++d)
         for (int64_t j = 0; j < npad; ++j) dst[d * npad + j] = j < n ? src[j * lds + d] : T(0);
       return;
@@ -348,10 +348,13 @@ inline uint32_t dropout_threshold(double p) {
 }
 
 typedef uint64_t U64x8 __attribute__((vector_size(64)));
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
+typedef uint32_t U32x16 __attribute__((vector_size(64)));
 
-// Philox4x32-10 (the maths of tfm::philox4x32) on the 8 counters {blk + i, stream}: word w of
-// counter i lands in out[w][i]. Products of 32-bit values in 64-bit lanes are exact.
-inline void philox_x8(uint64_t blk, uint64_t seed, uint64_t stream, uint32_t out[4][8]) {
+// Philox4x32-10 (the maths of tfm::philox4x32) on the 8 counters {blk + i, stream} at once:
+// out[0, 32) gets the 32 stream words of elements 4·blk .. 4·blk + 31, in element order.
+// Products of 32-bit values in 64-bit lanes are exact.
+inline void philox_words_x8(uint64_t blk, uint64_t seed, uint64_t stream, uint32_t* out) {
   const U64x8 lo32 = U64x8{} + 0xFFFFFFFFull;
   U64x8 c0, c1;
   for (int i = 0; i < 8; ++i) {
@@ -371,12 +374,19 @@ inline void philox_x8(uint64_t blk, uint64_t seed, uint64_t stream, uint32_t out
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  for (int i = 0; i < 8; ++i) {
-    out[0][i] = static_cast<uint32_t>(c0[i]);
-    out[1][i] = static_cast<uint32_t>(c1[i]);
-    out[2][i] = static_cast<uint32_t>(c2[i]);
-    out[3][i] = static_cast<uint32_t>(c3[i]);
-  }
+  // Word w of counter i is element 4i + w: interleave the four word vectors.
+  const U32x8 w0 = __builtin_convertvector(c0, U32x8), w1 = __builtin_convertvector(c1, U32x8);
+  const U32x8 w2 = __builtin_convertvector(c2, U32x8), w3 = __builtin_convertvector(c3, U32x8);
+  const U32x16 ab =
+      __builtin_shufflevector(w0, w1, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  const U32x16 cd =
+      __builtin_shufflevector(w2, w3, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  const U32x16 first =
+      __builtin_shufflevector(ab, cd, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+  const U32x16 second =
+      __builtin_shufflevector(ab, cd, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+  std::memcpy(out, &first, sizeof first);
+  std::memcpy(out + 16, &second, sizeof second);
 }
 
 // z[j] = keep(base + j) ? keep_scale : 0 for j < n: the dropout multipliers of n consecutive
@@ -386,14 +396,13 @@ inline void dropout_multipliers(uint64_t seed, uint64_t stream, uint64_t base, i
                                 uint32_t threshold, T keep_scale, T* z) {
   if (n <= 0) return;
   const uint64_t end = base + static_cast<uint64_t>(n);
-  uint32_t w[4][8];
+  uint32_t w[32];
   for (uint64_t blk = base / 4; blk * 4 < end; blk += 8) {
-    philox_x8(blk, seed, stream, w);
-    for (int i = 0; i < 8; ++i)
-      for (int lane = 0; lane < 4; ++lane) {
-        const uint64_t e = (blk + i) * 4 + lane;
-        if (e >= base && e < end) z[e - base] = (w[lane][i] >> 8) >= threshold ? keep_scale : T(0);
-      }
+    philox_words_x8(blk, seed, stream, w);
+    const uint64_t e0 = blk * 4;
+    const uint64_t lo = std::max(e0, base), hi = std::min(e0 + 32, end);
+    for (uint64_t e = lo; e < hi; ++e)
+      z[e - base] = (w[e - e0] >> 8) >= threshold ? keep_scale : T(0);
   }
 }
 
