@@ -424,6 +424,19 @@ TEST(Attention, TrainingMemoryDoesNotGrowWithScores) {
   EXPECT_GT(peak, 4 * io_bytes);  // the test measures something
 }
 
+TEST(Attention, EmptySequences) {
+  // No keys: every query is fully masked (zeros); no queries: an empty output.
+  Tensor q = random_tensor({2, 3, 8}, DType::f64, 80).set_requires_grad(true);
+  Tensor none = Tensor::zeros({2, 0, 8}, DType::f64).set_requires_grad(true);
+  AttentionResult r = attention(q, none, none, 2);
+  EXPECT_TRUE(all_close(r.out, Tensor::zeros({2, 3, 8}, DType::f64), 0, 0));
+  autograd::backward(r.out, Tensor::ones({2, 3, 8}, DType::f64));
+  EXPECT_TRUE(all_close(q.grad(), Tensor::zeros({2, 3, 8}, DType::f64), 0, 0));
+  Tensor kv = random_tensor({2, 4, 8}, DType::f64, 81);
+  EXPECT_EQ(attention(Tensor::zeros({2, 0, 8}, DType::f64), kv, kv, 2).out.shape(),
+            (Shape{2, 0, 8}));
+}
+
 TEST(Attention, NoGradModeSavesNothing) {
   Tensor q = random_tensor({1, 3, 8}, DType::f32, 50).set_requires_grad(true);
   Tensor k = random_tensor({1, 5, 8}, DType::f32, 51);

@@ -278,8 +278,6 @@ inline void scores_dot(int64_t M, int64_t N, int64_t D, const T* q, int64_t ldq,
   }
 }
 
-// Packs rows [0, n) of a strided (n × D) block transposed into dst (D × npad), zero columns
-// from n to npad, so score tiles read contiguous key vectors.
 // dst (16 × ldd block) ← the 16×16 block at src (row stride lds) transposed, in registers:
 // interleave pairs of rows, then quads within 128-bit lanes, then 128-bit lanes (the shuffles
 // compile to vunpcklps/vshufps/vshuff32x4 with AVX-512).
@@ -302,22 +300,25 @@ inline void transpose16(const float* src, int64_t lds, int64_t rows, float* dst,
           __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
     }
   // Now r[4g + c], 128-bit lane L, holds rows 4g..4g+3 of column 4L + c.
+  const auto lanes02 = [](V a, V b) {  // 128-bit lanes 0, 2 of a then of b
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+  };
+  const auto lanes13 = [](V a, V b) {
+    return __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
+                                   31);
+  };
   for (int c = 0; c < 4; ++c) {
-#define TFM_LANES_02(a, b) \
-  __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
-#define TFM_LANES_13(a, b) \
-  __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)
-    const V v0 = TFM_LANES_02(r[c], r[4 + c]), v1 = TFM_LANES_13(r[c], r[4 + c]);
-    const V w0 = TFM_LANES_02(r[8 + c], r[12 + c]), w1 = TFM_LANES_13(r[8 + c], r[12 + c]);
-    vstore(dst + c * ldd, TFM_LANES_02(v0, w0));
-    vstore(dst + (4 + c) * ldd, TFM_LANES_02(v1, w1));
-    vstore(dst + (8 + c) * ldd, TFM_LANES_13(v0, w0));
-    vstore(dst + (12 + c) * ldd, TFM_LANES_13(v1, w1));
-#undef TFM_LANES_02
-#undef TFM_LANES_13
+    const V v0 = lanes02(r[c], r[4 + c]), v1 = lanes13(r[c], r[4 + c]);
+    const V w0 = lanes02(r[8 + c], r[12 + c]), w1 = lanes13(r[8 + c], r[12 + c]);
+    vstore(dst + c * ldd, lanes02(v0, w0));
+    vstore(dst + (4 + c) * ldd, lanes02(v1, w1));
+    vstore(dst + (8 + c) * ldd, lanes13(v0, w0));
+    vstore(dst + (12 + c) * ldd, lanes13(v1, w1));
   }
 }
 
+// Packs rows [0, n) of a strided (n × D) block transposed into dst (D × npad), zero columns
+// from n to npad, so score tiles read contiguous key vectors.
 template <typename T>
 inline void pack_transposed(int64_t n, int64_t npad, int64_t D, const T* src, int64_t lds, T* dst) {
   if constexpr (std::is_same_v<T, float>) {
