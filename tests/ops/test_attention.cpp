@@ -192,18 +192,17 @@ TEST(Attention, KvCacheQueriesMatchFullCausalRows) {
 
 TEST(Attention, GradcheckWithMasks) {
   for (const Case& c : {Case{2, 4, 5, 2, 3, true, true}, Case{2, 5, 3, 1, 5, true, true},
-                        Case{1, 1, 4, 2, 2, false, true}, Case{1, 66, 70, 1, 3, true, true}}) {
+                        Case{1, 1, 4, 2, 2, false, true}, Case{1, 66, 130, 1, 2, true, true}}) {
     SCOPED_TRACE(::testing::Message() << c);
     Tensor q = random_tensor({c.B, c.T, c.H * c.Dh}, DType::f64, 11, -2, 2).set_requires_grad(true);
     Tensor k = random_tensor({c.B, c.S, c.H * c.Dh}, DType::f64, 12, -2, 2).set_requires_grad(true);
     Tensor v = random_tensor({c.B, c.S, c.H * c.Dh}, DType::f64, 13).set_requires_grad(true);
     Tensor mask = padding_mask(c.B, c.S, 14);
-    const int64_t H = c.H;
     EXPECT_TRUE(gradcheck(
         [&](auto& in) {
           AttentionOptions opt;
-          opt.causal = true;
-          return attention(in[0], in[1], in[2], H, mask, opt).out;
+          opt.causal = c.causal;
+          return attention(in[0], in[1], in[2], c.H, mask, opt).out;
         },
         {q, k, v}));
   }
@@ -223,20 +222,25 @@ TEST(Attention, GradcheckSharedInput) {
 }
 
 TEST(Attention, GradcheckWithDropout) {
-  Tensor q = random_tensor({2, 4, 6}, DType::f64, 15, -2, 2).set_requires_grad(true);
-  Tensor k = random_tensor({2, 6, 6}, DType::f64, 16, -2, 2).set_requires_grad(true);
-  Tensor v = random_tensor({2, 6, 6}, DType::f64, 17).set_requires_grad(true);
-  Tensor mask = padding_mask(2, 6, 18);
-  EXPECT_TRUE(gradcheck(
-      [&](auto& in) {
-        Generator gen(77);  // the same mask for every evaluation
-        AttentionOptions opt;
-        opt.causal = true;
-        opt.dropout = 0.4;
-        opt.generator = &gen;
-        return attention(in[0], in[1], in[2], 2, mask, opt).out;
-      },
-      {q, k, v}));
+  // The second case spans two query and three key blocks, so the backward must regenerate the
+  // mask at the right stream offsets.
+  for (const Case& c : {Case{2, 4, 6, 2, 3, true, true}, Case{1, 66, 130, 1, 2, true, true}}) {
+    SCOPED_TRACE(::testing::Message() << c);
+    Tensor q = random_tensor({c.B, c.T, c.H * c.Dh}, DType::f64, 15, -2, 2).set_requires_grad(true);
+    Tensor k = random_tensor({c.B, c.S, c.H * c.Dh}, DType::f64, 16, -2, 2).set_requires_grad(true);
+    Tensor v = random_tensor({c.B, c.S, c.H * c.Dh}, DType::f64, 17).set_requires_grad(true);
+    Tensor mask = padding_mask(c.B, c.S, 18);
+    EXPECT_TRUE(gradcheck(
+        [&](auto& in) {
+          Generator gen(77);  // the same mask for every evaluation
+          AttentionOptions opt;
+          opt.causal = c.causal;
+          opt.dropout = 0.4;
+          opt.generator = &gen;
+          return attention(in[0], in[1], in[2], c.H, mask, opt).out;
+        },
+        {q, k, v}));
+  }
 }
 
 TEST(Attention, GradcheckThroughReturnedWeights) {
