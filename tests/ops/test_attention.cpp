@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -29,12 +30,13 @@ std::ostream& operator<<(std::ostream& os, const Case& c) {
             << (c.causal ? " causal" : "") << (c.padding ? " padded" : "");
 }
 
-// Key padding with a different valid length per batch row, at least one key always valid.
+// Key padding with a different valid length per batch row, from 40% of S to S (at least one),
+// so long sequences keep keys in several blocks.
 Tensor padding_mask(int64_t B, int64_t S, uint64_t seed) {
   RandomStream rs(seed, 99);
   std::vector<uint8_t> m(B * S);
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t len = 1 + static_cast<int64_t>(rs.uniform_f64(b) * S) % S;
+    const int64_t len = std::max<int64_t>(1, S - static_cast<int64_t>(rs.uniform_f64(b) * 0.6 * S));
     for (int64_t s = 0; s < S; ++s) m[b * S + s] = s >= len ? 1 : 0;
   }
   return Tensor::from_vector<uint8_t>({B, S}, m);
