@@ -157,7 +157,10 @@ void attention_backward(const AttentionShape& shape, const AttentionConfig& conf
   if (shape.batch == 0 || shape.heads == 0) return;
   const BackwardArgs<T> args{shape,   config,       q,      k,      v,     out, lse, grad_out,
                              weights, grad_weights, grad_q, grad_k, grad_v};
-  parallel_for(shape.batch * shape.heads, 1, [&](int64_t begin, int64_t end) {
+  const double task_flops = 14.0 * static_cast<double>(shape.q_len * shape.kv_len * shape.head_dim);
+  const int64_t grain =
+      std::max<int64_t>(1, static_cast<int64_t>(attn::kMinChunkFlops / (task_flops + 1)));
+  parallel_for(shape.batch * shape.heads, grain, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) backward_task(args, bh);
   });
 }

@@ -177,8 +177,12 @@ void attention_forward(const AttentionShape& shape, const AttentionConfig& confi
   const int64_t n_qblocks = (Tq + block_q - 1) / block_q;
   const ForwardArgs<T> args{shape, config, q, k, v, out, lse, weights};
   // Tasks are independent and each is computed by one thread start to finish, so the result
-  // does not depend on how they are spread over threads.
-  parallel_for(shape.batch * shape.heads * n_qblocks, 1, [&](int64_t begin, int64_t end) {
+  // does not depend on how they are spread over threads. Small tasks (decoding) are grouped so
+  // a chunk is worth waking a thread for; a tiny call runs on the caller's thread.
+  const double task_flops = 4.0 * static_cast<double>(block_q * shape.kv_len * shape.head_dim);
+  const int64_t grain =
+      std::max<int64_t>(1, static_cast<int64_t>(attn::kMinChunkFlops / (task_flops + 1)));
+  parallel_for(shape.batch * shape.heads * n_qblocks, grain, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) forward_task(args, task, block_q, n_qblocks);
   });
 }

@@ -46,6 +46,9 @@ constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 template <typename T>
 constexpr T kInf = std::numeric_limits<T>::infinity();
 
+// Work below which a parallel chunk is not worth a thread wake-up (~a few microseconds).
+constexpr double kMinChunkFlops = 1 << 18;
+
 inline int64_t round_up(int64_t n, int64_t m) {
   return (n + m - 1) / m * m;
 }
