@@ -168,41 +168,26 @@ inline void gemm_micro(int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const 
     for (int v = 0; v < NV; ++v) vstore(c + r * ldc + v * L, acc[r][v]);
 }
 
+// The last rows < R of gemm_rows: one micro tile of exactly `rows` rows.
+template <typename T, int NV, bool kAcc, int R>
+inline void gemm_tail_rows(int64_t rows, int64_t K, const T* a, int64_t a_rs, int64_t a_cs,
+                           const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if constexpr (R > 0) {
+    if (rows == R) return gemm_micro<T, R, NV, kAcc>(K, a, a_rs, a_cs, b, ldb, c, ldc);
+    gemm_tail_rows<T, NV, kAcc, R - 1>(rows, K, a, a_rs, a_cs, b, ldb, c, ldc);
+  }
+}
+
 template <typename T, int NV, bool kAcc>
 inline void gemm_rows(int64_t M, int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
                       int64_t ldb, T* c, int64_t ldc) {
-  // Enough rows to hide FMA latency, few enough that R·NV accumulators fit in 32 registers.
-  constexpr int R = NV <= 2 ? 8 : 4;
+  // About 24 accumulators: enough rows to reuse each loaded B vector many times and hide FMA
+  // latency, few enough that accumulators, B vectors and a broadcast fit in 32 registers.
+  constexpr int R = NV <= 2 ? 8 : 6;
   int64_t i = 0;
   for (; i + R <= M; i += R)
     gemm_micro<T, R, NV, kAcc>(K, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc);
-  const T* ai = a + i * a_rs;
-  T* ci = c + i * ldc;
-  switch (M - i) {
-    case 0:
-      break;
-    case 1:
-      gemm_micro<T, 1, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
-      break;
-    case 2:
-      gemm_micro<T, 2, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
-      break;
-    case 3:
-      gemm_micro<T, 3, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
-      break;
-    case 4:
-      if constexpr (R > 4) gemm_micro<T, 4, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
-      break;
-    case 5:
-      if constexpr (R > 5) gemm_micro<T, 5, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
-      break;
-    case 6:
-      if constexpr (R > 6) gemm_micro<T, 6, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
-      break;
-    case 7:
-      if constexpr (R > 7) gemm_micro<T, 7, NV, kAcc>(K, ai, a_rs, a_cs, b, ldb, ci, ldc);
-      break;
-  }
+  gemm_tail_rows<T, NV, kAcc, R - 1>(M - i, K, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc);
 }
 
 template <typename T, bool kAcc>
