@@ -107,6 +107,15 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->UseRealTime();
 }
 
+// Where the automatic f32 path switches (cpu::linear_forward: sgemm up to 8 rows, primitive
+// above): both paths on few-row problems, the FFN up- and down-projection of a 512-wide model.
+void small_m(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (int m : {1, 4, 8, 16, 32})
+    for (auto [n, k] : {std::pair{2048, 512}, std::pair{512, 2048}}) b->Args({m, n, k});
+  b->UseRealTime();
+}
+
 BENCHMARK(BM_sgemm)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear, bias, Activation::none)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear, bias_relu, Activation::relu)->Apply(shapes);
@@ -120,6 +129,11 @@ BENCHMARK_CAPTURE(BM_linear_path, sgemm_bias_relu, LinearPath::sgemm, Activation
     ->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear_train, bias_relu, Activation::relu)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear_train, bias_gelu, Activation::gelu)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_linear_path, small_m_primitive_bias_relu, LinearPath::primitive,
+                  Activation::relu)
+    ->Apply(small_m);
+BENCHMARK_CAPTURE(BM_linear_path, small_m_sgemm_bias_relu, LinearPath::sgemm, Activation::relu)
+    ->Apply(small_m);
 
 }  // namespace
 

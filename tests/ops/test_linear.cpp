@@ -113,21 +113,30 @@ TEST(Linear, F32AgreesWithF64OnLargerShapes) {
 }
 
 TEST(Linear, BothF32PathsAgree) {
-  // The fused primitive and sgemm + epilogue pass; k = 300 runs several GEMM K-blocks.
-  const int64_t m = 70, n = 130, k = 300;
-  Tensor x = random_tensor({m, k}, DType::f32, 40), w = random_tensor({n, k}, DType::f32, 41);
-  Tensor b = random_tensor({n}, DType::f32, 42);
-  for (Activation act : kActs) {
-    SCOPED_TRACE(activation_name(act));
-    Tensor y[2] = {Tensor::empty({m, n}), Tensor::empty({m, n})};
-    int i = 0;
-    for (auto path : {cpu::LinearPath::primitive, cpu::LinearPath::sgemm})
-      cpu::linear_forward<float>(m, n, k, x.data<float>(), w.data<float>(), b.data<float>(), act,
-                                 y[i++].data<float>(), path);
-    // |z| is up to ~10 after 300 terms: f32 summation-order differences reach a few 1e-6.
-    EXPECT_TRUE(testing::all_close(y[0], y[1], 1e-5, 1e-5));
-    EXPECT_TRUE(testing::all_close(y[0], reference_linear(x, w, b, act), 1e-5, 1e-5));
-  }
+  // The fused primitive and sgemm + epilogue pass, each against the definition: K = 300 spans
+  // several GEMM K-blocks; size-1 dimensions test the primitive's stride handling (a (K, 1)
+  // weight view with strides (1, K)).
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (Case c : {Case{70, 130, 300}, Case{20, 1, 1}, Case{20, 1, 7}, Case{20, 5, 1}, Case{1, 9, 4},
+                 Case{9, 9, 9}})
+    for (Activation act : kActs) {
+      SCOPED_TRACE(::testing::Message()
+                   << c.m << "x" << c.n << "x" << c.k << " " << activation_name(act));
+      Tensor x = random_tensor({c.m, c.k}, DType::f32, 40);
+      Tensor w = random_tensor({c.n, c.k}, DType::f32, 41);
+      Tensor b = random_tensor({c.n}, DType::f32, 42);
+      Tensor ref = reference_linear(x, w, b, act);
+      for (auto path : {cpu::LinearPath::primitive, cpu::LinearPath::sgemm}) {
+        Tensor y = Tensor::empty({c.m, c.n});
+        cpu::linear_forward<float>(c.m, c.n, c.k, x.data<float>(), w.data<float>(), b.data<float>(),
+                                   act, y.data<float>(), path);
+        // |z| reaches ~10 after 300 terms: f32 summation-order differences of a few 1e-6.
+        EXPECT_TRUE(testing::all_close(y, ref, 1e-5, 1e-5))
+            << (path == cpu::LinearPath::sgemm ? "sgemm" : "primitive");
+      }
+    }
 }
 
 TEST(Linear, GradModeGeluMatchesFusedInference) {
@@ -351,6 +360,11 @@ TEST(Linear, PrimitiveCacheReusesAndStaysBounded) {
         testing::all_close(ym, reference_linear(xm, w, Tensor(), Activation::relu), 1e-5, 1e-6));
   }
   EXPECT_EQ(cpu::matmul_primitive_cache_stats().entries, 6u);
+  // The thread count is part of the key: oneDNN fixes its work split at creation.
+  const size_t misses = cpu::matmul_primitive_cache_stats().misses;
+  with_threads(1, [&] { return linear(x, w); });
+  with_threads(2, [&] { return linear(x, w); });
+  EXPECT_EQ(cpu::matmul_primitive_cache_stats().misses, misses + 2);
   cpu::set_matmul_primitive_cache_capacity(1);
   EXPECT_EQ(cpu::matmul_primitive_cache_stats().entries, 1u);
   cpu::set_matmul_primitive_cache_capacity(s1.capacity);
