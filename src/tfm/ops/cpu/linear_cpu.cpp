@@ -13,7 +13,9 @@ namespace tfm::cpu {
 namespace {
 
 // Up to this many rows (a GEMV-like decoding step) dnnl_sgemm plus a pass over the tiny y beats
-// the matmul primitive; above it the primitive wins or ties (bench_linear, 2 threads, Zen 4).
+// the matmul primitive; above it the primitive wins or ties. bench_linear, 2 threads, Zen 4,
+// GFLOP/s for bias+relu with N×K = 2048×512, primitive vs sgemm: M=1 34 vs 94, M=8 212 vs 248,
+// M=16 306 vs 81, M=32 369 vs 138, M=2048 496 vs 475.
 constexpr int64_t kSgemmMaxRows = 8;
 
 GemmPostOp post_op_of(Activation act) {
