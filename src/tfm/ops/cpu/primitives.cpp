@@ -1,10 +1,17 @@
 #include "tfm/ops/cpu/primitives.h"
 
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
+#include "tfm/core/allocator.h"
 #include "tfm/core/check.h"
 #include "tfm/core/parallel.h"
 
@@ -96,5 +103,203 @@ template void gemm_batched<float>(bool, bool, int64_t, int64_t, int64_t, int64_t
 template void gemm_batched<double>(bool, bool, int64_t, int64_t, int64_t, int64_t, double,
                                    const double*, int64_t, int64_t, const double*, int64_t,
                                    int64_t, double, double*, int64_t, int64_t);
+
+}  // namespace tfm::cpu
+
+// ---------------------------------------------------------------------------------------------
+// oneDNN matmul primitive with fused bias and post-op, behind a bounded LRU cache.
+
+namespace tfm::cpu {
+
+namespace {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// A CPU stream executes synchronously and holds no data, but oneDNN does not promise that one
+// stream object may be used from several threads at once: one per thread, on the shared engine.
+dnnl::stream& cpu_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+struct PrimitiveKey {
+  int64_t m, n, k;
+  bool bias;
+  GemmPostOp post;
+  // oneDNN fixes its work split when the primitive is created, from the thread count then.
+  int threads;
+  bool operator==(const PrimitiveKey&) const = default;
+};
+
+struct PrimitiveKeyHash {
+  size_t operator()(const PrimitiveKey& key) const {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(static_cast<uint64_t>(key.m));
+    mix(static_cast<uint64_t>(key.n));
+    mix(static_cast<uint64_t>(key.k));
+    mix(static_cast<uint64_t>(key.bias));
+    mix(static_cast<uint64_t>(key.post));
+    mix(static_cast<uint64_t>(key.threads));
+    return static_cast<size_t>(h);
+  }
+};
+
+struct PrimitiveEntry {
+  dnnl::matmul primitive;
+  dnnl::memory::desc src, weights, bias, dst, scratchpad;
+  size_t scratchpad_bytes = 0;
+};
+
+std::shared_ptr<const PrimitiveEntry> create_primitive(const PrimitiveKey& key) {
+  using dnnl::memory;
+  using dt = memory::data_type;
+  const memory::dims src_dims{key.m, key.k}, w_dims{key.k, key.n}, dst_dims{key.m, key.n};
+  auto entry = std::make_shared<PrimitiveEntry>();
+  entry->src = memory::desc(src_dims, dt::f32, memory::dims{key.k, 1});
+  // (K, N) view of the (N, K) row-major weight: strides (1, K), no copy.
+  entry->weights = memory::desc(w_dims, dt::f32, memory::dims{1, key.k});
+  entry->dst = memory::desc(dst_dims, dt::f32, memory::dims{key.n, 1});
+  dnnl::primitive_attr attr;
+  // The caller hands in scratch memory per call: the primitive then holds no mutable state and
+  // may run on several threads at once, and the memory comes from tfm's caching allocator.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (key.post != GemmPostOp::none) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f,
+                       key.post == GemmPostOp::relu ? dnnl::algorithm::eltwise_relu
+                                                    : dnnl::algorithm::eltwise_gelu_erf,
+                       0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  dnnl::matmul::primitive_desc pd;
+  if (key.bias) {
+    entry->bias = memory::desc(memory::dims{1, key.n}, dt::f32, memory::dims{key.n, 1});
+    pd = dnnl::matmul::primitive_desc(
+        dnnl::matmul::desc(entry->src, entry->weights, entry->bias, entry->dst), attr,
+        cpu_engine());
+  } else {
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(entry->src, entry->weights, entry->dst),
+                                      attr, cpu_engine());
+  }
+  entry->scratchpad = pd.scratchpad_desc();
+  entry->scratchpad_bytes = entry->scratchpad.get_size();
+  entry->primitive = dnnl::matmul(pd);
+  return entry;
+}
+
+class PrimitiveCache {
+ public:
+  explicit PrimitiveCache(size_t capacity) : capacity_(capacity) {}
+
+  std::shared_ptr<const PrimitiveEntry> get(const PrimitiveKey& key) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = index_.find(key);
+      if (it != index_.end()) {
+        ++hits_;
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->second;
+      }
+      ++misses_;
+    }
+    // Created outside the lock so one slow creation does not stall other shapes; two threads
+    // racing on the same key both build it and the second insert is dropped.
+    auto entry = create_primitive(key);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second->second;
+    lru_.emplace_front(key, entry);
+    index_[key] = lru_.begin();
+    evict();
+    return entry;
+  }
+
+  void set_capacity(size_t capacity) {
+    std::lock_guard<std::mutex> lock(mu_);
+    capacity_ = std::max<size_t>(capacity, 1);
+    evict();
+  }
+
+  PrimitiveCacheStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {lru_.size(), capacity_, hits_, misses_};
+  }
+
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    index_.clear();
+    lru_.clear();
+  }
+
+ private:
+  using Item = std::pair<PrimitiveKey, std::shared_ptr<const PrimitiveEntry>>;
+
+  // Callers hold mu_.
+  void evict() {
+    while (lru_.size() > capacity_) {
+      index_.erase(lru_.back().first);
+      lru_.pop_back();  // a caller still executing it holds its own shared_ptr
+    }
+  }
+
+  mutable std::mutex mu_;
+  size_t capacity_;
+  std::list<Item> lru_;  // most recently used first
+  std::unordered_map<PrimitiveKey, std::list<Item>::iterator, PrimitiveKeyHash> index_;
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+// A model has a handful of linear shapes per distinct row count; 256 covers training batches of
+// varying length plus decoding without rebuilding in steady state.
+PrimitiveCache& primitive_cache() {
+  static PrimitiveCache cache(256);
+  return cache;
+}
+
+}  // namespace
+
+void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
+                          const float* bias, GemmPostOp post, float* y) {
+  TFM_CHECK(m > 0 && n > 0 && k > 0)
+      << "matmul_primitive_f32: empty problem m=" << m << " n=" << n << " k=" << k;
+  // Inside another op's parallel region oneDNN runs on the calling thread only.
+  const int threads = omp_in_parallel() ? 1 : get_threads();
+  const PrimitiveKey key{m, n, k, bias != nullptr, post, threads};
+  try {
+    auto entry = primitive_cache().get(key);
+    const dnnl::engine& eng = cpu_engine();
+    std::unordered_map<int, dnnl::memory> args;
+    args.emplace(DNNL_ARG_SRC, dnnl::memory(entry->src, eng, const_cast<float*>(x)));
+    args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(entry->weights, eng, const_cast<float*>(w)));
+    args.emplace(DNNL_ARG_DST, dnnl::memory(entry->dst, eng, y));
+    if (bias != nullptr)
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(entry->bias, eng, const_cast<float*>(bias)));
+    std::shared_ptr<void> scratch;
+    if (entry->scratchpad_bytes > 0) {
+      scratch = cpu_allocator().allocate(entry->scratchpad_bytes);
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(entry->scratchpad, eng, scratch.get()));
+    }
+    entry->primitive.execute(cpu_stream(), args);
+    cpu_stream().wait();
+  } catch (const dnnl::error& e) {
+    TFM_FAIL() << "oneDNN matmul (m=" << m << " n=" << n << " k=" << k
+               << " bias=" << (bias != nullptr) << " post=" << static_cast<int>(post)
+               << ") failed: " << e.what();
+  }
+}
+
+PrimitiveCacheStats matmul_primitive_cache_stats() {
+  return primitive_cache().stats();
+}
+void clear_matmul_primitive_cache() {
+  primitive_cache().clear();
+}
+void set_matmul_primitive_cache_capacity(size_t capacity) {
+  primitive_cache().set_capacity(capacity);
+}
 
 }  // namespace tfm::cpu

@@ -2,6 +2,7 @@
 // f32 goes to oneDNN; f64 (reference and gradient checks) to a plain blocked loop.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tfm::cpu {
@@ -17,5 +18,28 @@ template <typename T>
 void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                   T alpha, const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
                   int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c);
+
+// What a fused GEMM applies to x·wᵀ + bias before storing it.
+enum class GemmPostOp { none, relu, gelu_erf };
+
+// y (M, N) = post(x (M, K) · wᵀ + bias) with one oneDNN matmul primitive: w is (N, K) row-major
+// (nn.Linear's layout) and read transposed through its strides, bias (N) may be null, and bias
+// and post-op run in the GEMM's epilogue instead of as extra passes over y. Contiguous operands.
+// Creating a primitive costs far more than a small GEMM, so primitives are cached, keyed by
+// (M, N, K, bias, post, thread count), in a bounded least-recently-used cache shared by all
+// threads.
+void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
+                          const float* bias, GemmPostOp post, float* y);
+
+struct PrimitiveCacheStats {
+  size_t entries = 0;
+  size_t capacity = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+};
+PrimitiveCacheStats matmul_primitive_cache_stats();
+void clear_matmul_primitive_cache();
+// Default 256. Shrinking evicts the least recently used primitives at once.
+void set_matmul_primitive_cache_capacity(size_t capacity);
 
 }  // namespace tfm::cpu

@@ -1,0 +1,84 @@
+#include "tfm/ops/linear.h"
+
+#include "tfm/autograd/tape.h"
+#include "tfm/ops/cpu/activation_cpu.h"
+#include "tfm/ops/cpu/linear_cpu.h"
+#include "tfm/ops/dispatch.h"
+
+namespace tfm {
+
+Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activation act) {
+  Tensor x = check_float_input(x_in, "linear", "x");
+  Tensor w = check_float_input(w_in, "linear", "weight");
+  TFM_CHECK(x.dim() >= 1) << "linear: x must have at least one dimension, got " << x.describe();
+  TFM_CHECK(w.dim() == 2) << "linear: weight must be (out_features, in_features), got "
+                          << w.describe();
+  TFM_CHECK(x.size(-1) == w.size(1))
+      << "linear: input " << x.describe() << " does not match weight " << w.describe()
+      << " in_features (" << w.size(1) << ")";
+  check_same_dtype(x, w, "linear");
+  const int64_t out = w.size(0), in = w.size(1);
+  Tensor b;
+  if (b_in.defined()) {
+    b = check_float_input(b_in, "linear", "bias");
+    TFM_CHECK(b.dim() == 1 && b.size(0) == out)
+        << "linear: bias " << b.describe() << " does not match weight " << w.describe()
+        << " out_features (" << out << ")";
+    check_same_dtype(b, w, "linear");
+  }
+
+  Shape out_shape = x.shape();
+  out_shape.back() = out;
+  const int64_t rows = shape_numel(Shape(out_shape.begin(), out_shape.end() - 1));  // M of (M, in)
+  const bool grad = autograd::needs_grad({&x_in, &w_in, &b_in});
+  // gelu's derivative needs its input: in grad mode the GEMM stops at the bias and keeps z.
+  const bool split_gelu = grad && act == Activation::gelu;
+  Tensor z = Tensor::empty(out_shape, x.dtype());
+  Tensor y = z;
+  dispatch_floating(x.dtype(), "linear", [&](auto tag) {
+    using T = decltype(tag);
+    const T* bias = b.defined() ? b.data<T>() : nullptr;
+    cpu::linear_forward<T>(rows, out, in, x.data<T>(), w.data<T>(), bias,
+                           split_gelu ? Activation::none : act, z.data<T>());
+    if (split_gelu) {
+      y = Tensor::empty(out_shape, x.dtype());
+      cpu::gelu_forward<T>(z.numel(), z.data<T>(), y.data<T>());
+    }
+  });
+  if (!grad) return y;
+
+  // Keep only what the backward can use: x for dW, W for dX, and for the activation either its
+  // output (relu: y > 0 exactly where z > 0) or its input (gelu).
+  Tensor saved_x = w_in.requires_grad() ? x.detach() : Tensor();
+  Tensor saved_w = x_in.requires_grad() ? w.detach() : Tensor();
+  Tensor saved_act = act == Activation::relu   ? y.detach()
+                     : act == Activation::gelu ? z.detach()
+                                               : Tensor();
+  autograd::record(
+      "linear", {&x_in, &w_in, &b_in}, {&y},
+      [saved_x, saved_w, saved_act, act, rows, out, in, x_shape = x.shape()](
+          const autograd::Grads& g, const autograd::Needs& needs) {
+        Tensor gy = g[0].contiguous();
+        const DType dtype = gy.dtype();
+        Tensor dz = gy;  // (M, out): gradient at the pre-activation
+        if (act != Activation::none) dz = Tensor::empty(gy.shape(), dtype);
+        Tensor dx = needs[0] ? Tensor::empty(x_shape, dtype) : Tensor();
+        Tensor dw = needs[1] ? Tensor::empty({out, in}, dtype) : Tensor();
+        Tensor db = needs[2] ? Tensor::empty({out}, dtype) : Tensor();
+        dispatch_floating(dtype, "linear backward", [&](auto tag) {
+          using T = decltype(tag);
+          if (act == Activation::relu)
+            cpu::relu_backward<T>(gy.numel(), gy.data<T>(), saved_act.data<T>(), dz.data<T>());
+          if (act == Activation::gelu)
+            cpu::gelu_backward<T>(gy.numel(), gy.data<T>(), saved_act.data<T>(), dz.data<T>());
+          cpu::linear_backward<T>(
+              rows, out, in, dz.data<T>(), dw.defined() ? saved_x.data<T>() : nullptr,
+              dx.defined() ? saved_w.data<T>() : nullptr, dx.defined() ? dx.data<T>() : nullptr,
+              dw.defined() ? dw.data<T>() : nullptr, db.defined() ? db.data<T>() : nullptr);
+        });
+        return autograd::Grads{dx, dw, db};
+      });
+  return y;
+}
+
+}  // namespace tfm
