@@ -80,7 +80,7 @@ void check_incremental(const ModelConfig& c) {
     Tensor tok = narrow(trg, 1, t, 1).contiguous().reshape({B});
     Tensor logits = m.step(st, tok);
     Tensor ref = narrow(full, 1, t, 1).contiguous().reshape({B, c.trg_vocab_size});
-    EXPECT_LE(testing::max_rel_error(logits, ref, 1e-3), 1e-5) << "step " << t;
+    EXPECT_LE(testing::scaled_error(logits, ref), 1e-5) << "step " << t;
   }
   // Beam reorder: rows 2, 0, 0 continue; their logits must match the full pass of those rows.
   const std::vector<int64_t> rows = {2, 0, 0};
@@ -100,7 +100,7 @@ void check_incremental(const ModelConfig& c) {
   Tensor tok = narrow(trg_r, 1, T, 1).contiguous().reshape({B});
   Tensor logits = m.step(st, tok);
   Tensor ref = narrow(full_r, 1, T, 1).contiguous().reshape({B, c.trg_vocab_size});
-  EXPECT_LE(testing::max_rel_error(logits, ref, 1e-3), 1e-5) << "after reorder";
+  EXPECT_LE(testing::scaled_error(logits, ref), 1e-5) << "after reorder";
 }
 
 TEST(Transformer, IncrementalEqualsFullRecompute) {
@@ -121,7 +121,7 @@ TEST(Transformer, PaddingDoesNotLeakIntoOtherPositions) {
   Tensor src1 = ids({1, 3}, {5, 6, 7}), src2 = ids({1, 5}, {5, 6, 7, 0, 0});
   Tensor trg1 = ids({1, 3}, {1, 4, 5}), trg2 = ids({1, 4}, {1, 4, 5, 0});
   Tensor a = m.forward(src1, trg1), b = narrow(m.forward(src2, trg2), 1, 0, 3);
-  EXPECT_LE(testing::max_rel_error(a, b.contiguous(), 1e-3), 1e-5);
+  EXPECT_LE(testing::scaled_error(a, b.contiguous()), 1e-5);
 }
 
 TEST(Transformer, DropoutOnlyInTraining) {
@@ -178,7 +178,9 @@ TEST(Checkpoint, RoundTripAndValidation) {
     save_safetensors((dir / "model.safetensors").string(), ts,
                      {{"config", c.to_json()}, {"format_version", "1"}});
   };
-  rewrite([](auto& ts) { ts.pop_back(); });
+  rewrite([](auto& ts) {
+    std::erase_if(ts, [](const auto& nt) { return nt.first == "output.weight"; });
+  });
   EXPECT_TFM_ERROR(load_model(dir.string()), "missing tensor output.weight");
   rewrite([](auto& ts) { ts.emplace_back("extra.weight", Tensor::zeros({2})); });
   EXPECT_TFM_ERROR(load_model(dir.string()), "unexpected tensor extra.weight");

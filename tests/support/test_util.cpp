@@ -63,6 +63,19 @@ double max_rel_error(const Tensor& a, const Tensor& b, double floor) {
   return worst;
 }
 
+double scaled_error(const Tensor& a, const Tensor& b) {
+  TFM_CHECK(a.shape() == b.shape()) << "scaled_error: " << a.describe() << " vs " << b.describe();
+  auto va = values(a), vb = values(b);
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    const double d = std::abs(va[i] - vb[i]);
+    if (std::isnan(d)) return INFINITY;
+    diff = std::max(diff, d);
+    scale = std::max(scale, std::abs(vb[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
 ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol, double atol) {
   if (a.shape() != b.shape())
     return ::testing::AssertionFailure() << "shapes differ: " << a.describe() << " vs "

@@ -22,8 +22,11 @@ Tensor random_ids(const Shape& shape, int64_t n, uint64_t seed);
 double closeness(const Tensor& a, const Tensor& b, double rtol, double atol);
 // Largest |a - b|.
 double max_abs_diff(const Tensor& a, const Tensor& b);
-// Largest |a - b| / max(|b|, floor): the relative error the parity tests quote.
+// Largest |a - b| / max(|b|, floor): element-wise relative error.
 double max_rel_error(const Tensor& a, const Tensor& b, double floor = 1e-6);
+// max |a - b| / max |b|: the error relative to the tensor's scale, which the parity tests quote
+// (element-wise relative error is meaningless for the near-zero entries of a logit row).
+double scaled_error(const Tensor& a, const Tensor& b);
 
 ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol = 1e-5,
                                      double atol = 1e-6);

@@ -20,8 +20,10 @@ struct DecoderState {
   void reorder(const std::vector<int64_t>& rows);
 };
 
+// An encoder or decoder stack: optional embed_norm, the layers, optional final_norm.
 class Stack : public nn::Module {
  public:
+  using Module::register_module;
   std::vector<std::unique_ptr<nn::Module>> layers_;
   std::unique_ptr<nn::LayerNorm> embed_norm_, final_norm_;
 };
