@@ -4,11 +4,11 @@
 #include <fstream>
 
 #include "support/test_util.h"
+#include "tfm/autograd/grad_mode.h"
 #include "tfm/autograd/tape.h"
+#include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/safetensors.h"
-#include "tfm/autograd/grad_mode.h"
-#include "tfm/data/vocab.h"
 #include "tfm/model/score.h"
 #include "tfm/ops/cross_entropy.h"
 #include "tfm/ops/shape.h"
@@ -79,28 +79,28 @@ TEST_P(Parity, LogitsGradientsScoresAndTraining) {
   double model_scale = 0;
   for (const auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(r.file.contains("grad." + name)) << name;
-    model_scale = std::max(model_scale, testing::max_abs_diff(r.file.get("grad." + name),
-                                                              Tensor::zeros(p->shape())));
+    model_scale = std::max(
+        model_scale, testing::max_abs_diff(r.file.get("grad." + name), Tensor::zeros(p->shape())));
   }
   int checked = 0;
   double worst_grad = 0;
   for (const auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(p->grad().defined()) << "no gradient reached " << name;
     const Tensor& want = r.file.get("grad." + name);
-    const double scale = std::max(testing::max_abs_diff(want, Tensor::zeros(p->shape())),
-                                  1e-3 * model_scale);
+    const double scale =
+        std::max(testing::max_abs_diff(want, Tensor::zeros(p->shape())), 1e-3 * model_scale);
     const double err = testing::max_abs_diff(p->grad(), want) / scale;
     EXPECT_LE(err, 1e-4) << name;
     worst_grad = std::max(worst_grad, err);
     ++checked;
   }
-  std::printf("[ parity   ] %s worst gradient error %.2e over %d parameters\n",
-              GetParam().c_str(), worst_grad, checked);
+  std::printf("[ parity   ] %s worst gradient error %.2e over %d parameters\n", GetParam().c_str(),
+              worst_grad, checked);
   EXPECT_GT(checked, 10);
   // Scores as `tfm score` computes them.
   {
-    std::vector<Ids> src = c.has_encoder() ? sequences(r.src, c.pad_id, c.eos_id, true)
-                                           : std::vector<Ids>{};
+    std::vector<Ids> src =
+        c.has_encoder() ? sequences(r.src, c.pad_id, c.eos_id, true) : std::vector<Ids>{};
     std::vector<Ids> trg = sequences(r.trg_out, c.pad_id, c.eos_id, true);
     std::vector<double> got = score_pairs(*model, src, trg, 2);
     std::vector<double> want = r.file.get("scores").to_vector<double>();
@@ -159,8 +159,7 @@ TEST_P(Converted, ScoresEqualPyTorch) {
     EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::abs(want[i]))) << "line " << i + 1;
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, Converted,
-                         ::testing::Values("seed004", "seed000", "torch-nn"));
+INSTANTIATE_TEST_SUITE_P(Layouts, Converted, ::testing::Values("seed004", "seed000", "torch-nn"));
 
 }  // namespace
 }  // namespace tfm

@@ -189,7 +189,10 @@ TEST(Checkpoint, RoundTripAndValidation) {
   rewrite([](auto& ts) { ts[0].second = ts[0].second.to(DType::f64); });
   EXPECT_TFM_ERROR(load_model(dir.string()), "embed.trg.weight is f64, expected f32");
   fs::remove_all(dir);
+  EXPECT_TFM_ERROR(load_model(dir.string()), "does not exist");
+  fs::create_directories(dir);
   EXPECT_TFM_ERROR(load_model(dir.string()), "no model.safetensors");
+  fs::remove_all(dir);
 }
 
 TEST(Config, JsonRoundTripAndErrors) {

@@ -53,10 +53,10 @@ std::string error_of(const std::function<void()>& f);
 }  // namespace tfm::testing
 
 // Expects `stmt` to throw tfm::Error whose message contains `substring`.
-#define EXPECT_TFM_ERROR(stmt, substring)                                                   \
-  do {                                                                                      \
-    const std::string tfm_err_ = ::tfm::testing::error_of([&] { (void)(stmt); });          \
-    EXPECT_NE(tfm_err_, "") << "expected an error from: " #stmt;                           \
-    EXPECT_NE(tfm_err_.find(substring), std::string::npos)                                  \
-        << "error \"" << tfm_err_ << "\" lacks \"" << substring << "\"";                   \
+#define EXPECT_TFM_ERROR(stmt, substring)                                         \
+  do {                                                                            \
+    const std::string tfm_err_ = ::tfm::testing::error_of([&] { (void)(stmt); }); \
+    EXPECT_NE(tfm_err_, "") << "expected an error from: " #stmt;                  \
+    EXPECT_NE(tfm_err_.find(substring), std::string::npos)                        \
+        << "error \"" << tfm_err_ << "\" lacks \"" << substring << "\"";          \
   } while (0)

@@ -1,6 +1,7 @@
 // tfm: the command line. Each subcommand lives in its own file; this only wires them up.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "tfm/cli/commands.h"
@@ -17,7 +18,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const tfm::Error& e) {
-    std::cerr << "tfm: error: " << e.what() << "\n";
+    // The source location helps developers, not users: TFM_DEBUG=1 shows it.
+    const char* debug = std::getenv("TFM_DEBUG");
+    std::cerr << "tfm: error: " << (debug && *debug == '1' ? e.what() : e.message()) << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "tfm: error: " << e.what() << "\n";

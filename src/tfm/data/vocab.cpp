@@ -32,7 +32,9 @@ std::string Vocab::decode(const Ids& ids) const {
   return out;
 }
 
-int64_t Vocab::size() const { return sp_->GetPieceSize(); }
+int64_t Vocab::size() const {
+  return sp_->GetPieceSize();
+}
 
 ModelVocabs load_model_vocabs(const std::string& dir) {
   namespace fs = std::filesystem;

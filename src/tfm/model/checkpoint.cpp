@@ -60,6 +60,7 @@ ModelConfig read_model_config(const std::string& dir) {
 }
 
 std::unique_ptr<Transformer> load_model(const std::string& dir) {
+  TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
   const std::string weights = (fs::path(dir) / kWeights).string();
   TFM_CHECK(fs::exists(weights)) << "no " << kWeights << " in model directory " << dir;
   ModelConfig config = read_model_config(dir);
@@ -79,8 +80,8 @@ std::unique_ptr<Transformer> load_model(const std::string& dir) {
     p->detach().copy_(t);
   }
   for (const auto& [name, t] : f.tensors)
-    TFM_CHECK(expected.count(name)) << weights << ": unexpected tensor " << name
-                                    << " (not part of this config)";
+    TFM_CHECK(expected.count(name))
+        << weights << ": unexpected tensor " << name << " (not part of this config)";
   return model;
 }
 

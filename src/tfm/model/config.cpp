@@ -16,7 +16,8 @@ E parse_enum(const std::string& key, const std::string& value,
   std::string names;
   for (const auto& [name, v] : options) {
     if (value == name) return v;
-    names += (names.empty() ? "" : "|") + std::string(name);
+    if (!names.empty()) names += "|";
+    names += name;
   }
   TFM_FAIL() << "config: " << key << " must be one of " << names << ", got \"" << value << "\"";
   return options[0].second;
@@ -30,8 +31,8 @@ constexpr std::pair<const char*, Positions> kPositions[] = {
     {"sinusoidal", Positions::sinusoidal},
     {"sinusoidal_concat", Positions::sinusoidal_concat},
     {"learned", Positions::learned}};
-constexpr std::pair<const char*, ActivationKind> kActivations[] = {
-    {"relu", ActivationKind::relu}, {"gelu", ActivationKind::gelu}};
+constexpr std::pair<const char*, ActivationKind> kActivations[] = {{"relu", ActivationKind::relu},
+                                                                   {"gelu", ActivationKind::gelu}};
 
 template <typename E, size_t N>
 const char* enum_name(E v, const std::pair<const char*, E> (&options)[N]) {
@@ -42,10 +43,18 @@ const char* enum_name(E v, const std::pair<const char*, E> (&options)[N]) {
 
 }  // namespace
 
-const char* to_string(NormPlacement v) { return enum_name(v, kNorms); }
-const char* to_string(EmbedScale v) { return enum_name(v, kScales); }
-const char* to_string(Positions v) { return enum_name(v, kPositions); }
-const char* to_string(ActivationKind v) { return enum_name(v, kActivations); }
+const char* to_string(NormPlacement v) {
+  return enum_name(v, kNorms);
+}
+const char* to_string(EmbedScale v) {
+  return enum_name(v, kScales);
+}
+const char* to_string(Positions v) {
+  return enum_name(v, kPositions);
+}
+const char* to_string(ActivationKind v) {
+  return enum_name(v, kActivations);
+}
 
 void ModelConfig::validate() const {
   TFM_CHECK(d_model > 0) << "config: d_model must be positive, got " << d_model;
@@ -53,8 +62,8 @@ void ModelConfig::validate() const {
       << "config: heads (" << heads << ") must divide d_model (" << d_model << ")";
   TFM_CHECK(d_ff > 0) << "config: d_ff must be positive, got " << d_ff;
   TFM_CHECK(encoder_layers >= 0 && decoder_layers >= 1)
-      << "config: need decoder_layers >= 1 and encoder_layers >= 0, got " << encoder_layers
-      << "+" << decoder_layers;
+      << "config: need decoder_layers >= 1 and encoder_layers >= 0, got " << encoder_layers << "+"
+      << decoder_layers;
   TFM_CHECK(!decoder_only || encoder_layers == 0)
       << "config: decoder_only models have no encoder layers, got encoder_layers = "
       << encoder_layers;
@@ -134,13 +143,32 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
     TFM_CHECK(j[key].is_string()) << "config: " << key << " must be a string";
     return j[key].get<std::string>();
   };
-  static const char* kKnown[] = {
-      "format_version", "d_model",        "heads",         "d_ff",         "encoder_layers",
-      "decoder_layers", "dropout",        "attention_dropout", "norm",     "final_norm",
-      "embed_norm",     "embed_scale",    "share_embeddings", "tie_output", "output_bias",
-      "positions",      "decoder_only",   "bias",          "activation",   "layer_norm_eps",
-      "pad_id",         "bos_id",         "eos_id",        "max_length",   "src_vocab_size",
-      "trg_vocab_size"};
+  static const char* kKnown[] = {"format_version",
+                                 "d_model",
+                                 "heads",
+                                 "d_ff",
+                                 "encoder_layers",
+                                 "decoder_layers",
+                                 "dropout",
+                                 "attention_dropout",
+                                 "norm",
+                                 "final_norm",
+                                 "embed_norm",
+                                 "embed_scale",
+                                 "share_embeddings",
+                                 "tie_output",
+                                 "output_bias",
+                                 "positions",
+                                 "decoder_only",
+                                 "bias",
+                                 "activation",
+                                 "layer_norm_eps",
+                                 "pad_id",
+                                 "bos_id",
+                                 "eos_id",
+                                 "max_length",
+                                 "src_vocab_size",
+                                 "trg_vocab_size"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;

@@ -21,8 +21,8 @@ struct ModelConfig {
   double dropout = 0.1;
   double attention_dropout = 0.0;
   NormPlacement norm = NormPlacement::post;
-  bool final_norm = false;   // a LayerNorm at the end of each stack (pre-norm models want it)
-  bool embed_norm = false;   // a LayerNorm after embedding + positions + dropout (seed 004)
+  bool final_norm = false;  // a LayerNorm at the end of each stack (pre-norm models want it)
+  bool embed_norm = false;  // a LayerNorm after embedding + positions + dropout (seed 004)
   EmbedScale embed_scale = EmbedScale::emb;
   bool share_embeddings = false;  // one table for source and target
   bool tie_output = true;         // output projection = target embedding

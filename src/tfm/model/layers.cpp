@@ -13,7 +13,9 @@ FeedForward::FeedForward(const ModelConfig& c, Generator& gen)
   register_module("fc2", &fc2_);
 }
 
-Tensor FeedForward::operator()(const Tensor& x) const { return fc2_(fc1_(x, act_)); }
+Tensor FeedForward::operator()(const Tensor& x) const {
+  return fc2_(fc1_(x, act_));
+}
 
 Sublayer::Sublayer(const ModelConfig& c, const nn::LayerNorm& norm, const nn::Module& owner,
                    Generator* gen)

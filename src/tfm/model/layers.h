@@ -28,8 +28,8 @@ class Sublayer {
  public:
   Sublayer(const ModelConfig& c, const nn::LayerNorm& norm, const nn::Module& owner,
            Generator* gen);
-  Tensor input(const Tensor& x) const;                       // what f reads
-  Tensor output(const Tensor& x, const Tensor& fx) const;    // the residual stream after it
+  Tensor input(const Tensor& x) const;                     // what f reads
+  Tensor output(const Tensor& x, const Tensor& fx) const;  // the residual stream after it
 
  private:
   const ModelConfig& c_;

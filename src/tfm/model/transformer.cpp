@@ -212,8 +212,7 @@ Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeight
   Tensor ids = tokens.dim() == 1 ? tokens.reshape({tokens.size(0), 1}) : tokens;
   TFM_CHECK(ids.dim() == 2) << "step: expected tokens (B) or (B, t), got " << tokens.describe();
   TFM_CHECK(st.layers.size() == decoder_.layers_.size())
-      << "step: state has " << st.layers.size() << " layers, the model "
-      << decoder_.layers_.size();
+      << "step: state has " << st.layers.size() << " layers, the model " << decoder_.layers_.size();
   Tensor x = embed(ids, trg_table(), pos_trg_, decoder_.embed_norm_.get(), st.position);
   for (size_t i = 0; i < decoder_.layers_.size(); ++i)
     x = static_cast<const DecoderLayer&>(*decoder_.layers_[i])
@@ -221,7 +220,7 @@ Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeight
   st.position += ids.size(1);
   if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
   const int64_t t = x.size(1);
-  Tensor last = narrow(x, 1, t - 1, 1);                   // (B, 1, C)
+  Tensor last = narrow(x, 1, t - 1, 1);                    // (B, 1, C)
   return project(reshape(last, {x.size(0), c_.d_model}));  // (B, V)
 }
 

@@ -12,9 +12,9 @@ namespace tfm {
 
 // Everything a decoder needs between steps, for a batch of B rows (sentences or beams).
 struct DecoderState {
-  Tensor src_mask;                          // u8 (B, S), undefined for decoder-only
-  std::vector<DecoderLayerCache> layers;    // one per decoder layer
-  int64_t position = 0;                     // positions consumed so far
+  Tensor src_mask;                        // u8 (B, S), undefined for decoder-only
+  std::vector<DecoderLayerCache> layers;  // one per decoder layer
+  int64_t position = 0;                   // positions consumed so far
   int64_t batch() const;
   // Keeps row rows[i] of the old state as row i (beam search reordering; rows may repeat).
   void reorder(const std::vector<int64_t>& rows);
@@ -47,7 +47,8 @@ class Transformer : public nn::Module {
   Tensor decode(const Tensor& trg_in, const Tensor& memory, const Tensor& src_mask,
                 AttentionWeights* weights = nullptr) const;
   // Teacher-forced logits (B, T, V); src is ignored (may be undefined) for decoder-only models.
-  Tensor forward(const Tensor& src, const Tensor& trg_in, AttentionWeights* weights = nullptr) const;
+  Tensor forward(const Tensor& src, const Tensor& trg_in,
+                 AttentionWeights* weights = nullptr) const;
 
   // Incremental decoding: encode once, then feed tokens (B) or (B, t) and get the logits of the
   // last position (B, V). The logits equal those of forward() over the same prefix.
