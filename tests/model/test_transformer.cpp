@@ -124,6 +124,31 @@ TEST(Transformer, PaddingDoesNotLeakIntoOtherPositions) {
   EXPECT_LE(testing::scaled_error(a, b.contiguous()), 1e-5);
 }
 
+TEST(Transformer, ReturnsTheAttentionWeightsOfEveryLayer) {
+  Transformer m(tiny(false), 5);
+  NoGradGuard ng;
+  Tensor src = ids({2, 4}, {5, 6, 7, 2, 8, 2, 0, 0}), trg = ids({2, 3}, {1, 4, 5, 1, 6, 0});
+  AttentionWeights w;
+  Tensor with = m.forward(src, trg, &w);
+  EXPECT_TRUE(testing::bitwise_equal(with, m.forward(src, trg)));  // asking changes nothing
+  ASSERT_EQ(w.encoder_self.size(), 2u);
+  ASSERT_EQ(w.decoder_self.size(), 2u);
+  ASSERT_EQ(w.decoder_cross.size(), 2u);
+  EXPECT_EQ(w.encoder_self[0].shape(), (Shape{2, 4, 4, 4}));
+  EXPECT_EQ(w.decoder_self[1].shape(), (Shape{2, 4, 3, 3}));
+  EXPECT_EQ(w.decoder_cross[1].shape(), (Shape{2, 4, 3, 4}));
+  for (int64_t h = 0; h < 4; ++h)
+    for (int64_t t = 0; t < 3; ++t) {
+      double row = 0;
+      for (int64_t s = 0; s < 4; ++s) row += w.decoder_cross[0].at({1, h, t, s});
+      EXPECT_NEAR(row, 1.0, 1e-5);
+      // Padded source keys and future target keys get no weight.
+      EXPECT_EQ(w.decoder_cross[0].at({1, h, t, 2}), 0.0);
+      EXPECT_EQ(w.decoder_cross[0].at({1, h, t, 3}), 0.0);
+      for (int64_t s = t + 1; s < 3; ++s) EXPECT_EQ(w.decoder_self[0].at({0, h, t, s}), 0.0);
+    }
+}
+
 TEST(Transformer, DropoutOnlyInTraining) {
   ModelConfig c = tiny(false);
   c.dropout = 0.3;
