@@ -26,7 +26,9 @@ Tensor random_ids(const Shape& shape, int64_t n, uint64_t seed) {
 }
 
 namespace {
-std::vector<double> values(const Tensor& t) { return t.to(DType::f64).to_vector<double>(); }
+std::vector<double> values(const Tensor& t) {
+  return t.to(DType::f64).to_vector<double>();
+}
 }  // namespace
 
 double closeness(const Tensor& a, const Tensor& b, double rtol, double atol) {
@@ -63,10 +65,23 @@ double max_rel_error(const Tensor& a, const Tensor& b, double floor) {
   return worst;
 }
 
+double scaled_error(const Tensor& a, const Tensor& b) {
+  TFM_CHECK(a.shape() == b.shape()) << "scaled_error: " << a.describe() << " vs " << b.describe();
+  auto va = values(a), vb = values(b);
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    const double d = std::abs(va[i] - vb[i]);
+    if (std::isnan(d)) return INFINITY;
+    diff = std::max(diff, d);
+    scale = std::max(scale, std::abs(vb[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
 ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol, double atol) {
   if (a.shape() != b.shape())
-    return ::testing::AssertionFailure() << "shapes differ: " << a.describe() << " vs "
-                                         << b.describe();
+    return ::testing::AssertionFailure()
+           << "shapes differ: " << a.describe() << " vs " << b.describe();
   auto va = values(a), vb = values(b);
   for (size_t i = 0; i < va.size(); ++i) {
     const double d = std::abs(va[i] - vb[i]);
@@ -100,8 +115,7 @@ double max_rel_error(const Tensor& a, const Tensor& b, double floor) {
   for (auto& t : inputs)
     if (t.requires_grad()) t.zero_grad();
   Tensor out = f(inputs);
-  if (!out.requires_grad())
-    return ::testing::AssertionFailure() << "output does not require grad";
+  if (!out.requires_grad()) return ::testing::AssertionFailure() << "output does not require grad";
   Tensor w = random_tensor(out.shape(), DType::f64, opt.seed, 0.5, 1.5);
   // Alternate signs so errors cannot cancel against a uniform weighting.
   {

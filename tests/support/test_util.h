@@ -22,8 +22,11 @@ Tensor random_ids(const Shape& shape, int64_t n, uint64_t seed);
 double closeness(const Tensor& a, const Tensor& b, double rtol, double atol);
 // Largest |a - b|.
 double max_abs_diff(const Tensor& a, const Tensor& b);
-// Largest |a - b| / max(|b|, floor): the relative error the parity tests quote.
+// Largest |a - b| / max(|b|, floor): element-wise relative error.
 double max_rel_error(const Tensor& a, const Tensor& b, double floor = 1e-6);
+// max |a - b| / max |b|: the error relative to the tensor's scale, which the parity tests quote
+// (element-wise relative error is meaningless for the near-zero entries of a logit row).
+double scaled_error(const Tensor& a, const Tensor& b);
 
 ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol = 1e-5,
                                      double atol = 1e-6);
@@ -50,10 +53,10 @@ std::string error_of(const std::function<void()>& f);
 }  // namespace tfm::testing
 
 // Expects `stmt` to throw tfm::Error whose message contains `substring`.
-#define EXPECT_TFM_ERROR(stmt, substring)                                                   \
-  do {                                                                                      \
-    const std::string tfm_err_ = ::tfm::testing::error_of([&] { (void)(stmt); });          \
-    EXPECT_NE(tfm_err_, "") << "expected an error from: " #stmt;                           \
-    EXPECT_NE(tfm_err_.find(substring), std::string::npos)                                  \
-        << "error \"" << tfm_err_ << "\" lacks \"" << substring << "\"";                   \
+#define EXPECT_TFM_ERROR(stmt, substring)                                         \
+  do {                                                                            \
+    const std::string tfm_err_ = ::tfm::testing::error_of([&] { (void)(stmt); }); \
+    EXPECT_NE(tfm_err_, "") << "expected an error from: " #stmt;                  \
+    EXPECT_NE(tfm_err_.find(substring), std::string::npos)                        \
+        << "error \"" << tfm_err_ << "\" lacks \"" << substring << "\"";          \
   } while (0)

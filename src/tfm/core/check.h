@@ -11,7 +11,21 @@ namespace tfm {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& message, const std::string& location = "")
+      : std::runtime_error(join(message, location)), message_(message) {}
+  // The message alone, without the source location (what a command-line user needs).
+  const std::string& message() const { return message_; }
+
+ private:
+  // Appends rather than chaining operator+, which trips GCC 12's -Wrestrict false positive.
+  static std::string join(const std::string& message, const std::string& location) {
+    if (location.empty()) return message;
+    std::string s;
+    s.reserve(message.size() + location.size() + 3);
+    s.append(message).append(" [").append(location).append("]");
+    return s;
+  }
+  std::string message_;
 };
 
 namespace detail {
@@ -30,8 +44,7 @@ class CheckFailure {
   ~CheckFailure() noexcept(false) {
     std::string msg = stream_.str();
     if (msg.empty()) msg = std::string("check failed: ") + cond_;
-    msg += " [" + std::string(cond_) + " at " + file_ + ":" + std::to_string(line_) + "]";
-    throw Error(msg);
+    throw Error(msg, std::string(cond_) + " at " + file_ + ":" + std::to_string(line_));
   }
   template <typename T>
   CheckFailure& operator<<(const T& v) {
@@ -55,7 +68,7 @@ struct Voidify {
 }  // namespace tfm
 
 #define TFM_CHECK(cond) \
-  (cond) ? (void)0          \
+  (cond) ? (void)0      \
          : ::tfm::detail::Voidify() & ::tfm::detail::CheckFailure(#cond, __FILE__, __LINE__)
 
 #define TFM_FAIL() TFM_CHECK(false)

@@ -1,0 +1,13 @@
+// One function per subcommand: registers its flags and its callback on the app.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace tfm::cli {
+
+void add_info(CLI::App& app);
+void add_score(CLI::App& app);
+
+}  // namespace tfm::cli

@@ -1,0 +1,27 @@
+// tfm info --model DIR: the config and the parameter counts.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+
+#include "tfm/cli/commands.h"
+#include "tfm/model/checkpoint.h"
+
+namespace tfm::cli {
+
+void add_info(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Print a model's config and parameter counts");
+  static std::string dir;
+  cmd->add_option("--model", dir, "Model directory")->required();
+  cmd->callback([] {
+    auto model = load_model(dir);
+    std::cout << model->config().to_json() << "\n";
+    std::map<std::string, int64_t> groups;
+    for (const auto& [name, t] : model->named_parameters())
+      groups[name.substr(0, name.find('.'))] += t->numel();
+    for (const auto& [group, n] : groups) std::cout << "parameters." << group << " " << n << "\n";
+    std::cout << "parameters.total " << model->parameter_count() << "\n";
+  });
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,30 @@
+// tfm: the command line. Each subcommand lives in its own file; this only wires them up.
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "tfm/cli/commands.h"
+#include "tfm/core/check.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tfm: train and run encoder-decoder Transformers (transformer.cpp)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tfm 0.1.0"));
+  tfm::cli::add_info(app);
+  tfm::cli::add_score(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const tfm::Error& e) {
+    // The source location helps developers, not users: TFM_DEBUG=1 shows it.
+    const char* debug = std::getenv("TFM_DEBUG");
+    std::cerr << "tfm: error: " << (debug && *debug == '1' ? e.what() : e.message()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "tfm: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,74 @@
+#include "tfm/data/vocab.h"
+
+#include <sentencepiece_processor.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "tfm/core/check.h"
+
+namespace tfm {
+
+Vocab::Vocab(const std::string& model_path)
+    : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()), path_(model_path) {
+  const auto status = sp_->Load(model_path);
+  TFM_CHECK(status.ok()) << "cannot load SentencePiece model " << model_path << ": "
+                         << status.ToString();
+}
+
+Vocab::~Vocab() = default;
+
+Ids Vocab::encode(const std::string& text) const {
+  std::vector<int> ids;
+  const auto status = sp_->Encode(text, &ids);
+  TFM_CHECK(status.ok()) << path_ << ": cannot encode \"" << text << "\": " << status.ToString();
+  return Ids(ids.begin(), ids.end());
+}
+
+std::string Vocab::decode(const Ids& ids) const {
+  std::string out;
+  const auto status = sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &out);
+  TFM_CHECK(status.ok()) << path_ << ": cannot decode: " << status.ToString();
+  return out;
+}
+
+int64_t Vocab::size() const {
+  return sp_->GetPieceSize();
+}
+
+ModelVocabs load_model_vocabs(const std::string& dir) {
+  namespace fs = std::filesystem;
+  ModelVocabs v;
+  const fs::path shared = fs::path(dir) / "vocab.spm";
+  if (fs::exists(shared)) {
+    v.src = v.trg = std::make_shared<Vocab>(shared.string());
+    return v;
+  }
+  const fs::path src = fs::path(dir) / "vocab.src.spm", trg = fs::path(dir) / "vocab.trg.spm";
+  if (fs::exists(src)) v.src = std::make_shared<Vocab>(src.string());
+  if (fs::exists(trg)) v.trg = std::make_shared<Vocab>(trg.string());
+  return v;
+}
+
+Ids parse_ids(const std::string& line, int64_t vocab_size, const std::string& where) {
+  Ids ids;
+  std::istringstream in(line);
+  std::string tok;
+  while (in >> tok) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(tok, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    TFM_CHECK(used == tok.size() && !tok.empty())
+        << where << ": \"" << tok << "\" is not a token id";
+    TFM_CHECK(v >= 0 && v < vocab_size)
+        << where << ": token id " << v << " is outside the vocabulary [0, " << vocab_size << ")";
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+}  // namespace tfm

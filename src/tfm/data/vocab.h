@@ -1,0 +1,38 @@
+// Text <-> ids through SentencePiece, or plain id lines (`--ids`).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tfm/data/batch.h"
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace tfm {
+
+class Vocab {
+ public:
+  explicit Vocab(const std::string& model_path);  // a SentencePiece .model/.spm file
+  ~Vocab();
+  Ids encode(const std::string& text) const;
+  std::string decode(const Ids& ids) const;
+  int64_t size() const;
+
+ private:
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::string path_;
+};
+
+// The source and target vocabularies of a model directory: vocab.spm (shared) or
+// vocab.src.spm + vocab.trg.spm. Null members when the directory has none.
+struct ModelVocabs {
+  std::shared_ptr<Vocab> src, trg;
+};
+ModelVocabs load_model_vocabs(const std::string& dir);
+
+// "12 7 9" -> {12, 7, 9}; each id checked against [0, vocab_size). `where` names the line.
+Ids parse_ids(const std::string& line, int64_t vocab_size, const std::string& where);
+
+}  // namespace tfm

@@ -1,0 +1,16 @@
+// Teacher-forced scoring: the total log-probability of target + EOS given the source.
+#pragma once
+
+#include <vector>
+
+#include "tfm/data/batch.h"
+#include "tfm/model/transformer.h"
+
+namespace tfm {
+
+// One total log-probability per pair, in input order. Pairs are batched by length (up to
+// batch_size a batch) with grad mode off. src is empty for decoder-only models.
+std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>& src,
+                                const std::vector<Ids>& trg, int64_t batch_size = 32);
+
+}  // namespace tfm

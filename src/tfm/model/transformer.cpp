@@ -1,0 +1,227 @@
+#include "tfm/model/transformer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/nn/positional.h"
+#include "tfm/ops/dropout.h"
+#include "tfm/ops/elementwise.h"
+#include "tfm/ops/embedding.h"
+#include "tfm/ops/init.h"
+#include "tfm/ops/linear.h"
+#include "tfm/ops/shape.h"
+
+namespace tfm {
+
+namespace {
+
+Tensor select_rows(const Tensor& t, const std::vector<int64_t>& rows) {
+  if (!t.defined()) return t;
+  Tensor src = t.contiguous();
+  Shape shape = src.shape();
+  const int64_t b = shape[0];
+  shape[0] = static_cast<int64_t>(rows.size());
+  Tensor out = Tensor::empty(shape, src.dtype());
+  const size_t row_bytes = src.nbytes() / static_cast<size_t>(b);
+  const char* s = static_cast<const char*>(src.raw_data());
+  char* d = static_cast<char*>(out.raw_data());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TFM_CHECK(rows[i] >= 0 && rows[i] < b)
+        << "DecoderState::reorder: row " << rows[i] << " out of range for batch " << b;
+    std::memcpy(d + i * row_bytes, s + rows[i] * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+Tensor position_ids(int64_t batch, int64_t length, int64_t offset) {
+  std::vector<int32_t> v(batch * length);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < length; ++t) v[b * length + t] = static_cast<int32_t>(offset + t);
+  return Tensor::from_vector<int32_t>({batch, length}, v);
+}
+
+Tensor fixed_positions(const ModelConfig& c) {
+  if (c.positions == Positions::sinusoidal) return nn::sinusoidal_table(c.max_length, c.d_model);
+  return nn::sinusoidal_concat_table(c.max_length, c.d_model);
+}
+
+}  // namespace
+
+int64_t DecoderState::batch() const {
+  for (const auto& l : layers)
+    if (l.self.k.defined()) return l.self.k.size(0);
+  return src_mask.defined() ? src_mask.size(0) : 0;
+}
+
+void DecoderState::reorder(const std::vector<int64_t>& rows) {
+  src_mask = select_rows(src_mask, rows);
+  for (auto& l : layers) {
+    l.self.k = select_rows(l.self.k, rows);
+    l.self.v = select_rows(l.self.v, rows);
+    l.cross.k = select_rows(l.cross.k, rows);
+    l.cross.v = select_rows(l.cross.v, rows);
+  }
+}
+
+Transformer::Transformer(const ModelConfig& config, uint64_t seed) : c_(config), init_gen_(seed) {
+  c_.validate();
+  Generator& g = init_gen_;
+  const double emb_std = 1.0 / std::sqrt(static_cast<double>(c_.d_model));
+  embed_trg_ = Tensor::empty({c_.trg_vocab_size, c_.d_model});
+  normal_(embed_trg_, 0.0, emb_std, g);
+  register_parameter("embed.trg.weight", &embed_trg_);
+  if (c_.has_encoder() && !c_.share_embeddings) {
+    embed_src_ = Tensor::empty({c_.src_vocab_size, c_.d_model});
+    normal_(embed_src_, 0.0, emb_std, g);
+    register_parameter("embed.src.weight", &embed_src_);
+  }
+  if (c_.positions == Positions::learned) {
+    if (c_.has_encoder()) {
+      pos_src_ = Tensor::empty({c_.max_length, c_.d_model});
+      normal_(pos_src_, 0.0, emb_std, g);
+      register_parameter("pos.src.weight", &pos_src_);
+    }
+    pos_trg_ = Tensor::empty({c_.max_length, c_.d_model});
+    normal_(pos_trg_, 0.0, emb_std, g);
+    register_parameter("pos.trg.weight", &pos_trg_);
+  } else {
+    pos_trg_ = fixed_positions(c_);
+    pos_src_ = pos_trg_;
+  }
+  auto build_stack = [&](Stack& s, bool encoder) {
+    const int64_t n = encoder ? c_.encoder_layers : c_.decoder_layers;
+    if (c_.embed_norm) {
+      s.embed_norm_ = std::make_unique<nn::LayerNorm>(c_.d_model, c_.layer_norm_eps);
+      s.register_module("embed_norm", s.embed_norm_.get());
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (encoder)
+        s.layers_.push_back(std::make_unique<EncoderLayer>(c_, g));
+      else
+        s.layers_.push_back(std::make_unique<DecoderLayer>(c_, g));
+      s.register_module("layers." + std::to_string(i), s.layers_.back().get());
+    }
+    if (c_.final_norm) {
+      s.final_norm_ = std::make_unique<nn::LayerNorm>(c_.d_model, c_.layer_norm_eps);
+      s.register_module("final_norm", s.final_norm_.get());
+    }
+  };
+  if (c_.has_encoder()) {
+    build_stack(encoder_, true);
+    register_module("encoder", &encoder_);
+  }
+  build_stack(decoder_, false);
+  register_module("decoder", &decoder_);
+  if (!c_.tie_output) {
+    output_weight_ = Tensor::empty({c_.trg_vocab_size, c_.d_model});
+    xavier_uniform_(output_weight_, g);
+    register_parameter("output.weight", &output_weight_);
+  }
+  if (c_.output_bias) {
+    output_bias_ = Tensor::zeros({c_.trg_vocab_size});
+    register_parameter("output.bias", &output_bias_);
+  }
+}
+
+int64_t Transformer::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& [name, t] : named_parameters()) n += t->numel();
+  return n;
+}
+
+Tensor Transformer::padding_mask(const Tensor& ids) const {
+  TFM_CHECK(ids.defined() && ids.dtype() == DType::i32 && ids.dim() == 2)
+      << "padding_mask: expected i32 ids (B, L), got " << ids.describe();
+  Tensor c = ids.contiguous();
+  Tensor m = Tensor::empty(c.shape(), DType::u8);
+  const int32_t* p = c.data<int32_t>();
+  uint8_t* q = m.data<uint8_t>();
+  for (int64_t i = 0; i < c.numel(); ++i) q[i] = p[i] == c_.pad_id ? 1 : 0;
+  return m;
+}
+
+Tensor Transformer::embed(const Tensor& ids, const Tensor& table, const Tensor& positions,
+                          const nn::LayerNorm* norm, int64_t offset) const {
+  TFM_CHECK(ids.dim() == 2) << "embed: expected ids (B, L), got " << ids.describe();
+  const int64_t b = ids.size(0), l = ids.size(1);
+  TFM_CHECK(offset + l <= c_.max_length)
+      << "sequence of " << offset + l << " positions exceeds max_length " << c_.max_length;
+  Tensor x = embedding(ids, table, c_.pad_id);  // (B, L, C)
+  if (c_.embed_scale == EmbedScale::emb) x = scale(x, std::sqrt(static_cast<double>(c_.d_model)));
+  x = add(x, embedding(position_ids(b, l, offset), positions));
+  x = dropout(x, c_.dropout, training(), gen_);
+  return norm ? (*norm)(x) : x;
+}
+
+Tensor Transformer::project(const Tensor& h) const {
+  Tensor logits = linear(h, c_.tie_output ? embed_trg_ : output_weight_, output_bias_);
+  if (c_.embed_scale == EmbedScale::prj)
+    logits = scale(logits, 1.0 / std::sqrt(static_cast<double>(c_.d_model)));
+  return logits;
+}
+
+Tensor Transformer::encode(const Tensor& src, AttentionWeights* weights) const {
+  TFM_CHECK(c_.has_encoder()) << "encode: this is a decoder-only model";
+  Tensor mask = padding_mask(src);
+  Tensor x = embed(src, src_table(), pos_src_, encoder_.embed_norm_.get(), 0);
+  for (const auto& layer : encoder_.layers_)
+    x = static_cast<const EncoderLayer&>(*layer)(x, mask, gen_,
+                                                 weights ? &weights->encoder_self : nullptr);
+  return encoder_.final_norm_ ? (*encoder_.final_norm_)(x) : x;
+}
+
+Tensor Transformer::decode(const Tensor& trg_in, const Tensor& memory, const Tensor& src_mask,
+                           AttentionWeights* weights) const {
+  Tensor trg_mask = padding_mask(trg_in);
+  Tensor x = embed(trg_in, trg_table(), pos_trg_, decoder_.embed_norm_.get(), 0);
+  for (const auto& layer : decoder_.layers_)
+    x = static_cast<const DecoderLayer&>(*layer)(x, trg_mask, memory, src_mask, gen_, weights);
+  if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
+  return project(x);
+}
+
+Tensor Transformer::forward(const Tensor& src, const Tensor& trg_in,
+                            AttentionWeights* weights) const {
+  if (!c_.has_encoder()) return decode(trg_in, Tensor(), Tensor(), weights);
+  Tensor memory = encode(src, weights);
+  return decode(trg_in, memory, padding_mask(src), weights);
+}
+
+DecoderState Transformer::start(const Tensor& src) const {
+  TFM_CHECK(c_.has_encoder()) << "start: decoder-only models use start_decoder_only";
+  DecoderState st;
+  Tensor memory = encode(src);
+  st.src_mask = padding_mask(src);
+  st.layers.resize(decoder_.layers_.size());
+  for (size_t i = 0; i < decoder_.layers_.size(); ++i)
+    st.layers[i].cross =
+        static_cast<const DecoderLayer&>(*decoder_.layers_[i]).cross_attn_->project(memory);
+  return st;
+}
+
+DecoderState Transformer::start_decoder_only(int64_t batch) const {
+  TFM_CHECK(!c_.has_encoder()) << "start_decoder_only: this model has an encoder";
+  TFM_CHECK(batch > 0) << "start_decoder_only: batch must be positive";
+  DecoderState st;
+  st.layers.resize(decoder_.layers_.size());
+  return st;
+}
+
+Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeights* weights) const {
+  Tensor ids = tokens.dim() == 1 ? tokens.reshape({tokens.size(0), 1}) : tokens;
+  TFM_CHECK(ids.dim() == 2) << "step: expected tokens (B) or (B, t), got " << tokens.describe();
+  TFM_CHECK(st.layers.size() == decoder_.layers_.size())
+      << "step: state has " << st.layers.size() << " layers, the model " << decoder_.layers_.size();
+  Tensor x = embed(ids, trg_table(), pos_trg_, decoder_.embed_norm_.get(), st.position);
+  for (size_t i = 0; i < decoder_.layers_.size(); ++i)
+    x = static_cast<const DecoderLayer&>(*decoder_.layers_[i])
+            .step(x, st.layers[i], st.src_mask, weights);
+  st.position += ids.size(1);
+  if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
+  const int64_t t = x.size(1);
+  Tensor last = narrow(x, 1, t - 1, 1);                    // (B, 1, C)
+  return project(reshape(last, {x.size(0), c_.d_model}));  // (B, V)
+}
+
+}  // namespace tfm

@@ -1,0 +1,78 @@
+// The full model: embeddings and positions, encoder and decoder stacks, output projection; the
+// full-sequence forward used in training and scoring, and the incremental decoder used in search.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "tfm/model/config.h"
+#include "tfm/model/layers.h"
+
+namespace tfm {
+
+// Everything a decoder needs between steps, for a batch of B rows (sentences or beams).
+struct DecoderState {
+  Tensor src_mask;                        // u8 (B, S), undefined for decoder-only
+  std::vector<DecoderLayerCache> layers;  // one per decoder layer
+  int64_t position = 0;                   // positions consumed so far
+  int64_t batch() const;
+  // Keeps row rows[i] of the old state as row i (beam search reordering; rows may repeat).
+  void reorder(const std::vector<int64_t>& rows);
+};
+
+// An encoder or decoder stack: optional embed_norm, the layers, optional final_norm.
+class Stack : public nn::Module {
+ public:
+  using Module::register_module;
+  std::vector<std::unique_ptr<nn::Module>> layers_;
+  std::unique_ptr<nn::LayerNorm> embed_norm_, final_norm_;
+};
+
+class Transformer : public nn::Module {
+ public:
+  // Initialised as the seeds do (Xavier uniform matrices, N(0, d^-0.5) embeddings, zero biases,
+  // LayerNorm ones/zeros) from `seed`.
+  explicit Transformer(const ModelConfig& config, uint64_t seed = 0);
+
+  const ModelConfig& config() const { return c_; }
+  // Source of dropout streams while training (the default generator when null).
+  void set_generator(Generator* gen) { gen_ = gen; }
+
+  // u8 (B, L): 1 where ids == pad_id.
+  Tensor padding_mask(const Tensor& ids) const;
+  // src i32 (B, S) -> memory (B, S, C).
+  Tensor encode(const Tensor& src, AttentionWeights* weights = nullptr) const;
+  // trg_in i32 (B, T) (starting with BOS) -> logits (B, T, V). memory/src_mask undefined for
+  // decoder-only models.
+  Tensor decode(const Tensor& trg_in, const Tensor& memory, const Tensor& src_mask,
+                AttentionWeights* weights = nullptr) const;
+  // Teacher-forced logits (B, T, V); src is ignored (may be undefined) for decoder-only models.
+  Tensor forward(const Tensor& src, const Tensor& trg_in,
+                 AttentionWeights* weights = nullptr) const;
+
+  // Incremental decoding: encode once, then feed tokens (B) or (B, t) and get the logits of the
+  // last position (B, V). The logits equal those of forward() over the same prefix.
+  DecoderState start(const Tensor& src) const;
+  DecoderState start_decoder_only(int64_t batch) const;
+  Tensor step(DecoderState& state, const Tensor& tokens, AttentionWeights* weights = nullptr) const;
+
+  int64_t parameter_count() const;
+
+ private:
+  // ids (B, L) at positions [offset, offset + L) -> (B, L, C), dropout and embed_norm applied.
+  Tensor embed(const Tensor& ids, const Tensor& table, const Tensor& positions,
+               const nn::LayerNorm* norm, int64_t offset) const;
+  Tensor project(const Tensor& h) const;  // (…, C) -> logits (…, V)
+  const Tensor& trg_table() const { return embed_trg_; }
+  const Tensor& src_table() const { return c_.share_embeddings ? embed_trg_ : embed_src_; }
+
+  ModelConfig c_;
+  Generator init_gen_;
+  Generator* gen_ = nullptr;
+  Tensor embed_src_, embed_trg_;  // (V, C)
+  Tensor pos_src_, pos_trg_;      // (max_length, C): learned parameters or a fixed table
+  Tensor output_weight_, output_bias_;
+  Stack encoder_, decoder_;
+};
+
+}  // namespace tfm

@@ -1,0 +1,41 @@
+// Module: a named tree of parameters, as PyTorch's nn.Module, without the magic. A module owns
+// its parameter tensors as members and registers pointers to them, so modules are neither
+// copyable nor movable (hold them by value in their parent or by unique_ptr in a vector).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tfm/core/tensor.h"
+
+namespace tfm::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;
+
+class Module {
+ public:
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  virtual ~Module() = default;
+
+  // Every parameter below this module, in registration order, named "prefix.child.name".
+  NamedTensors named_parameters(const std::string& prefix = "") const;
+  void set_training(bool on);
+  bool training() const { return training_; }
+
+ protected:
+  // Registers a parameter member; it is marked as requiring grad.
+  void register_parameter(const std::string& name, Tensor* p);
+  void register_module(const std::string& name, Module* m);
+
+ private:
+  void collect(const std::string& prefix, NamedTensors& out) const;
+
+  std::vector<std::pair<std::string, Tensor*>> params_;
+  std::vector<std::pair<std::string, Module*>> children_;
+  bool training_ = false;
+};
+
+}  // namespace tfm::nn

@@ -1,0 +1,41 @@
+// Adam and AdamW, exactly as torch.optim.Adam/AdamW compute them (bias corrections applied to
+// the step size and to the denominator, eps added after the square root).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tfm/core/tensor.h"
+
+namespace tfm {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.98, eps = 1e-9;  // the paper's
+  double weight_decay = 0.0;
+  bool decoupled = false;  // AdamW: decay the weights directly instead of adding λp to g
+};
+
+class Adam {
+ public:
+  // The parameters (named, for saving state) whose .grad() each step uses.
+  Adam(std::vector<std::pair<std::string, Tensor>> params, AdamOptions options);
+  // One update with learning rate `lr` (the schedule's); parameters without a gradient are
+  // left alone. Runs without recording.
+  void step(double lr);
+  void zero_grad();
+  int64_t steps() const { return step_; }
+  const AdamOptions& options() const { return opt_; }
+  // First and second moments, by parameter name, for checkpoints.
+  std::vector<std::pair<std::string, Tensor>> state() const;
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps);
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<Tensor> m_, v_;
+  AdamOptions opt_;
+  int64_t step_ = 0;
+};
+
+}  // namespace tfm

@@ -1,0 +1,237 @@
+#include <filesystem>
+#include <set>
+
+#include "support/test_util.h"
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/autograd/tape.h"
+#include "tfm/model/checkpoint.h"
+#include "tfm/model/safetensors.h"
+#include "tfm/model/transformer.h"
+#include "tfm/ops/shape.h"
+
+namespace tfm {
+namespace {
+
+ModelConfig tiny(bool pre, bool decoder_only = false) {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.d_model = 16, c.heads = 4, c.d_ff = 24, c.encoder_layers = 2, c.decoder_layers = 2;
+  c.norm = pre ? NormPlacement::pre : NormPlacement::post;
+  c.final_norm = pre;
+  c.dropout = 0.0;
+  c.src_vocab_size = 13, c.trg_vocab_size = 11;
+  c.max_length = 40;
+  c.decoder_only = decoder_only;
+  if (decoder_only) c.encoder_layers = 0;
+  return c;
+}
+
+Tensor ids(const Shape& shape, const std::vector<int32_t>& v) {
+  return Tensor::from_vector<int32_t>(shape, v);
+}
+
+TEST(Transformer, ParameterNamesFollowTheContract) {
+  ModelConfig c = tiny(false);
+  c.tie_output = false;
+  c.output_bias = true;
+  c.positions = Positions::learned;
+  c.embed_norm = true;
+  Transformer m(c);
+  std::set<std::string> names;
+  for (const auto& [n, t] : m.named_parameters()) names.insert(n);
+  for (const char* n :
+       {"embed.trg.weight", "embed.src.weight", "pos.src.weight", "pos.trg.weight",
+        "encoder.embed_norm.weight", "decoder.embed_norm.bias",
+        "encoder.layers.0.self_attn.q_proj.weight", "encoder.layers.1.self_attn.out_proj.bias",
+        "encoder.layers.0.self_attn_norm.weight", "encoder.layers.0.ffn.fc1.weight",
+        "encoder.layers.0.ffn.fc2.bias", "encoder.layers.0.ffn_norm.bias",
+        "decoder.layers.1.cross_attn.v_proj.weight", "decoder.layers.1.cross_attn_norm.weight",
+        "output.weight", "output.bias"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_FALSE(names.count("encoder.final_norm.weight"));
+
+  ModelConfig d = tiny(true, /*decoder_only=*/true);
+  d.bias = false;
+  Transformer dm(d);
+  names.clear();
+  for (const auto& [n, t] : dm.named_parameters()) names.insert(n);
+  EXPECT_TRUE(names.count("decoder.final_norm.weight"));
+  EXPECT_FALSE(names.count("embed.src.weight"));
+  EXPECT_FALSE(names.count("output.weight"));  // tied
+  EXPECT_FALSE(names.count("decoder.layers.0.cross_attn.q_proj.weight"));
+  EXPECT_FALSE(names.count("decoder.layers.0.self_attn.q_proj.bias"));
+  EXPECT_EQ(m.parameter_count() > 0, true);
+}
+
+// Incremental decoding must give the logits of a full recompute over the same prefix.
+void check_incremental(const ModelConfig& c) {
+  Transformer m(c, 7);
+  NoGradGuard ng;
+  const int64_t B = 3, T = 6;
+  Tensor src = ids({B, 5}, {5, 6, 7, 8, 9, 4, 3, 12, 0, 0, 10, 0, 0, 0, 0});
+  Tensor trg = testing::random_ids({B, T}, c.trg_vocab_size - 3, 3);
+  {
+    int32_t* p = trg.data<int32_t>();
+    for (int64_t i = 0; i < B * T; ++i) p[i] += 3;  // no pad/bos/eos inside
+    for (int64_t b = 0; b < B; ++b) p[b * T] = static_cast<int32_t>(c.bos_id);
+  }
+  Tensor full = m.forward(c.has_encoder() ? src : Tensor(), trg);  // (B, T, V)
+  DecoderState st = c.has_encoder() ? m.start(src) : m.start_decoder_only(B);
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor tok = narrow(trg, 1, t, 1).contiguous().reshape({B});
+    Tensor logits = m.step(st, tok);
+    Tensor ref = narrow(full, 1, t, 1).contiguous().reshape({B, c.trg_vocab_size});
+    EXPECT_LE(testing::scaled_error(logits, ref), 1e-5) << "step " << t;
+  }
+  // Beam reorder: rows 2, 0, 0 continue; their logits must match the full pass of those rows.
+  const std::vector<int64_t> rows = {2, 0, 0};
+  st.reorder(rows);
+  Tensor next = testing::random_ids({B, 1}, c.trg_vocab_size - 3, 9);
+  Tensor trg_r = Tensor::empty({B, T + 1}, DType::i32);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t)
+      trg_r.data<int32_t>()[b * (T + 1) + t] = trg.data<int32_t>()[rows[b] * T + t];
+    trg_r.data<int32_t>()[b * (T + 1) + T] = next.data<int32_t>()[b] + 3;
+  }
+  Tensor src_r = Tensor::empty({B, 5}, DType::i32);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < 5; ++s)
+      src_r.data<int32_t>()[b * 5 + s] = src.data<int32_t>()[rows[b] * 5 + s];
+  Tensor full_r = m.forward(c.has_encoder() ? src_r : Tensor(), trg_r);
+  Tensor tok = narrow(trg_r, 1, T, 1).contiguous().reshape({B});
+  Tensor logits = m.step(st, tok);
+  Tensor ref = narrow(full_r, 1, T, 1).contiguous().reshape({B, c.trg_vocab_size});
+  EXPECT_LE(testing::scaled_error(logits, ref), 1e-5) << "after reorder";
+}
+
+TEST(Transformer, IncrementalEqualsFullRecompute) {
+  check_incremental(tiny(false));
+  check_incremental(tiny(true));
+  check_incremental(tiny(true, true));
+  ModelConfig c = tiny(false);
+  c.positions = Positions::learned;
+  c.embed_norm = true;
+  c.embed_scale = EmbedScale::prj;
+  check_incremental(c);
+}
+
+TEST(Transformer, PaddingDoesNotLeakIntoOtherPositions) {
+  // The same sentence with and without extra padding gives the same logits at real positions.
+  Transformer m(tiny(false), 3);
+  NoGradGuard ng;
+  Tensor src1 = ids({1, 3}, {5, 6, 7}), src2 = ids({1, 5}, {5, 6, 7, 0, 0});
+  Tensor trg1 = ids({1, 3}, {1, 4, 5}), trg2 = ids({1, 4}, {1, 4, 5, 0});
+  Tensor a = m.forward(src1, trg1), b = narrow(m.forward(src2, trg2), 1, 0, 3);
+  EXPECT_LE(testing::scaled_error(a, b.contiguous()), 1e-5);
+}
+
+TEST(Transformer, ReturnsTheAttentionWeightsOfEveryLayer) {
+  Transformer m(tiny(false), 5);
+  NoGradGuard ng;
+  Tensor src = ids({2, 4}, {5, 6, 7, 2, 8, 2, 0, 0}), trg = ids({2, 3}, {1, 4, 5, 1, 6, 0});
+  AttentionWeights w;
+  Tensor with = m.forward(src, trg, &w);
+  EXPECT_TRUE(testing::bitwise_equal(with, m.forward(src, trg)));  // asking changes nothing
+  ASSERT_EQ(w.encoder_self.size(), 2u);
+  ASSERT_EQ(w.decoder_self.size(), 2u);
+  ASSERT_EQ(w.decoder_cross.size(), 2u);
+  EXPECT_EQ(w.encoder_self[0].shape(), (Shape{2, 4, 4, 4}));
+  EXPECT_EQ(w.decoder_self[1].shape(), (Shape{2, 4, 3, 3}));
+  EXPECT_EQ(w.decoder_cross[1].shape(), (Shape{2, 4, 3, 4}));
+  for (int64_t h = 0; h < 4; ++h)
+    for (int64_t t = 0; t < 3; ++t) {
+      double row = 0;
+      for (int64_t s = 0; s < 4; ++s) row += w.decoder_cross[0].at({1, h, t, s});
+      EXPECT_NEAR(row, 1.0, 1e-5);
+      // Padded source keys and future target keys get no weight.
+      EXPECT_EQ(w.decoder_cross[0].at({1, h, t, 2}), 0.0);
+      EXPECT_EQ(w.decoder_cross[0].at({1, h, t, 3}), 0.0);
+      for (int64_t s = t + 1; s < 3; ++s) EXPECT_EQ(w.decoder_self[0].at({0, h, t, s}), 0.0);
+    }
+}
+
+TEST(Transformer, DropoutOnlyInTraining) {
+  ModelConfig c = tiny(false);
+  c.dropout = 0.3;
+  c.attention_dropout = 0.2;
+  Transformer m(c, 3);
+  Tensor src = ids({1, 3}, {5, 6, 7}), trg = ids({1, 3}, {1, 4, 5});
+  NoGradGuard ng;
+  Tensor e1 = m.forward(src, trg), e2 = m.forward(src, trg);
+  EXPECT_TRUE(testing::bitwise_equal(e1, e2));
+  m.set_training(true);
+  Generator g1(5), g2(5);
+  m.set_generator(&g1);
+  Tensor t1 = m.forward(src, trg);
+  m.set_generator(&g2);
+  Tensor t2 = m.forward(src, trg);
+  EXPECT_TRUE(testing::bitwise_equal(t1, t2));  // same seed, same masks
+  EXPECT_GT(testing::max_abs_diff(t1, e1), 1e-3);
+}
+
+TEST(Transformer, ErrorsAreClear) {
+  ModelConfig c = tiny(false);
+  c.heads = 5;
+  EXPECT_TFM_ERROR(Transformer{c}, "heads (5) must divide d_model (16)");
+  Transformer m(tiny(false));
+  EXPECT_TFM_ERROR(m.forward(ids({1, 2}, {5, 13}), ids({1, 2}, {1, 4})), "outside [0, V)");
+  Tensor long_src = Tensor::full({1, 41}, 5, DType::i32);
+  EXPECT_TFM_ERROR(m.encode(long_src), "exceeds max_length 40");
+}
+
+TEST(Checkpoint, RoundTripAndValidation) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("tfm_ckpt_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ModelConfig c = tiny(true);
+  c.tie_output = false;
+  Transformer m(c, 11);
+  save_model(m, dir.string());
+  auto loaded = load_model(dir.string());
+  EXPECT_EQ(loaded->config().to_json(), c.to_json());
+  auto a = m.named_parameters(), b = loaded->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_TRUE(testing::bitwise_equal(*a[i].second, *b[i].second)) << a[i].first;
+  }
+
+  // A tensor missing, one too many, one of the wrong shape: each a one-line error.
+  auto rewrite = [&](auto edit) {
+    std::vector<std::pair<std::string, Tensor>> ts;
+    for (const auto& [n, t] : m.named_parameters()) ts.emplace_back(n, t->detach());
+    edit(ts);
+    save_safetensors((dir / "model.safetensors").string(), ts,
+                     {{"config", c.to_json()}, {"format_version", "1"}});
+  };
+  rewrite([](auto& ts) {
+    std::erase_if(ts, [](const auto& nt) { return nt.first == "output.weight"; });
+  });
+  EXPECT_TFM_ERROR(load_model(dir.string()), "missing tensor output.weight");
+  rewrite([](auto& ts) { ts.emplace_back("extra.weight", Tensor::zeros({2})); });
+  EXPECT_TFM_ERROR(load_model(dir.string()), "unexpected tensor extra.weight");
+  rewrite([](auto& ts) { ts[0].second = Tensor::zeros({3, 3}); });
+  EXPECT_TFM_ERROR(load_model(dir.string()), "embed.trg.weight has shape (3, 3)");
+  rewrite([](auto& ts) { ts[0].second = ts[0].second.to(DType::f64); });
+  EXPECT_TFM_ERROR(load_model(dir.string()), "embed.trg.weight is f64, expected f32");
+  fs::remove_all(dir);
+  EXPECT_TFM_ERROR(load_model(dir.string()), "does not exist");
+  fs::create_directories(dir);
+  EXPECT_TFM_ERROR(load_model(dir.string()), "no model.safetensors");
+  fs::remove_all(dir);
+}
+
+TEST(Config, JsonRoundTripAndErrors) {
+  ModelConfig c = tiny(true);
+  c.positions = Positions::sinusoidal_concat;
+  c.activation = ActivationKind::gelu;
+  EXPECT_EQ(ModelConfig::from_json(c.to_json()).to_json(), c.to_json());
+  EXPECT_TFM_ERROR(ModelConfig::from_json("{\"norm\": \"middle\"}"),
+                   "norm must be one of pre|post");
+  EXPECT_TFM_ERROR(ModelConfig::from_json("{\"d_model\": 1.5}"), "d_model must be an integer");
+  EXPECT_TFM_ERROR(ModelConfig::from_json("{\"colour\": 1}"), "unknown key \"colour\"");
+  EXPECT_TFM_ERROR(ModelConfig::from_json("[1"), "not valid JSON");
+  EXPECT_TFM_ERROR(ModelConfig::preset("huge"), "unknown preset");
+}
+
+}  // namespace
+}  // namespace tfm
