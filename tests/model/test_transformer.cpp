@@ -1,3 +1,4 @@
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -60,6 +61,38 @@ TEST(Transformer, ParameterNamesFollowTheContract) {
   EXPECT_FALSE(names.count("decoder.layers.0.cross_attn.q_proj.weight"));
   EXPECT_FALSE(names.count("decoder.layers.0.self_attn.q_proj.bias"));
   EXPECT_EQ(m.parameter_count() > 0, true);
+}
+
+TEST(Transformer, InitialisationIsSeededLikeTheSeeds) {
+  ModelConfig c = tiny(false);
+  c.tie_output = false;
+  c.src_vocab_size = c.trg_vocab_size = 500;  // 8000 samples: the std estimate is within ±0.002
+  Transformer a(c, 42), b(c, 42), other(c, 43);
+  auto pa = a.named_parameters(), pb = b.named_parameters(), po = other.named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_TRUE(testing::bitwise_equal(*pa[i].second, *pb[i].second)) << pa[i].first;
+    const std::string& n = pa[i].first;
+    const Tensor& t = *pa[i].second;
+    std::vector<float> v = t.to_vector<float>();
+    const bool is_bias = n.ends_with(".bias");
+    const bool is_norm = n.find("norm") != std::string::npos;
+    if (is_norm && !is_bias) {
+      for (float x : v) EXPECT_EQ(x, 1.0f) << n;  // LayerNorm gain
+    } else if (is_bias) {
+      for (float x : v) EXPECT_EQ(x, 0.0f) << n;
+    } else if (n.starts_with("embed.")) {
+      // N(0, d^-0.5): the sample standard deviation is 0.25 for d = 16.
+      double ss = 0;
+      for (float x : v) ss += static_cast<double>(x) * x;
+      EXPECT_NEAR(std::sqrt(ss / v.size()), 0.25, 0.01) << n;
+      EXPECT_FALSE(testing::bitwise_equal(t, *po[i].second)) << n;
+    } else {
+      // Xavier uniform: |w| <= sqrt(6 / (fan_in + fan_out)).
+      const double bound = std::sqrt(6.0 / static_cast<double>(t.size(0) + t.size(1)));
+      for (float x : v) EXPECT_LE(std::abs(x), bound + 1e-6) << n;
+      EXPECT_FALSE(testing::bitwise_equal(t, *po[i].second)) << n;
+    }
+  }
 }
 
 // Incremental decoding must give the logits of a full recompute over the same prefix.
