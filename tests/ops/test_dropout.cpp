@@ -13,14 +13,7 @@ using testing::bitwise_equal;
 using testing::gradcheck;
 using testing::random_tensor;
 
-template <typename F>
-auto with_threads(int n, F&& f) {
-  const int prev = get_threads();
-  set_threads(n);
-  auto r = f();
-  set_threads(prev);
-  return r;
-}
+using testing::with_threads;
 
 // The documented mask, rebuilt independently: keep element i iff stream.uniform(i) >= p.
 std::vector<double> mask_of(uint64_t seed, uint64_t stream, int64_t n, double p) {

@@ -12,14 +12,7 @@ using testing::gradcheck;
 using testing::random_ids;
 using testing::random_tensor;
 
-template <typename F>
-auto with_threads(int n, F&& f) {
-  const int prev = get_threads();
-  set_threads(n);
-  auto r = f();
-  set_threads(prev);
-  return r;
-}
+using testing::with_threads;
 
 Tensor ids_of(const Shape& shape, const std::vector<int32_t>& v) {
   return Tensor::from_vector<int32_t>(shape, v);

@@ -9,14 +9,7 @@ namespace {
 
 using testing::bitwise_equal;
 
-template <typename F>
-auto with_threads(int n, F&& f) {
-  const int prev = get_threads();
-  set_threads(n);
-  auto r = f();
-  set_threads(prev);
-  return r;
-}
+using testing::with_threads;
 
 struct Stats {
   double mean = 0, var = 0, min = INFINITY, max = -INFINITY;

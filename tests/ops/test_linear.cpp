@@ -50,15 +50,7 @@ Tensor broadcast_rows(const Tensor& b, int64_t rows) {
   return Tensor::from_vector<float>({rows, b.size(0)}, v);
 }
 
-// Runs f with the given thread count, then restores the previous one.
-template <typename F>
-auto with_threads(int n, F&& f) {
-  const int saved = get_threads();
-  set_threads(n);
-  auto r = f();
-  set_threads(saved);
-  return r;
-}
+using testing::with_threads;
 
 TEST(Linear, ForwardMatchesDefinition) {
   struct Case {

@@ -13,15 +13,7 @@ using testing::bitwise_equal;
 using testing::gradcheck;
 using testing::random_tensor;
 
-// Runs f with n threads, then restores the previous count.
-template <typename F>
-auto with_threads(int n, F&& f) {
-  const int prev = get_threads();
-  set_threads(n);
-  auto r = f();
-  set_threads(prev);
-  return r;
-}
+using testing::with_threads;
 
 long double reference_sum(const Tensor& x) {
   long double s = 0;

@@ -11,14 +11,7 @@ using testing::bitwise_equal;
 using testing::gradcheck;
 using testing::random_tensor;
 
-template <typename F>
-auto with_threads(int n, F&& f) {
-  const int prev = get_threads();
-  set_threads(n);
-  auto r = f();
-  set_threads(prev);
-  return r;
-}
+using testing::with_threads;
 
 // Element [i] of x along `axis`, the other indices fixed by `idx` (a full index of x).
 double at_index(const Tensor& x, const Shape& idx) {

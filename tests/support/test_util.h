@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/core/parallel.h"
 #include "tfm/core/tensor.h"
 
 namespace tfm::testing {
@@ -46,6 +47,17 @@ struct GradcheckOptions {
 // output element contributes with a distinct weight.
 ::testing::AssertionResult gradcheck(const Fn& f, std::vector<Tensor> inputs,
                                      GradcheckOptions options = {});
+
+// Runs f with n threads and returns its result; the previous count is restored even if f throws.
+template <typename F>
+auto with_threads(int n, F&& f) {
+  struct Restore {
+    int prev;
+    ~Restore() { set_threads(prev); }
+  } restore{get_threads()};
+  set_threads(n);
+  return f();
+}
 
 // Error message of the tfm::Error that f throws, or "" if it throws none (other exceptions fail).
 std::string error_of(const std::function<void()>& f);
