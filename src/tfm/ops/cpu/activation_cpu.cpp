@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tfm/core/parallel.h"
+#include "tfm/ops/cpu/simd_exp.h"
 
 namespace tfm::cpu {
 
@@ -13,28 +14,6 @@ namespace {
 constexpr int64_t kGrain = 1 << 14;
 constexpr double kSqrt1_2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-
-// e^x for f32 without a libm call, so `omp simd` loops vectorise (GCC only calls the vector libm
-// under -ffast-math). Cephes expf: x = n·ln2 + r with |r| <= ln2/2, e^r by a degree-7 polynomial,
-// 2^n through the exponent bits. About 1 ulp over [-87, 88]; 0 below, e^88 above.
-inline float exp_f32(float x_in) {
-  const float x = std::min(std::max(x_in, -87.0f), 88.0f);
-  // Round to nearest by adding and removing 1.5·2²³ (std::floor does not vectorise in GCC 12).
-  constexpr float kRound = 12582912.0f;
-  const float n = (x * 1.44269504088896341f + kRound) - kRound;
-  float r = x - n * 0.693359375f;  // ln2 split in two so n·ln2 is exact in the first part
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  // Below the normal range the true value is (nearly) 0; do not return e^-87 for e^-450.
-  return x_in < -87.0f ? 0.0f : p * std::bit_cast<float>(bits);
-}
 
 // Φ(x) and φ(x) for f32. Φ comes from erfc(|x|/√2) (Abramowitz–Stegun 7.1.26), which shares
 // e^{-x²/2} with φ; taking the tail as 0.5·erfc rather than 1 - ... avoids cancellation for x < 0.
@@ -47,7 +26,7 @@ inline void normal_cdf_pdf_f32(float x, float& cdf, float& pdf) {
   poly = poly * t - 0.284496736f;
   poly = poly * t + 0.254829592f;
   poly = poly * t;
-  const float e = exp_f32(-0.5f * x * x);
+  const float e = simd_exp(-0.5f * x * x);
   const float half_erfc = 0.5f * poly * e;  // P(N > |x|)
   cdf = x >= 0.0f ? 1.0f - half_erfc : half_erfc;
   pdf = e * static_cast<float>(kInvSqrt2Pi);
