@@ -12,7 +12,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
 )
-if [[ "${TFM_SETUP_SKIP_TORCH:-0}" != 1 ]]; then packages+=(python3-torch); fi
+# Debian's torch calls the system libblas.so.3, which is the (very slow) reference BLAS unless an
+# optimised one is installed: the PyTorch comparisons in bench/ would be meaningless without it.
+if [[ "${TFM_SETUP_SKIP_TORCH:-0}" != 1 ]]; then packages+=(python3-torch libopenblas0-openmp); fi
 
 missing=()
 for p in "${packages[@]}"; do
