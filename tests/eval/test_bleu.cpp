@@ -41,7 +41,7 @@ TEST(Tokenizer13a, QuotesEntitiesAndWhitespace) {
   EXPECT_EQ(tokenize_13a("He said \"no\"."), "He said \" no \" .");
   EXPECT_EQ(tokenize_13a("&quot;Hi&quot; &amp; &lt;b&gt;"), "\" Hi \" & < b >");
   // Unescaping runs &quot; &amp; &lt; &gt; in order: "&amp;lt;" becomes "&lt;" then "<",
-  // while "&amp;quot;" stops at "&quot;" because &quot; was already done.
+  // while "&amp;quot;" stops at "&quot;" because &quot; was already done (and ";" is padded).
   EXPECT_EQ(tokenize_13a("&amp;lt;"), "<");
   EXPECT_EQ(tokenize_13a("&amp;quot;"), "& quot ;");
   EXPECT_EQ(tokenize_13a("x<skipped>y"), "xy");
