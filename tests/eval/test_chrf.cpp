@@ -67,6 +67,20 @@ TEST(Chrf, StatisticsAreSummedOverTheCorpus) {
   EXPECT_NEAR(chrf1({"ab", "abc"}, {"abc", "abc"}).score, 12500.0 / 169.0, 1e-10);
 }
 
+TEST(Chrf, HypothesisNgramsWithoutReferenceNgramsAreNotCounted) {
+  // sacreBLEU counts a sentence's hypothesis n-grams of order n as 0 when its reference has no
+  // n-grams of that order. line 1 "abcd" vs "abc": (hyp, ref, match) per order:
+  //   (4,3,3) (3,2,2) (2,1,1) and order 4: (1,0,0) becomes (0,0,0).
+  // line 2 "abcd" vs "abcd": (4,4,4) (3,3,3) (2,2,2) (1,1,1).
+  // sums: (8,7,7) (6,5,5) (4,3,3) (1,1,1): P = 7/8, 5/6, 3/4, 1; R = 1 for every order.
+  // avg P = (21 + 20 + 18 + 24) / 24 / 4 = 83/96, avg R = 1.
+  // F2 = 5 * 83/96 / (4 * 83/96 + 1) = 415/428 = 96.96...% (counting the 4-gram would give
+  // order-4 P = 1/2 and 355/380 = 93.42%).
+  const ChrfScore s = chrf1({"abcd", "abcd"}, {"abc", "abcd"});
+  EXPECT_EQ(s.stats.hyp[3], 1);
+  EXPECT_NEAR(s.score, 41500.0 / 428.0, 1e-10);
+}
+
 TEST(Chrf, CharactersAreCodePointsNotBytes) {
   // hyp "\u00e9a" vs ref "\u00e9b" (U+00E9 is two bytes in UTF-8):
   //   order 1: {é, a} vs {é, b}: P = R = 1/2; order 2: {éa} vs {éb}: P = R = 0.
