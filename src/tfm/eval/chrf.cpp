@@ -1,10 +1,10 @@
 #include "tfm/eval/chrf.h"
 
 #include <algorithm>
+#include <compare>
 #include <cstdio>
 #include <set>
 #include <string_view>
-#include <unordered_map>
 
 #include "tfm/core/check.h"
 #include "tfm/eval/tokenizer_13a.h"
@@ -13,7 +13,17 @@ namespace tfm::eval {
 
 namespace {
 
-using CharNgrams = std::array<std::unordered_map<std::u32string, int64_t>, kChrfCharOrder>;
+// A character n-gram (n <= 6) packed into 128 bits: code points (and the 0x110000 + byte stand-ins
+// for invalid bytes) fit in 21 bits, three to a 64-bit word. Within one order the packing is
+// injective, and sorted vectors of these keys replace hash maps of strings, which made chrF
+// several times slower than BLEU.
+struct NgramKey {
+  uint64_t lo = 0, hi = 0;
+  auto operator<=>(const NgramKey&) const = default;
+};
+
+// Per order, the sorted n-grams of a line (a multiset).
+using CharNgrams = std::array<std::vector<NgramKey>, kChrfCharOrder>;
 
 // helpers.extract_all_char_ngrams(line, 6, include_whitespace=False): "".join(line.split()), then
 // every substring of length n, over code points (Python str), not bytes.
@@ -22,27 +32,45 @@ CharNgrams extract_char_ngrams(const std::string& line) {
   for (char32_t c : decode_utf8_lenient(line)) {
     if (!is_python_space(c)) chars.push_back(c);
   }
-  CharNgrams counts;
+  CharNgrams grams;
   for (size_t n = 1; n <= kChrfCharOrder; ++n) {
-    for (size_t i = 0; i + n <= chars.size(); ++i) ++counts[n - 1][chars.substr(i, n)];
+    if (chars.size() < n) break;
+    std::vector<NgramKey>& keys = grams[n - 1];
+    keys.resize(chars.size() - n + 1);
+    for (size_t i = 0; i + n <= chars.size(); ++i) {
+      NgramKey k;
+      for (size_t j = 0; j < n; ++j) {
+        uint64_t& word = j < 3 ? k.lo : k.hi;
+        word = (word << 21) | static_cast<uint64_t>(chars[i + j]);
+      }
+      keys[i] = k;
+    }
+    std::sort(keys.begin(), keys.end());
   }
-  return counts;
+  return grams;
 }
 
-// CHRF._get_match_statistics for every order.
+// CHRF._get_match_statistics for every order: clipped matches are a merge of the two sorted
+// multisets, sum over common n-grams of min(count in hyp, count in ref).
 ChrfStats match_stats(const CharNgrams& hyp, const CharNgrams& ref) {
   ChrfStats st;
   for (int n = 0; n < kChrfCharOrder; ++n) {
-    int64_t hyp_count = 0, match = 0, ref_count = 0;
-    for (const auto& [ngram, count] : hyp[n]) {
-      hyp_count += count;
-      const auto it = ref[n].find(ngram);
-      if (it != ref[n].end()) match += std::min(count, it->second);
+    const std::vector<NgramKey>& h = hyp[n];
+    const std::vector<NgramKey>& r = ref[n];
+    int64_t match = 0;
+    size_t i = 0, j = 0;
+    while (i < h.size() && j < r.size()) {
+      if (h[i] < r[j]) {
+        ++i;
+      } else if (r[j] < h[i]) {
+        ++j;
+      } else {
+        ++match, ++i, ++j;  // pairing equal keys one to one counts min(count_h, count_r)
+      }
     }
-    for (const auto& [ngram, count] : ref[n]) ref_count += count;
     // sacreBLEU: "Don't count hits if no reference exists for that n-gram" order.
-    st.hyp[n] = ref[n].empty() ? 0 : hyp_count;
-    st.ref[n] = ref_count;
+    st.hyp[n] = r.empty() ? 0 : static_cast<int64_t>(h.size());
+    st.ref[n] = static_cast<int64_t>(r.size());
     st.match[n] = match;
   }
   return st;
