@@ -59,6 +59,12 @@ else
   bad "eval with two references failed: $(cat "$tmp/err")"
 fi
 
+# CRLF line ends: the '\r' is whitespace to both metrics, as in sacreBLEU (which rstrips).
+sed 's/$/\r/' "$tmp/ref" >"$tmp/ref_crlf"
+"$tfm" eval --ref "$tmp/ref_crlf" --hyp "$tmp/hyp_same" >"$tmp/out" 2>"$tmp/err" &&
+  grep -q '^BLEU = 100.00 ' "$tmp/out" && grep -q '^chrF2 = 100.00$' "$tmp/out" &&
+  ok || bad "CRLF reference: $(cat "$tmp/out" "$tmp/err")"
+
 # Invalid UTF-8 is not an error.
 printf '\xff\xfe abc\n' >"$tmp/bin"
 "$tfm" eval --ref "$tmp/bin" --hyp "$tmp/bin" >"$tmp/out" 2>"$tmp/err" && grep -q '^chrF2 = 100.00$' "$tmp/out" &&

@@ -45,6 +45,9 @@ TEST(Tokenizer13a, QuotesEntitiesAndWhitespace) {
   EXPECT_EQ(tokenize_13a("&amp;lt;"), "<");
   EXPECT_EQ(tokenize_13a("&amp;quot;"), "& quot ;");
   EXPECT_EQ(tokenize_13a("x<skipped>y"), "xy");
+  // "-\n" joins a hyphenated line break before "\n" becomes a space (only reachable through the
+  // API: lines read from files never contain "\n").
+  EXPECT_EQ(tokenize_13a("co-\nop\nnext"), "coop next");
   // Python's str.split() whitespace includes tab and U+00A0 (no-break space); U+00E9 is kept.
   EXPECT_EQ(tokenize_13a("  a \t b\xc2\xa0"
                          "caf\xc3\xa9 "),
