@@ -1,0 +1,69 @@
+// tfm eval --ref FILE [--ref FILE...] --hyp FILE [--metrics bleu,chrf]: corpus BLEU and chrF as
+// sacreBLEU 2.x computes them by default, one line per metric, then one signature line each.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tfm/cli/commands.h"
+#include "tfm/core/check.h"
+#include "tfm/eval/bleu.h"
+#include "tfm/eval/chrf.h"
+
+namespace tfm::cli {
+
+namespace {
+
+// Lines split on '\n' only, bytes kept as they are (a '\r' is whitespace to the metrics anyway);
+// a final line without '\n' counts, as in Python's readlines().
+std::vector<std::string> read_text_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TFM_CHECK(in) << "eval: cannot open " << path;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  TFM_CHECK(!in.bad()) << "eval: error reading " << path;
+  return lines;
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app) {
+  auto* cmd = app.add_subcommand("eval", "Corpus BLEU and chrF (sacreBLEU-compatible) of a file");
+  static std::vector<std::string> ref_paths;
+  static std::string hyp_path;
+  static std::vector<std::string> metrics{"bleu", "chrf"};
+  cmd->add_option("--ref", ref_paths, "Reference file(s), one sentence a line")->required();
+  cmd->add_option("--hyp", hyp_path, "Hypothesis file, one sentence a line")->required();
+  cmd->add_option("--metrics", metrics, "Comma-separated: bleu, chrf")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bleu", "chrf"}));
+  cmd->callback([] {
+    // Read and check everything before printing anything, so an error leaves stdout empty.
+    const std::vector<std::string> hyps = read_text_lines(hyp_path);
+    std::vector<std::vector<std::string>> refs;
+    for (const std::string& path : ref_paths) {
+      refs.push_back(read_text_lines(path));
+      TFM_CHECK(refs.back().size() == hyps.size())
+          << "eval: " << path << " has " << refs.back().size() << " lines but " << hyp_path
+          << " has " << hyps.size();
+    }
+    std::vector<std::string> scores, signatures;
+    for (const std::string& m : metrics) {
+      if (m == "bleu") {
+        const eval::BleuScore s = eval::corpus_bleu(hyps, refs);
+        scores.push_back(s.format());
+        signatures.push_back("BLEU signature: " + s.signature());
+      } else {
+        const eval::ChrfScore s = eval::corpus_chrf(hyps, refs);
+        scores.push_back(s.format());
+        signatures.push_back("chrF2 signature: " + s.signature());
+      }
+    }
+    for (const auto& line : scores) std::cout << line << "\n";
+    for (const auto& line : signatures) std::cout << line << "\n";
+  });
+}
+
+}  // namespace tfm::cli
