@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tfm 0.1.0"));
   tfm::cli::add_info(app);
   tfm::cli::add_score(app);
+  tfm::cli::add_translate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
