@@ -149,7 +149,7 @@ class BeamSearch : public Search {
       }
       active = std::move(still_active);
       if (active.empty()) break;
-      state.reorder(rows);
+      detail::reorder(state, rows);
       tokens = std::move(next_tokens);
     }
     for (size_t i = 0; i < sent.size(); ++i) {

@@ -18,6 +18,9 @@ DecoderState start(const Transformer& model, const std::vector<const Ids*>& sour
 // Feeds tokens (one per row) and returns log-probabilities f32 (rows, V), contiguous.
 Tensor step_log_probs(const Transformer& model, DecoderState& state,
                       const std::vector<int32_t>& tokens);
+// state.reorder(rows), skipped when rows keeps every row in place (greedy and sampling while no
+// sentence has finished): a reorder copies every cache, O(T) a step.
+void reorder(DecoderState& state, const std::vector<int64_t>& rows);
 // Forbids in one row of log-probs what the conventions forbid after `generated` tokens:
 // PAD/BOS always, EOS before min_length, everything but EOS at the last position.
 void mask_row(float* row, int64_t vocab, const ModelConfig& config, int64_t generated,

@@ -103,7 +103,7 @@ class SamplingSearch : public Search {
       }
       active = std::move(still_active);
       if (active.empty()) break;
-      state.reorder(rows);
+      detail::reorder(state, rows);
       tokens = std::move(next_tokens);
     }
     return out;

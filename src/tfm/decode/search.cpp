@@ -61,6 +61,13 @@ Tensor step_log_probs(const Transformer& model, DecoderState& state,
   return log_softmax(logits).contiguous();
 }
 
+void reorder(DecoderState& state, const std::vector<int64_t>& rows) {
+  bool identity = static_cast<int64_t>(rows.size()) == state.batch();
+  for (size_t i = 0; identity && i < rows.size(); ++i)
+    identity = rows[i] == static_cast<int64_t>(i);
+  if (!identity) state.reorder(rows);
+}
+
 void mask_row(float* row, int64_t vocab, const ModelConfig& c, int64_t generated,
               int64_t min_length, int64_t max_length) {
   if (generated + 1 >= max_length) {  // the last position: EOS only
