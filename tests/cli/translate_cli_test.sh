@@ -61,6 +61,11 @@ else
   bad "translate --n-best failed: $(cat "$tmp/err")"
 fi
 
+# Thread count: identical output (beam 4).
+t1=$("$tfm" translate --model "$d" --ids --beam-size 4 --threads 1 <"$tmp/in" 2>/dev/null)
+t2=$("$tfm" translate --model "$d" --ids --beam-size 4 --threads 2 <"$tmp/in" 2>/dev/null)
+[[ -n $t1 && $t1 == "$t2" ]] && ok || bad "--threads 1 and 2 differ"
+
 # Sampling: reproducible for a seed.
 a=$("$tfm" translate --model "$d" --ids --sampling-topk 5 --seed 7 <"$tmp/in" 2>/dev/null)
 b=$("$tfm" translate --model "$d" --ids --sampling-topk 5 --seed 7 --batch-size 1 <"$tmp/in" 2>/dev/null)
