@@ -6,11 +6,12 @@
 //   build/bench/bench_decode --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
 // BM_StepTime: counters early_ms / late_ms are the mean step times over steps 1–8 and 57–64
-// (late/early ≈ 1 means flat); step_ms is the mean over all 64.
+// (late/early ≈ 1 means flat); step_ms is the mean over all 64; sN_ms is step N alone.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tfm/autograd/grad_mode.h"
@@ -79,6 +80,12 @@ void BM_StepTime(benchmark::State& state) {
   state.counters["late_ms"] = mean(57, 64);
   state.counters["step_ms"] = mean(1, kSteps);
   state.counters["late_over_early"] = mean(57, 64) / mean(1, 8);
+  for (int64_t t : {1, 16, 32, 48, 64}) {
+    std::string name = "s";  // (not "s" + to_string: GCC 12 warns falsely on that)
+    name += std::to_string(t);
+    name += "_ms";
+    state.counters[name] = mean(t, t);
+  }
 }
 
 // Output tokens (with EOS) a second for a full search over the batch. min_length keeps every
