@@ -1,0 +1,171 @@
+// tfm translate --model DIR [search flags] [--ids] [--input F] [--output F]: one output line per
+// input line, in input order. Lines are sorted by length and decoded in batches (less padding);
+// finished output is written and flushed after each batch as far as input order allows.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+
+#include "tfm/cli/commands.h"
+#include "tfm/core/parallel.h"
+#include "tfm/data/vocab.h"
+#include "tfm/decode/search.h"
+#include "tfm/model/checkpoint.h"
+
+namespace tfm::cli {
+
+namespace {
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::vector<std::string> lines;
+  if (path.empty() || path == "-") {
+    for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
+    return lines;
+  }
+  std::ifstream in(path);
+  TFM_CHECK(in) << "cannot open " << path;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string join_ids(const Ids& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+struct Flags {
+  std::string dir, input, output;
+  int64_t beam_size = 1, n_best = 0, batch_size = 32, sampling_topk = 0, min_length = 0;
+  double length_penalty = 0.0, max_length_factor = 2.0, sampling_topp = 1.0, temperature = 1.0;
+  uint64_t seed = 0;
+  bool ids = false, normalize = false;
+  int threads = 0;
+};
+
+}  // namespace
+
+void add_translate(CLI::App& app) {
+  auto* cmd = app.add_subcommand("translate", "Translate lines (stdin by default) with a model");
+  static Flags f;
+  cmd->add_option("--model", f.dir, "Model directory")->required();
+  cmd->add_option("--beam-size", f.beam_size, "Beam size (1: greedy)")->check(CLI::PositiveNumber);
+  cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--length-penalty", f.length_penalty, "GNMT length penalty alpha (0: none)");
+  cmd->add_flag("--normalize", f.normalize, "Rank by log-probability / length instead");
+  cmd->add_option("--batch-size", f.batch_size, "Sentences a batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-length-factor", f.max_length_factor,
+                  "Max output length = F * source length + 10 (with EOS)");
+  cmd->add_option("--min-length", f.min_length, "Tokens before EOS is allowed");
+  auto* topk =
+      cmd->add_option("--sampling-topk", f.sampling_topk, "Sample from the K best (0: all)");
+  auto* topp = cmd->add_option("--sampling-topp", f.sampling_topp, "Nucleus sampling mass P");
+  auto* temp = cmd->add_option("--temperature", f.temperature, "Sampling temperature");
+  cmd->add_option("--seed", f.seed, "Sampling seed");
+  cmd->add_flag("--ids", f.ids, "Lines are space-separated token ids (no BOS/EOS)");
+  cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
+  cmd->add_option("--input", f.input, "Input file (default: stdin)");
+  cmd->add_option("--output", f.output, "Output file (default: stdout)");
+  cmd->callback([topk, topp, temp] {
+    set_threads(f.threads);
+    auto model = load_model(f.dir);
+    const ModelConfig& c = model->config();
+    TFM_CHECK(c.has_encoder()) << "translate: " << f.dir << " is a decoder-only model";
+    ModelVocabs vocabs;
+    if (!f.ids) {
+      vocabs = load_model_vocabs(f.dir);
+      TFM_CHECK(vocabs.src && vocabs.trg)
+          << "no SentencePiece vocabulary in " << f.dir << "; use --ids";
+    }
+    decode::SearchOptions o;
+    o.beam_size = f.beam_size;
+    o.n_best = f.n_best > 0 ? f.n_best : 1;
+    o.length_penalty = f.length_penalty;
+    o.normalize = f.normalize;
+    o.max_length_a = f.max_length_factor;
+    o.min_length = f.min_length;
+    o.sampling = topk->count() > 0 || topp->count() > 0 || temp->count() > 0;
+    o.top_k = f.sampling_topk;
+    o.top_p = f.sampling_topp;
+    o.temperature = f.temperature;
+    o.seed = f.seed;
+    TFM_CHECK(!o.sampling || o.beam_size == 1) << "translate: sampling needs --beam-size 1";
+    TFM_CHECK(o.n_best <= o.beam_size)
+        << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
+    auto search = decode::make_search(o);
+
+    const std::string where_in = f.input.empty() ? std::string("<stdin>") : f.input;
+    std::vector<std::string> lines = read_lines(f.input);
+    std::vector<Ids> src(lines.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string where = where_in + ":" + std::to_string(i + 1);
+      src[i] = f.ids ? parse_ids(lines[i], c.src_vocab_size, where) : vocabs.src->encode(lines[i]);
+      const size_t limit = static_cast<size_t>(c.max_length - 1);  // + EOS
+      if (src[i].size() > limit) {
+        std::cerr << "tfm: warning: " << where << ": " << src[i].size()
+                  << " tokens, more than the model's " << limit << "; truncated\n";
+        src[i].resize(limit);
+      }
+    }
+
+    std::FILE* out = stdout;
+    if (!f.output.empty()) {
+      out = std::fopen(f.output.c_str(), "w");
+      TFM_CHECK(out) << "cannot write " << f.output;
+    }
+    // Non-empty lines, shortest first; empty lines translate to empty lines without a search.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < src.size(); ++i)
+      if (!src[i].empty()) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
+    std::vector<decode::NBest> result(src.size());
+    std::vector<bool> ready(src.size(), false);
+    for (size_t i = 0; i < src.size(); ++i) ready[i] = src[i].empty();
+    size_t next_out = 0;
+    auto flush_ready = [&] {
+      for (; next_out < src.size() && ready[next_out]; ++next_out) {
+        const decode::NBest& nb = result[next_out];
+        if (f.n_best > 0) {  // empty inputs print nothing here: there is no hypothesis
+          for (const auto& h : nb) {
+            const std::string text = f.ids ? join_ids(h.tokens) : vocabs.trg->decode(h.tokens);
+            std::fprintf(out, "%zu ||| %s ||| %.6f\n", next_out, text.c_str(), h.score);
+          }
+        } else {
+          const std::string text = nb.empty() ? std::string()
+                                   : f.ids    ? join_ids(nb[0].tokens)
+                                              : vocabs.trg->decode(nb[0].tokens);
+          std::fprintf(out, "%s\n", text.c_str());
+        }
+        result[next_out].clear();
+      }
+      std::fflush(out);
+    };
+    flush_ready();
+    for (size_t start = 0; start < order.size(); start += static_cast<size_t>(f.batch_size)) {
+      const size_t end = std::min(order.size(), start + static_cast<size_t>(f.batch_size));
+      std::vector<Ids> batch;
+      std::vector<uint64_t> ids;
+      for (size_t k = start; k < end; ++k) {
+        batch.push_back(src[order[k]]);
+        ids.push_back(order[k]);
+      }
+      std::vector<decode::NBest> r = search->run(*model, batch, ids);
+      for (size_t k = 0; k < r.size(); ++k) {
+        result[order[start + k]] = std::move(r[k]);
+        ready[order[start + k]] = true;
+      }
+      flush_ready();
+    }
+    if (out != stdout) TFM_CHECK(std::fclose(out) == 0) << "cannot write " << f.output;
+  });
+}
+
+}  // namespace tfm::cli

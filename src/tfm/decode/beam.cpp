@@ -1,0 +1,181 @@
+// Beam search over a batch of sentences, and greedy search as its beam-1 case.
+//
+// Each active sentence owns a run of consecutive rows of the DecoderState, one per live
+// hypothesis (at most beam_size; fewer at the first step and near the end). A step expands every
+// live hypothesis, ranks the candidates of a sentence by total log-probability, finishes EOS
+// candidates that rank above the beam_size-th live candidate, and keeps the best beam_size
+// non-EOS ones. Finished sentences contribute no rows to the next reorder, so work shrinks.
+#include <algorithm>
+#include <cmath>
+
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/decode/detail.h"
+
+namespace tfm::decode {
+namespace {
+
+struct Live {
+  Ids tokens;
+  double log_prob = 0.0;
+};
+
+struct Sentence {
+  int64_t max_len = 1;
+  std::vector<Live> live;
+  NBest finished;
+  bool done = false;
+};
+
+struct Candidate {
+  double log_prob;
+  int64_t hyp;
+  int32_t token;
+};
+
+// The k best tokens of a row, best first (ties: lower id first).
+void top_tokens(const float* row, int64_t vocab, int64_t k, std::vector<int32_t>& out) {
+  out.clear();
+  if (k <= 2) {  // greedy: a linear scan (argmax, and the runner-up in case it is EOS)
+    int32_t a = -1, b = -1;
+    for (int32_t v = 0; v < vocab; ++v) {
+      if (a < 0 || row[v] > row[a]) {
+        b = a;
+        a = v;
+      } else if (b < 0 || row[v] > row[b]) {
+        b = v;
+      }
+    }
+    out.push_back(a);
+    if (k == 2 && b >= 0) out.push_back(b);
+    return;
+  }
+  out.resize(vocab);
+  for (int32_t v = 0; v < vocab; ++v) out[v] = v;
+  std::partial_sort(out.begin(), out.begin() + k, out.end(), [&](int32_t x, int32_t y) {
+    return row[x] != row[y] ? row[x] > row[y] : x < y;
+  });
+  out.resize(k);
+}
+
+// True when no live hypothesis can reach the n_best-th finished score: log-probs only fall, so a
+// live one's best completion is its current log-prob at the length that divides by the most.
+bool can_stop(Sentence& s, const SearchOptions& o) {
+  if (s.live.empty()) return true;
+  if (!o.early_stop || static_cast<int64_t>(s.finished.size()) < o.beam_size) return false;
+  detail::sort_hypotheses(s.finished);
+  const double threshold = s.finished[o.n_best - 1].score;
+  for (const Live& h : s.live)
+    if (final_score(h.log_prob, s.max_len, o) > threshold) return false;
+  return true;
+}
+
+class BeamSearch : public Search {
+ public:
+  explicit BeamSearch(const SearchOptions& o) : o_(o) {}
+
+  std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
+                         const std::vector<uint64_t>& /*ids*/) const override {
+    detail::check_inputs(model, sources, o_);
+    const ModelConfig& c = model.config();
+    const int64_t V = c.trg_vocab_size, beam = o_.beam_size;
+    const int32_t eos = static_cast<int32_t>(c.eos_id);
+    NoGradGuard no_grad;
+    std::vector<NBest> out(sources.size());
+    if (sources.empty()) return out;
+
+    std::vector<Sentence> sent(sources.size());
+    std::vector<const Ids*> ptrs;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      sent[i].max_len = max_target_length(c, o_, static_cast<int64_t>(sources[i].size()));
+      sent[i].live.push_back(Live{});
+      ptrs.push_back(&sources[i]);
+    }
+    std::vector<size_t> active(sources.size());
+    for (size_t i = 0; i < active.size(); ++i) active[i] = i;
+    DecoderState state = detail::start(model, ptrs);
+    std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
+    std::vector<int32_t> top;
+    std::vector<Candidate> cands;
+
+    for (int64_t generated = 0; !active.empty(); ++generated) {
+      Tensor lp = detail::step_log_probs(model, state, tokens);  // (rows, V)
+      float* lpd = lp.data<float>();
+      std::vector<int64_t> rows;  // parents of the next step's rows, in the old state
+      std::vector<int32_t> next_tokens;
+      std::vector<size_t> still_active;
+      int64_t r = 0;  // first row of the current sentence
+      for (size_t si : active) {
+        Sentence& s = sent[si];
+        const int64_t n = static_cast<int64_t>(s.live.size());
+        cands.clear();
+        for (int64_t j = 0; j < n; ++j) {
+          float* row = lpd + (r + j) * V;
+          detail::mask_row(row, V, c, generated, o_.min_length, s.max_len);
+          // beam + 1 tokens a hypothesis suffice: the walk below stops after beam non-EOS ones.
+          top_tokens(row, V, std::min<int64_t>(V, beam + 1), top);
+          for (int32_t t : top)
+            if (row[t] != detail::kNegInf) cands.push_back({s.live[j].log_prob + row[t], j, t});
+        }
+        std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+          if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+          return a.hyp != b.hyp ? a.hyp < b.hyp : a.token < b.token;
+        });
+        std::vector<Live> next;
+        std::vector<int64_t> parents;
+        for (const Candidate& cd : cands) {
+          const Live& h = s.live[cd.hyp];
+          if (cd.token == eos) {
+            const int64_t len = static_cast<int64_t>(h.tokens.size()) + 1;
+            s.finished.push_back({h.tokens, final_score(cd.log_prob, len, o_), cd.log_prob});
+            continue;
+          }
+          Live nh{h.tokens, cd.log_prob};
+          nh.tokens.push_back(cd.token);
+          next.push_back(std::move(nh));
+          parents.push_back(r + cd.hyp);
+          if (static_cast<int64_t>(next.size()) == beam) break;
+        }
+        r += n;
+        s.live = std::move(next);
+        if (can_stop(s, o_)) {
+          s.done = true;
+          continue;
+        }
+        for (size_t j = 0; j < s.live.size(); ++j) {
+          rows.push_back(parents[j]);
+          next_tokens.push_back(s.live[j].tokens.back());
+        }
+        still_active.push_back(si);
+      }
+      active = std::move(still_active);
+      if (active.empty()) break;
+      detail::reorder(state, rows);
+      tokens = std::move(next_tokens);
+    }
+    for (size_t i = 0; i < sent.size(); ++i) {
+      detail::sort_hypotheses(sent[i].finished);
+      NBest& f = sent[i].finished;
+      if (static_cast<int64_t>(f.size()) > o_.n_best) f.resize(o_.n_best);
+      out[i] = std::move(f);
+    }
+    return out;
+  }
+
+ private:
+  SearchOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Search> make_beam(const SearchOptions& o) {
+  return std::make_unique<BeamSearch>(o);
+}
+
+std::unique_ptr<Search> make_greedy(const SearchOptions& o) {
+  SearchOptions g = o;
+  TFM_CHECK(o.beam_size == 1) << "greedy search: beam size must be 1, got " << o.beam_size;
+  g.sampling = false;
+  return std::make_unique<BeamSearch>(g);
+}
+
+}  // namespace tfm::decode

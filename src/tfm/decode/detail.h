@@ -1,0 +1,32 @@
+// Helpers shared by the searches (internal to decode/).
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include "tfm/decode/search.h"
+
+namespace tfm::decode::detail {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Checks the sources against the model and the options (lengths, ids, flags).
+void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
+                  const SearchOptions& options);
+// Encodes the sources (each + EOS, padded) and returns the state with one row per source.
+DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources);
+// Feeds tokens (one per row) and returns log-probabilities f32 (rows, V), contiguous.
+Tensor step_log_probs(const Transformer& model, DecoderState& state,
+                      const std::vector<int32_t>& tokens);
+// state.reorder(rows), skipped when rows keeps every row in place (greedy and sampling while no
+// sentence has finished): a reorder copies every cache, O(T) a step.
+void reorder(DecoderState& state, const std::vector<int64_t>& rows);
+// Forbids in one row of log-probs what the conventions forbid after `generated` tokens:
+// PAD/BOS always, EOS before min_length, everything but EOS at the last position.
+void mask_row(float* row, int64_t vocab, const ModelConfig& config, int64_t generated,
+              int64_t min_length, int64_t max_length);
+// Sorts best first: score descending, then shorter, then lexicographic (a total order, so the
+// result does not depend on the order hypotheses were found in).
+void sort_hypotheses(NBest& hyps);
+
+}  // namespace tfm::decode::detail

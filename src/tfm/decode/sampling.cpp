@@ -1,0 +1,122 @@
+// Ancestral sampling: one row per sentence; temperature, then top-k, then top-p (nucleus).
+//
+// The draw for step t of a sentence is uniform_f64(t) of RandomStream(seed, id), where id is the
+// sentence's stable id, so a sample does not depend on batching, batch order or thread count.
+#include <algorithm>
+#include <cmath>
+
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/core/rng.h"
+#include "tfm/decode/detail.h"
+
+namespace tfm::decode {
+namespace {
+
+// Picks a token of a masked log-prob row (at least one entry finite).
+int32_t pick(const float* row, int64_t vocab, const SearchOptions& o, double u,
+             std::vector<int32_t>& order, std::vector<double>& p) {
+  order.clear();
+  for (int32_t v = 0; v < vocab; ++v)
+    if (row[v] != detail::kNegInf) order.push_back(v);
+  auto better = [&](int32_t x, int32_t y) { return row[x] != row[y] ? row[x] > row[y] : x < y; };
+  if (o.temperature <= 0.0 || o.top_k == 1)  // the limit of temperature -> 0: argmax
+    return *std::min_element(order.begin(), order.end(), better);
+  size_t keep = order.size();
+  if (o.top_k > 0) keep = std::min<size_t>(keep, static_cast<size_t>(o.top_k));
+  std::partial_sort(order.begin(), order.begin() + static_cast<int64_t>(keep), order.end(), better);
+  order.resize(keep);
+  // softmax(logp / T) over the kept tokens, in double; the best token has weight 1.
+  p.resize(keep);
+  const double top = row[order[0]];
+  double total = 0.0;
+  for (size_t i = 0; i < keep; ++i) total += p[i] = std::exp((row[order[i]] - top) / o.temperature);
+  if (o.top_p < 1.0) {  // the smallest prefix holding top_p of the mass
+    double cum = 0.0;
+    size_t n = 0;
+    while (n < keep) {
+      cum += p[n++] / total;
+      if (cum >= o.top_p) break;
+    }
+    keep = n;
+    total = 0.0;
+    for (size_t i = 0; i < keep; ++i) total += p[i];
+  }
+  double target = u * total;
+  for (size_t i = 0; i < keep; ++i) {
+    target -= p[i];
+    if (target < 0.0) return order[i];
+  }
+  return order[keep - 1];  // rounding at the top end
+}
+
+class SamplingSearch : public Search {
+ public:
+  explicit SamplingSearch(const SearchOptions& o) : o_(o) {}
+
+  std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
+                         const std::vector<uint64_t>& ids) const override {
+    detail::check_inputs(model, sources, o_);
+    TFM_CHECK(ids.empty() || ids.size() == sources.size())
+        << "sampling: " << ids.size() << " ids for " << sources.size() << " sources";
+    const ModelConfig& c = model.config();
+    const int64_t V = c.trg_vocab_size;
+    NoGradGuard no_grad;
+    std::vector<NBest> out(sources.size());
+    if (sources.empty()) return out;
+    std::vector<const Ids*> ptrs;
+    std::vector<int64_t> max_len;
+    std::vector<Hypothesis> hyp(sources.size());
+    for (size_t i = 0; i < sources.size(); ++i) {
+      ptrs.push_back(&sources[i]);
+      max_len.push_back(max_target_length(c, o_, static_cast<int64_t>(sources[i].size())));
+    }
+    std::vector<size_t> active(sources.size());
+    for (size_t i = 0; i < active.size(); ++i) active[i] = i;
+    DecoderState state = detail::start(model, ptrs);
+    std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
+    std::vector<int32_t> order;
+    std::vector<double> p;
+    for (int64_t generated = 0; !active.empty(); ++generated) {
+      Tensor lp = detail::step_log_probs(model, state, tokens);  // (rows, V)
+      float* lpd = lp.data<float>();
+      std::vector<int64_t> rows;
+      std::vector<int32_t> next_tokens;
+      std::vector<size_t> still_active;
+      for (size_t r = 0; r < active.size(); ++r) {
+        const size_t si = active[r];
+        float* row = lpd + static_cast<int64_t>(r) * V;
+        detail::mask_row(row, V, c, generated, o_.min_length, max_len[si]);
+        const uint64_t id = ids.empty() ? si : ids[si];
+        const double u = RandomStream(o_.seed, id).uniform_f64(static_cast<uint64_t>(generated));
+        const int32_t t = pick(row, V, o_, u, order, p);
+        Hypothesis& h = hyp[si];
+        h.log_prob += row[t];
+        if (t == c.eos_id) {
+          h.score = final_score(h.log_prob, static_cast<int64_t>(h.tokens.size()) + 1, o_);
+          out[si].push_back(std::move(h));
+          continue;
+        }
+        h.tokens.push_back(t);
+        rows.push_back(static_cast<int64_t>(r));
+        next_tokens.push_back(t);
+        still_active.push_back(si);
+      }
+      active = std::move(still_active);
+      if (active.empty()) break;
+      detail::reorder(state, rows);
+      tokens = std::move(next_tokens);
+    }
+    return out;
+  }
+
+ private:
+  SearchOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Search> make_sampling(const SearchOptions& o) {
+  return std::make_unique<SamplingSearch>(o);
+}
+
+}  // namespace tfm::decode

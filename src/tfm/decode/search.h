@@ -1,0 +1,67 @@
+// Search over the incremental decoder: greedy, beam and sampling behind one interface.
+//
+// Conventions. A hypothesis holds the generated tokens without BOS/EOS. Its length for the length
+// penalty counts the EOS (tokens + 1), so an empty output has length 1. log_prob is the model's
+// log P(tokens + EOS | source) exactly as score_pairs computes it (the masks below only forbid
+// tokens, they never renormalise). PAD and BOS are never generated; EOS is forbidden before
+// min_length tokens and forced once max length - 1 tokens exist, so every output ends with EOS and
+// has at most max length tokens including it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tfm/data/batch.h"
+#include "tfm/model/transformer.h"
+
+namespace tfm::decode {
+
+struct SearchOptions {
+  int64_t beam_size = 1;
+  int64_t n_best = 1;           // hypotheses returned per sentence (<= beam_size for beam)
+  double length_penalty = 0.0;  // GNMT α: score / ((5 + len) / 6)^α; 0: raw sum of log-probs
+  bool normalize = false;       // plain length normalisation score / len (overrides α)
+  double max_length_a = 2.0;    // max target length (with EOS) = a · src_len + b, capped by
+  double max_length_b = 10.0;   // max_length and the model's positions
+  int64_t max_length = 1024;
+  int64_t min_length = 0;  // tokens (without EOS) before EOS is allowed
+  bool early_stop = true;  // stop a sentence once no live hypothesis can beat the finished
+  // Sampling (beam_size must be 1): temperature, then top-k (0: all), then top-p (nucleus).
+  bool sampling = false;
+  double temperature = 1.0;  // <= 0 or top_k == 1: argmax
+  int64_t top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+};
+
+struct Hypothesis {
+  Ids tokens;             // without BOS/EOS
+  double score = 0.0;     // log_prob under the length-penalty rule; higher is better
+  double log_prob = 0.0;  // log P(tokens + EOS | source)
+};
+
+using NBest = std::vector<Hypothesis>;  // best first
+
+class Search {
+ public:
+  virtual ~Search() = default;
+  // sources: token ids without EOS, one per sentence (an encoder-decoder model). ids: a stable id
+  // per sentence (its input line), which keys its random stream when sampling so results do not
+  // depend on batching; empty means 0, 1, ….
+  virtual std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
+                                 const std::vector<uint64_t>& ids = {}) const = 0;
+};
+
+// Sampling when options.sampling, greedy when beam_size == 1, beam search otherwise.
+std::unique_ptr<Search> make_search(const SearchOptions& options);
+std::unique_ptr<Search> make_greedy(const SearchOptions& options);
+std::unique_ptr<Search> make_beam(const SearchOptions& options);
+std::unique_ptr<Search> make_sampling(const SearchOptions& options);
+
+// The search's score of a hypothesis with total log-probability log_prob and length len (with EOS).
+double final_score(double log_prob, int64_t len, const SearchOptions& options);
+// Max target length (with EOS) for a source of src_len tokens: at least 1.
+int64_t max_target_length(const ModelConfig& config, const SearchOptions& options, int64_t src_len);
+
+}  // namespace tfm::decode

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# End-to-end checks of `tfm translate --ids`: input order, empty lines, n-best format, agreement
+# with `tfm score`, truncation warnings and errors.
+# Usage: translate_cli_test.sh TFM_BINARY FIXTURES_DIR
+set -u
+tfm=$1
+d=$2/convert/seed004
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+# Input: the fixture sources with an empty line in the middle (7 lines, different lengths).
+{ head -n 3 "$d/src.ids"; echo; tail -n +4 "$d/src.ids"; echo "5 6"; } >"$tmp/in"
+n_in=$(wc -l <"$tmp/in")
+
+# Order: batched + sorted by length == each line on its own.
+if "$tfm" translate --model "$d" --ids --batch-size 2 <"$tmp/in" >"$tmp/out" 2>"$tmp/err"; then
+  [[ $(wc -l <"$tmp/out") -eq $n_in ]] && ok || bad "line count $(wc -l <"$tmp/out") != $n_in"
+  : >"$tmp/single"
+  while IFS= read -r line; do
+    printf '%s\n' "$line" | "$tfm" translate --model "$d" --ids >>"$tmp/single" 2>>"$tmp/err"
+  done <"$tmp/in"
+  cmp -s "$tmp/out" "$tmp/single" && ok || bad "batched output differs from one line at a time"
+  [[ -z $(sed -n 4p "$tmp/out") ]] && ok || bad "empty input line gave '$(sed -n 4p "$tmp/out")'"
+  [[ -n $(sed -n 3p "$tmp/out") && -n $(sed -n 5p "$tmp/out") ]] && ok || bad "non-empty lines empty"
+else
+  bad "translate failed: $(cat "$tmp/err")"
+fi
+
+# --input/--output files give the same as stdin/stdout.
+if "$tfm" translate --model "$d" --ids --input "$tmp/in" --output "$tmp/out2" 2>"$tmp/err"; then
+  cmp -s "$tmp/out" "$tmp/out2" && ok || bad "--input/--output differ from stdin/stdout"
+else
+  bad "translate --input/--output failed: $(cat "$tmp/err")"
+fi
+
+# n-best: 'index ||| ids ||| score', 3 per non-empty line, indices in input order, best first.
+if "$tfm" translate --model "$d" --ids --beam-size 4 --n-best 3 <"$tmp/in" >"$tmp/nb" 2>"$tmp/err"; then
+  grep -Evq '^[0-9]+ \|\|\| [0-9 ]* \|\|\| -?[0-9]+\.[0-9]+$' "$tmp/nb" &&
+    bad "n-best format: $(grep -Ev '^[0-9]+ \|\|\| [0-9 ]* \|\|\| -?[0-9]+\.[0-9]+$' "$tmp/nb" | head -1)" || ok
+  [[ $(wc -l <"$tmp/nb") -eq $(((n_in - 1) * 3)) ]] && ok || bad "n-best count $(wc -l <"$tmp/nb")"
+  awk -F' \\|\\|\\| ' '
+      { if ($1 < prev || ($1 == prev && $3 > score + 1e-9)) bad = 1; prev = $1; score = $3 }
+      END { exit bad }' "$tmp/nb" && ok || bad "n-best not in index order / best first"
+  cut -d'|' -f1 "$tmp/nb" | sort -un | tr -d ' ' | tr '\n' ' ' | grep -q '^0 1 2 4 5 6 ' && ok ||
+    bad "n-best indices: $(cut -d'|' -f1 "$tmp/nb" | sort -un | tr '\n' ' ')"
+  # The 1-best hypotheses' scores are the teacher-forced log-probabilities (length penalty 0).
+  awk -F' \\|\\|\\| ' '!seen[$1]++ { print $1 " " $3 > "'"$tmp"'/best_score"; print $2 > "'"$tmp"'/best_trg" }' "$tmp/nb"
+  awk '{ print $1 + 1 }' "$tmp/best_score" | while read -r n; do sed -n "${n}p" "$tmp/in"; done >"$tmp/best_src"
+  if "$tfm" score --model "$d" --src "$tmp/best_src" --trg "$tmp/best_trg" --ids >"$tmp/sc" 2>"$tmp/err"; then
+    paste -d' ' "$tmp/best_score" "$tmp/sc" | awk '
+        { d = $2 - $3; if (d < 0) d = -d; if (d > 1e-4 * (1 + ($3 < 0 ? -$3 : $3))) bad = 1; n++ }
+        END { exit bad || n == 0 }' && ok || bad "n-best scores differ from tfm score"
+  else
+    bad "score failed: $(cat "$tmp/err")"
+  fi
+else
+  bad "translate --n-best failed: $(cat "$tmp/err")"
+fi
+
+# Thread count: identical output (beam 4).
+t1=$("$tfm" translate --model "$d" --ids --beam-size 4 --threads 1 <"$tmp/in" 2>/dev/null)
+t2=$("$tfm" translate --model "$d" --ids --beam-size 4 --threads 2 <"$tmp/in" 2>/dev/null)
+[[ -n $t1 && $t1 == "$t2" ]] && ok || bad "--threads 1 and 2 differ"
+
+# Sampling: reproducible for a seed.
+a=$("$tfm" translate --model "$d" --ids --sampling-topk 5 --seed 7 <"$tmp/in" 2>/dev/null)
+b=$("$tfm" translate --model "$d" --ids --sampling-topk 5 --seed 7 --batch-size 1 <"$tmp/in" 2>/dev/null)
+[[ -n $a && $a == "$b" ]] && ok || bad "sampling not reproducible across batch sizes"
+
+# Too long: truncated with a warning on stderr, still one output line.
+seq 3 70 | awk '{ printf "%d ", 3 + $1 % 20 } END { print "" }' >"$tmp/long"
+if "$tfm" translate --model "$d" --ids <"$tmp/long" >"$tmp/out" 2>"$tmp/err"; then
+  grep -q 'truncated' "$tmp/err" && ok || bad "no truncation warning: $(cat "$tmp/err")"
+  [[ $(wc -l <"$tmp/out") -eq 1 ]] && ok || bad "long line output count"
+else
+  bad "long input crashed: $(cat "$tmp/err")"
+fi
+
+# Errors: non-zero exit, a clear message on stderr, nothing on stdout.
+expect_error() {  # expect_error "substring" stdin-text args...
+  local want=$1 input=$2
+  shift 2
+  if printf '%s\n' "$input" | "$tfm" "$@" >"$tmp/out" 2>"$tmp/err"; then
+    bad "expected failure: $* (stdout: $(cat "$tmp/out"))"
+  else
+    grep -q -- "$want" "$tmp/err" && [[ ! -s $tmp/out ]] && ok ||
+      bad "$*: stderr '$(cat "$tmp/err")' lacks '$want' or stdout not empty"
+  fi
+}
+expect_error "token id 99 is outside the vocabulary" "3 4
+5 99" translate --model "$d" --ids
+expect_error '"x" is not a token id' "3 x" translate --model "$d" --ids
+expect_error "exceeds --beam-size" "3" translate --model "$d" --ids --beam-size 2 --n-best 3
+expect_error "needs --beam-size 1" "3" translate --model "$d" --ids --beam-size 2 --sampling-topk 3
+
+echo "translate cli: $pass passed, $fail failed"
+[[ $fail -eq 0 ]]
