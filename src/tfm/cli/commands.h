@@ -10,5 +10,6 @@ namespace tfm::cli {
 void add_info(CLI::App& app);
 void add_score(CLI::App& app);
 void add_eval(CLI::App& app);
+void add_vocab(CLI::App& app);
 
 }  // namespace tfm::cli
