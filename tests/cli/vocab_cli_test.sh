@@ -46,7 +46,7 @@ fi
 if "$tfm" vocab --input "$tmp/de.txt" "$tmp/en.txt" --size 200 --out "$tmp/joint" \
   --model-type bpe --character-coverage 1.0 --max-sentences 500 --seed 3 >"$tmp/log" 2>"$tmp/err"; then
   [[ -s "$tmp/joint.model" && $(wc -l <"$tmp/joint.vocab") -eq 200 ]] && ok || bad "joint vocab files"
-  grep -q "from 600 sentences" "$tmp/log" && ok || bad "joint summary: $(cat "$tmp/log")"
+  grep -q "from 600 sentences (a sample of 500)" "$tmp/log" && ok || bad "joint summary: $(cat "$tmp/log")"
   grep -q $'^▁house' "$tmp/joint.vocab" && grep -q $'^▁haus' "$tmp/joint.vocab" && ok ||
     bad "joint vocab lacks pieces of one input"
 else

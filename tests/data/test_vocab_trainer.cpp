@@ -81,6 +81,7 @@ TEST_F(VocabTrainerTest, TrainsRoundTripsAndFixesSpecialIds) {
   EXPECT_TRUE(fs::is_regular_file(r.model_path));
   EXPECT_TRUE(fs::is_regular_file(r.vocab_path));
   EXPECT_EQ(r.sentences, 400);
+  EXPECT_EQ(r.trained_on, 400);
 
   Vocab v(r.model_path);
   EXPECT_EQ(v.size(), 120);  // --size honoured exactly
@@ -135,11 +136,17 @@ TEST_F(VocabTrainerTest, ByteFallbackAndRepairedInput) {
 
 TEST_F(VocabTrainerTest, DeterministicForASeed) {
   const auto de = german(600);
-  auto a = options({de}, 150, "a"), b = options({de}, 150, "b");
-  a.max_sentences = b.max_sentences = 300;  // a seeded sample
+  auto a = options({de}, 150, "a"), b = options({de}, 150, "b"), c = options({de}, 150, "c");
+  a.max_sentences = b.max_sentences = c.max_sentences = 300;  // a seeded sample
   a.seed = b.seed = 42;
-  train_vocab(a);
+  c.seed = 43;
+  const auto ra = train_vocab(a);
+  EXPECT_EQ(ra.sentences, 600);
+  EXPECT_EQ(ra.trained_on, 300);
   train_vocab(b);
+  train_vocab(c);
+  EXPECT_NE(slurp((dir_ / "a.vocab").string()), slurp((dir_ / "c.vocab").string()))
+      << "another seed, another sample: the vocabularies should differ";
   const std::string va = slurp((dir_ / "a.vocab").string());
   EXPECT_GT(va.size(), 0u);
   EXPECT_TRUE(va == slurp((dir_ / "b.vocab").string())) << "same seed, different vocabularies";

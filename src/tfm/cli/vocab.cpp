@@ -37,6 +37,7 @@ void add_vocab(CLI::App& app) {
     const VocabTrainerResult r = train_vocab(o);
     std::cout << "wrote " << r.model_path << " and " << r.vocab_path << " (" << o.size
               << " pieces, " << o.model_type << ") from " << r.sentences << " sentences";
+    if (r.trained_on < r.sentences) std::cout << " (a sample of " << r.trained_on << ")";
     if (r.utf8_repaired_lines > 0) {
       std::cout << "; repaired invalid UTF-8 in " << r.utf8_repaired_lines << " lines";
     }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "tfm/core/check.h"
+#include "tfm/core/rng.h"
 #include "tfm/data/corpus.h"
 
 namespace tfm {
@@ -57,6 +58,20 @@ class LineIterator : public sentencepiece::SentenceIterator {
   int64_t sentences_ = 0, repaired_ = 0;
 };
 
+// Feeds the trainer a sample held in memory.
+class VectorIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit VectorIterator(const std::vector<std::string>& lines) : lines_(lines) {}
+  bool done() const override { return i_ >= lines_.size(); }
+  const std::string& value() const override { return lines_[i_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+  void Next() override { ++i_; }
+
+ private:
+  const std::vector<std::string>& lines_;
+  size_t i_ = 0;
+};
+
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -93,10 +108,9 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
       {"bos_id", std::to_string(kVocabBosId)},
       {"eos_id", std::to_string(kVocabEosId)},
       {"unk_id", std::to_string(kVocabUnkId)},
-      // 0 means all sentences. A sample, when asked for, is a seeded reservoir sample, so it
-      // is reproducible and not biased to the start of a sorted corpus.
-      {"input_sentence_size", std::to_string(o.max_sentences)},
-      {"shuffle_input_sentence", o.max_sentences > 0 ? "true" : "false"},
+      // The trainer gets exactly the sentences it should learn from (tfm samples them below).
+      {"input_sentence_size", "0"},
+      {"shuffle_input_sentence", "false"},
       {"minloglevel", o.verbose ? "0" : "1"},
   };
   if (o.threads > 0) args["num_threads"] = std::to_string(o.threads);
@@ -105,7 +119,31 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   LineIterator lines(o.inputs);
   TFM_CHECK(!lines.done()) << "vocab: the inputs (" << joined(o.inputs)
                            << ") hold no non-empty lines";
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines);
+  sentencepiece::util::Status status;
+  int64_t trained_on = 0;
+  if (o.max_sentences > 0) {
+    // SentencePiece's own sampling ignores SetRandomGeneratorSeed in Debian's build (measured:
+    // seeds 5 and 6 gave the same vocabulary), so tfm samples: reservoir sampling (Algorithm R)
+    // driven by Philox, the same sample for the same seed and inputs on every machine.
+    const RandomStream stream(o.seed, 0);
+    const auto k = static_cast<size_t>(o.max_sentences);
+    std::vector<std::string> sample;
+    for (uint64_t t = 0; !lines.done(); lines.Next(), ++t) {
+      if (sample.size() < k) {
+        sample.push_back(lines.value());
+        continue;
+      }
+      const auto b = stream.block(t);
+      const uint64_t j = ((static_cast<uint64_t>(b[0]) << 32) | b[1]) % (t + 1);
+      if (j < k) sample[j] = lines.value();
+    }
+    trained_on = static_cast<int64_t>(sample.size());
+    VectorIterator it(sample);
+    status = sentencepiece::SentencePieceTrainer::Train(args, &it);
+  } else {
+    status = sentencepiece::SentencePieceTrainer::Train(args, &lines);
+    trained_on = lines.sentences();
+  }
   TFM_CHECK(status.ok()) << "vocab: SentencePiece training failed (" << o.model_type << ", --size "
                          << o.size << ", inputs " << joined(o.inputs) << "): " << status.ToString();
 
@@ -113,6 +151,7 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   r.model_path = o.out_prefix + ".model";
   r.vocab_path = o.out_prefix + ".vocab";
   r.sentences = lines.sentences();
+  r.trained_on = trained_on;
   r.utf8_repaired_lines = lines.repaired();
   TFM_CHECK(fs::is_regular_file(r.model_path))
       << "vocab: SentencePiece reported success but wrote no " << r.model_path;

@@ -35,6 +35,7 @@ struct VocabTrainerOptions {
 struct VocabTrainerResult {
   std::string model_path, vocab_path;
   int64_t sentences = 0;            // non-empty lines read from the inputs
+  int64_t trained_on = 0;           // of those, the ones the trainer saw (max_sentences)
   int64_t utf8_repaired_lines = 0;  // of those, lines whose invalid UTF-8 was replaced
 };
 
