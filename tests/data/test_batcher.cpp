@@ -176,6 +176,20 @@ TEST(Batcher, NextWalksEpochsAndResumeContinuesIdentically) {
   EXPECT_TFM_ERROR(b.seek({0, e0 + 1}), "past the epoch");
 }
 
+TEST(Batcher, FingerprintTracksDataAndOptions) {
+  const auto ex = make_examples(100, 10);
+  const uint64_t f = Batcher(ex, opts(100, 1)).fingerprint();
+  EXPECT_EQ(Batcher(ex, opts(100, 1)).fingerprint(), f);
+  EXPECT_NE(Batcher(ex, opts(100, 2)).fingerprint(), f);
+  EXPECT_NE(Batcher(ex, opts(101, 1)).fingerprint(), f);
+  auto changed = ex;
+  changed[50].trg[0] += 1;
+  EXPECT_NE(Batcher(changed, opts(100, 1)).fingerprint(), f);
+  auto fewer = ex;
+  fewer.pop_back();
+  EXPECT_NE(Batcher(fewer, opts(100, 1)).fingerprint(), f);
+}
+
 TEST(Batcher, BadOptionsAreErrors) {
   EXPECT_TFM_ERROR(Batcher({}, opts(100)), "no training examples");
   EXPECT_TFM_ERROR(Batcher(make_examples(3, 3), opts(0)), "batch_tokens must be positive");

@@ -172,6 +172,31 @@ Batch Batcher::make(const std::vector<int64_t>& batch) const {
   return make_batch(src, trg, options_.pad_id, options_.bos_id, options_.eos_id);
 }
 
+uint64_t Batcher::fingerprint() const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int k = 0; k < 8; ++k) {
+      h ^= (v >> (8 * k)) & 0xFF;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(examples_.size());
+  for (const Example& e : examples_) {
+    mix(e.src.size());
+    for (int32_t id : e.src) mix(static_cast<uint32_t>(id));
+    mix(e.trg.size());
+    for (int32_t id : e.trg) mix(static_cast<uint32_t>(id));
+  }
+  const BatcherOptions& o = options_;
+  for (int64_t v :
+       {o.batch_tokens, o.max_sentences, o.bucket_batches, o.pad_id, o.bos_id, o.eos_id}) {
+    mix(static_cast<uint64_t>(v));
+  }
+  mix(o.shuffle ? 1 : 0);
+  mix(o.seed);
+  return h;
+}
+
 double padding_ratio(const Batcher& batcher, const std::vector<std::vector<int64_t>>& batches) {
   double real = 0, padded = 0;
   for (const auto& b : batches) {

@@ -63,6 +63,11 @@ class Batcher {
   // different examples).
   int64_t batches_in_epoch(int64_t epoch);
 
+  // A 64-bit FNV-1a hash of the examples and of every option that shapes the batches. A trainer
+  // saves it beside the position and refuses to resume when it differs: the same (epoch, index)
+  // over other data or options would silently mean other batches.
+  uint64_t fingerprint() const;
+
   const std::vector<Example>& examples() const { return examples_; }
   const BatcherOptions& options() const { return options_; }
   // The padded-token cost of a batch under the budget rule.
