@@ -11,5 +11,6 @@ void add_info(CLI::App& app);
 void add_score(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_translate(CLI::App& app);
+void add_vocab(CLI::App& app);
 
 }  // namespace tfm::cli
