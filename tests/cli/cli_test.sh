@@ -4,12 +4,7 @@
 set -u
 tfm=$1
 fx=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 # info: the config and parameter counts.
 if "$tfm" info --model "$fx/seed004" >"$tmp/info" 2>"$tmp/err"; then
@@ -34,19 +29,6 @@ for layout in seed004 seed000 torch-nn; do
 done
 
 # Errors: non-zero exit, one clear message on stderr, nothing on stdout.
-expect_error() {  # expect_error "substring" args...
-  local want=$1
-  shift
-  if "$tfm" "$@" >"$tmp/out" 2>"$tmp/err"; then
-    bad "expected failure: tfm $*"
-  elif ! grep -q -- "$want" "$tmp/err"; then
-    bad "tfm $*: stderr lacks '$want': $(cat "$tmp/err")"
-  elif [[ -s "$tmp/out" ]]; then
-    bad "tfm $*: wrote to stdout on error"
-  else
-    ok
-  fi
-}
 d=$fx/convert/seed004
 expect_error "does not exist" info --model "$tmp/nowhere"
 printf '1 2 999999\n3\n3\n3\n3\n' >"$tmp/big.ids"
@@ -62,5 +44,4 @@ expect_error "model.safetensors" info --model "$tmp/broken"
 expect_error "required" score --model "$d"
 if "$tfm" --bogus-flag >/dev/null 2>&1; then bad "unknown flag accepted"; else ok; fi
 
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish

@@ -4,12 +4,7 @@
 # Usage: eval_cli_test.sh TFM_BINARY
 set -u
 tfm=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 printf 'the cat sat on the mat\nHello, world!\n' >"$tmp/ref"
 cp "$tmp/ref" "$tmp/hyp_same"
@@ -70,19 +65,6 @@ printf '\xff\xfe abc\n' >"$tmp/bin"
 "$tfm" eval --ref "$tmp/bin" --hyp "$tmp/bin" >"$tmp/out" 2>"$tmp/err" && grep -q '^chrF2 = 100.00$' "$tmp/out" &&
   ok || bad "invalid UTF-8: $(cat "$tmp/out" "$tmp/err")"
 
-expect_error() {  # expect_error "substring" args...
-  local want=$1
-  shift
-  if "$tfm" "$@" >"$tmp/out" 2>"$tmp/err"; then
-    bad "expected failure: tfm $*"
-  elif ! grep -qF -- "$want" "$tmp/err"; then
-    bad "tfm $*: stderr lacks '$want': $(cat "$tmp/err")"
-  elif [[ -s "$tmp/out" ]]; then
-    bad "tfm $*: wrote to stdout on error"
-  else
-    ok
-  fi
-}
 printf 'one line\n' >"$tmp/one"
 # Mismatched line counts name both files and both counts.
 expect_error "$tmp/one has 1 lines but $tmp/hyp_same has 2" eval --ref "$tmp/one" --hyp "$tmp/hyp_same"
@@ -93,5 +75,4 @@ expect_error "cannot open" eval --ref "$tmp/nowhere" --hyp "$tmp/hyp_same"
 expect_error "bleu" eval --ref "$tmp/ref" --hyp "$tmp/hyp_same" --metrics bleu,ter
 expect_error "required" eval --hyp "$tmp/hyp_same"
 
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish

@@ -5,12 +5,7 @@
 set -u
 tfm=$1
 d=$2/convert/seed004
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 # Input: the fixture sources with an empty line in the middle (7 lines, different lengths).
 { head -n 3 "$d/src.ids"; echo; tail -n +4 "$d/src.ids"; echo "5 6"; } >"$tmp/in"
@@ -81,21 +76,10 @@ else
 fi
 
 # Errors: non-zero exit, a clear message on stderr, nothing on stdout.
-expect_error() {  # expect_error "substring" stdin-text args...
-  local want=$1 input=$2
-  shift 2
-  if printf '%s\n' "$input" | "$tfm" "$@" >"$tmp/out" 2>"$tmp/err"; then
-    bad "expected failure: $* (stdout: $(cat "$tmp/out"))"
-  else
-    grep -q -- "$want" "$tmp/err" && [[ ! -s $tmp/out ]] && ok ||
-      bad "$*: stderr '$(cat "$tmp/err")' lacks '$want' or stdout not empty"
-  fi
-}
-expect_error "token id 99 is outside the vocabulary" "3 4
+expect_error_input "token id 99 is outside the vocabulary" "3 4
 5 99" translate --model "$d" --ids
-expect_error '"x" is not a token id' "3 x" translate --model "$d" --ids
-expect_error "exceeds --beam-size" "3" translate --model "$d" --ids --beam-size 2 --n-best 3
-expect_error "needs --beam-size 1" "3" translate --model "$d" --ids --beam-size 2 --sampling-topk 3
+expect_error_input '"x" is not a token id' "3 x" translate --model "$d" --ids
+expect_error_input "exceeds --beam-size" "3" translate --model "$d" --ids --beam-size 2 --n-best 3
+expect_error_input "needs --beam-size 1" "3" translate --model "$d" --ids --beam-size 2 --sampling-topk 3
 
-echo "translate cli: $pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish "translate cli"

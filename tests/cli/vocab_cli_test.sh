@@ -4,12 +4,7 @@
 # Usage: vocab_cli_test.sh TFM_BINARY
 set -u
 tfm=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 # A tiny corpus of words built from a few syllables (deterministic: awk's srand with a seed).
 make_corpus() {  # make_corpus FILE SEED syllables...
@@ -53,19 +48,6 @@ else
   bad "joint vocab failed: $(cat "$tmp/err")"
 fi
 
-expect_error() {  # expect_error "substring" args...
-  local want=$1
-  shift
-  if "$tfm" "$@" >"$tmp/out.txt" 2>"$tmp/err"; then
-    bad "expected failure: tfm $*"
-  elif ! grep -q -- "$want" "$tmp/err"; then
-    bad "tfm $*: stderr lacks '$want': $(cat "$tmp/err")"
-  elif [[ -s "$tmp/out.txt" ]]; then
-    bad "tfm $*: wrote to stdout on error"
-  else
-    ok
-  fi
-}
 expect_error "nowhere.txt does not exist" vocab --input "$tmp/nowhere.txt" --size 100 --out "$tmp/x"
 expect_error "SentencePiece training failed" vocab --input "$tmp/de.txt" --size 50000 --out "$tmp/x"
 expect_error "--size 50000" vocab --input "$tmp/de.txt" --size 50000 --out "$tmp/x"
@@ -74,5 +56,4 @@ expect_error "model-type" vocab --input "$tmp/de.txt" --size 100 --out "$tmp/x" 
 expect_error "required" vocab --input "$tmp/de.txt" --out "$tmp/x"
 [[ ! -e "$tmp/x.model" ]] && ok || bad "a failed run left x.model behind"
 
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish
