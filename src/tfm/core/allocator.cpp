@@ -77,7 +77,9 @@ void CpuCachingAllocator::empty_cache() {
   free_.clear();
 }
 
-CpuCachingAllocator::~CpuCachingAllocator() { empty_cache(); }
+CpuCachingAllocator::~CpuCachingAllocator() {
+  empty_cache();
+}
 
 CpuCachingAllocator& cpu_allocator() {
   // Leaked on purpose: tensors in static storage may be released after main returns.
@@ -86,8 +88,8 @@ CpuCachingAllocator& cpu_allocator() {
 }
 
 Allocator& allocator_for(Device device) {
-  TFM_CHECK(device == Device::cpu) << "device " << device_name(device)
-                                   << " is not available: this build has no CUDA backend";
+  TFM_CHECK(device == Device::cpu)
+      << "device " << device_name(device) << " is not available: this build has no CUDA backend";
   return cpu_allocator();
 }
 

@@ -14,7 +14,7 @@
 namespace tfm {
 
 struct AllocatorStats {
-  size_t in_use_bytes = 0;     // handed out and not yet returned
+  size_t in_use_bytes = 0;  // handed out and not yet returned
   size_t peak_in_use_bytes = 0;
   size_t cached_bytes = 0;     // returned, kept for reuse
   uint64_t system_allocs = 0;  // calls that reached the system allocator

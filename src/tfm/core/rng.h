@@ -1,6 +1,6 @@
-// Counter-based random numbers (Philox4x32-10). A value depends only on (seed, stream, index), never
-// on the order in which threads draw it, so dropout masks are the same for any thread count and a
-// run can be resumed from (seed, next stream) alone.
+// Counter-based random numbers (Philox4x32-10). A value depends only on (seed, stream, index),
+// never on the order in which threads draw it, so dropout masks are the same for any thread count
+// and a run can be resumed from (seed, next stream) alone.
 #pragma once
 
 #include <array>

@@ -38,8 +38,8 @@ void check_shape(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     TFM_CHECK(d >= 0) << "negative dimension in shape " << shape_str(shape);
-    TFM_CHECK(d == 0 || n <= (int64_t{1} << 50) / d) << "shape " << shape_str(shape)
-                                                      << " is too large";
+    TFM_CHECK(d == 0 || n <= (int64_t{1} << 50) / d)
+        << "shape " << shape_str(shape) << " is too large";
     n *= d;
   }
 }
@@ -47,13 +47,26 @@ void check_shape(const Shape& shape) {
 template <typename F>
 void dispatch_value(DType dt, F&& f) {
   switch (dt) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    case DType::i32: f(int32_t{}); return;
-    case DType::i64: f(int64_t{}); return;
-    case DType::u8: f(uint8_t{}); return;
-    case DType::i8: f(int8_t{}); return;
-    default: TFM_FAIL() << "element access is not supported for dtype " << dtype_name(dt);
+    case DType::f32:
+      f(float{});
+      return;
+    case DType::f64:
+      f(double{});
+      return;
+    case DType::i32:
+      f(int32_t{});
+      return;
+    case DType::i64:
+      f(int64_t{});
+      return;
+    case DType::u8:
+      f(uint8_t{});
+      return;
+    case DType::i8:
+      f(int8_t{});
+      return;
+    default:
+      TFM_FAIL() << "element access is not supported for dtype " << dtype_name(dt);
   }
 }
 
@@ -103,7 +116,8 @@ Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape
                             int64_t offset_elements) {
   check_shape(shape);
   TFM_CHECK(storage != nullptr) << "from_storage: null storage";
-  const size_t need = (static_cast<size_t>(offset_elements) + shape_numel(shape)) * dtype_size(dtype);
+  const size_t need =
+      (static_cast<size_t>(offset_elements) + shape_numel(shape)) * dtype_size(dtype);
   TFM_CHECK(offset_elements >= 0 && need <= storage->nbytes)
       << "from_storage: " << dtype_name(dtype) << " " << shape_str(shape) << " at element "
       << offset_elements << " needs " << need << " bytes, storage has " << storage->nbytes;
@@ -152,8 +166,8 @@ double Tensor::at(std::initializer_list<int64_t> index) const {
   int64_t off = offset_;
   int64_t k = 0;
   for (int64_t i : index) {
-    TFM_CHECK(i >= 0 && i < shape_[k]) << "at(): index " << i << " out of range on axis " << k
-                                       << " of " << describe();
+    TFM_CHECK(i >= 0 && i < shape_[k])
+        << "at(): index " << i << " out of range on axis " << k << " of " << describe();
     off += i * strides_[k++];
   }
   double v = 0;
@@ -260,8 +274,7 @@ Tensor Tensor::clone() const {
 }
 
 void Tensor::copy_(const Tensor& src) {
-  TFM_CHECK(src.shape_ == shape_) << "copy_: source " << src.describe() << " into "
-                                  << describe();
+  TFM_CHECK(src.shape_ == shape_) << "copy_: source " << src.describe() << " into " << describe();
   TFM_CHECK(src.dtype_ == dtype_) << "copy_: dtype " << dtype_name(src.dtype_) << " into "
                                   << dtype_name(dtype_) << "; use to()";
   TFM_CHECK(device() == Device::cpu && src.device() == Device::cpu)
@@ -283,7 +296,8 @@ void Tensor::copy_(const Tensor& src) {
   char* dbase = static_cast<char*>(storage_->data.get());
   const char* sbase = static_cast<const char*>(src.storage_->data.get());
   size_t i = 0;
-  for_each_offset(src, [&](int64_t o) { std::memcpy(dbase + dst_offsets[i++] * es, sbase + o * es, es); });
+  for_each_offset(
+      src, [&](int64_t o) { std::memcpy(dbase + dst_offsets[i++] * es, sbase + o * es, es); });
 }
 
 Tensor Tensor::to(DType dtype) const {
@@ -313,7 +327,9 @@ void Tensor::fill_(double value) {
   });
 }
 
-bool Tensor::requires_grad() const { return meta_ != nullptr; }
+bool Tensor::requires_grad() const {
+  return meta_ != nullptr;
+}
 
 Tensor& Tensor::set_requires_grad(bool on) {
   if (!on) {
@@ -330,7 +346,9 @@ Tensor& Tensor::set_requires_grad(bool on) {
   return *this;
 }
 
-Tensor Tensor::grad() const { return meta_ ? meta_->grad : Tensor(); }
+Tensor Tensor::grad() const {
+  return meta_ ? meta_->grad : Tensor();
+}
 
 void Tensor::zero_grad() {
   if (meta_) {

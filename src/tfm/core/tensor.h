@@ -66,8 +66,8 @@ class Tensor {
   template <typename T>
   T* data() const {
     TFM_CHECK(defined()) << "data<" << dtype_name(DTypeOf<T>::value) << ">() on undefined tensor";
-    TFM_CHECK(DTypeOf<T>::value == dtype_) << "tensor is " << dtype_name(dtype_) << ", asked for "
-                                           << dtype_name(DTypeOf<T>::value);
+    TFM_CHECK(DTypeOf<T>::value == dtype_)
+        << "tensor is " << dtype_name(dtype_) << ", asked for " << dtype_name(DTypeOf<T>::value);
     return static_cast<T*>(raw_data());
   }
   void* raw_data() const;
@@ -89,7 +89,7 @@ class Tensor {
   // Copies.
   Tensor contiguous() const;  // itself when already contiguous
   Tensor clone() const;
-  Tensor to(DType dtype) const;  // value conversion between f32/f64/i32/i64/u8
+  Tensor to(DType dtype) const;   // value conversion between f32/f64/i32/i64/u8
   void copy_(const Tensor& src);  // same shape; any strides
   void fill_(double value);
 
@@ -104,7 +104,7 @@ class Tensor {
  private:
   std::shared_ptr<Storage> storage_;
   Shape shape_;
-  Shape strides_;  // in elements
+  Shape strides_;       // in elements
   int64_t offset_ = 0;  // in elements
   DType dtype_ = DType::f32;
   std::shared_ptr<AutogradMeta> meta_;

@@ -12,13 +12,13 @@ Tensor check_float_input(const Tensor& t, const char* op, const char* name) {
 }
 
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
-  TFM_CHECK(a.shape() == b.shape()) << op << ": shapes differ, " << a.describe() << " vs "
-                                    << b.describe();
+  TFM_CHECK(a.shape() == b.shape())
+      << op << ": shapes differ, " << a.describe() << " vs " << b.describe();
 }
 
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
-  TFM_CHECK(a.dtype() == b.dtype()) << op << ": dtypes differ, " << a.describe() << " vs "
-                                    << b.describe();
+  TFM_CHECK(a.dtype() == b.dtype())
+      << op << ": dtypes differ, " << a.describe() << " vs " << b.describe();
 }
 
 }  // namespace tfm

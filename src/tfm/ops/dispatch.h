@@ -12,9 +12,14 @@ namespace tfm {
 template <typename F>
 void dispatch_floating(DType dt, const char* op, F&& f) {
   switch (dt) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    default: TFM_FAIL() << op << ": dtype " << dtype_name(dt) << " is not supported (f32, f64)";
+    case DType::f32:
+      f(float{});
+      return;
+    case DType::f64:
+      f(double{});
+      return;
+    default:
+      TFM_FAIL() << op << ": dtype " << dtype_name(dt) << " is not supported (f32, f64)";
   }
 }
 

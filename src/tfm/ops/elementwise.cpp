@@ -38,9 +38,10 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = linear_combination(a, 1.0, b, -1.0, "sub");
   if (autograd::needs_grad({&a, &b})) {
-    autograd::record("sub", {&a, &b}, {&out}, [](const autograd::Grads& g, const autograd::Needs& n) {
-      return autograd::Grads{g[0], n[1] ? scale(g[0], -1.0) : Tensor()};
-    });
+    autograd::record("sub", {&a, &b}, {&out},
+                     [](const autograd::Grads& g, const autograd::Needs& n) {
+                       return autograd::Grads{g[0], n[1] ? scale(g[0], -1.0) : Tensor()};
+                     });
   }
   return out;
 }
@@ -56,11 +57,10 @@ Tensor mul(const Tensor& a_in, const Tensor& b_in) {
     cpu::mul<T>(a.numel(), a.data<T>(), b.data<T>(), out.data<T>());
   });
   if (autograd::needs_grad({&a_in, &b_in})) {
-    autograd::record("mul", {&a_in, &b_in}, {&out},
-                     [a, b](const autograd::Grads& g, const autograd::Needs& n) {
-                       return autograd::Grads{n[0] ? mul(g[0], b) : Tensor(),
-                                              n[1] ? mul(g[0], a) : Tensor()};
-                     });
+    autograd::record(
+        "mul", {&a_in, &b_in}, {&out}, [a, b](const autograd::Grads& g, const autograd::Needs& n) {
+          return autograd::Grads{n[0] ? mul(g[0], b) : Tensor(), n[1] ? mul(g[0], a) : Tensor()};
+        });
   }
   return out;
 }
@@ -73,9 +73,10 @@ Tensor scale(const Tensor& a_in, double s) {
     cpu::scale<T>(a.numel(), T(s), a.data<T>(), out.data<T>());
   });
   if (autograd::needs_grad({&a_in})) {
-    autograd::record("scale", {&a_in}, {&out}, [s](const autograd::Grads& g, const autograd::Needs&) {
-      return autograd::Grads{scale(g[0], s)};
-    });
+    autograd::record("scale", {&a_in}, {&out},
+                     [s](const autograd::Grads& g, const autograd::Needs&) {
+                       return autograd::Grads{scale(g[0], s)};
+                     });
   }
   return out;
 }

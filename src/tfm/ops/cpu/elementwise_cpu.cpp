@@ -32,9 +32,9 @@ void scale(int64_t n, T s, const T* x, T* out) {
   });
 }
 
-#define TFM_INSTANTIATE(T)                                                     \
-  template void axpby<T>(int64_t, T, const T*, T, const T*, T*);               \
-  template void mul<T>(int64_t, const T*, const T*, T*);                       \
+#define TFM_INSTANTIATE(T)                                       \
+  template void axpby<T>(int64_t, T, const T*, T, const T*, T*); \
+  template void mul<T>(int64_t, const T*, const T*, T*);         \
   template void scale<T>(int64_t, T, const T*, T*);
 TFM_INSTANTIATE(float)
 TFM_INSTANTIATE(double)

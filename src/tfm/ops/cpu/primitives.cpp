@@ -21,12 +21,12 @@ namespace {
 
 void check_gemm_args(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
                      int64_t ldc) {
-  TFM_CHECK(m >= 0 && n >= 0 && k >= 0) << "gemm: negative size m=" << m << " n=" << n
-                                        << " k=" << k;
+  TFM_CHECK(m >= 0 && n >= 0 && k >= 0)
+      << "gemm: negative size m=" << m << " n=" << n << " k=" << k;
   TFM_CHECK(lda >= std::max<int64_t>(1, ta ? m : k) && ldb >= std::max<int64_t>(1, tb ? k : n) &&
             ldc >= std::max<int64_t>(1, n))
-      << "gemm: leading dimensions too small (m=" << m << " n=" << n << " k=" << k
-      << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc << ")";
+      << "gemm: leading dimensions too small (m=" << m << " n=" << n << " k=" << k << " lda=" << lda
+      << " ldb=" << ldb << " ldc=" << ldc << ")";
 }
 
 // Reference-quality f64 GEMM: i-k-j loop order so the inner loop streams rows of B and C.
@@ -47,8 +47,7 @@ void gemm_f64(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, c
         }
       }
       double* cr = c + i * ldc;
-      for (int64_t j = 0; j < n; ++j)
-        cr[j] = alpha * row[j] + (beta == 0.0 ? 0.0 : beta * cr[j]);
+      for (int64_t j = 0; j < n; ++j) cr[j] = alpha * row[j] + (beta == 0.0 ? 0.0 : beta * cr[j]);
     }
   });
 }
@@ -65,24 +64,23 @@ void gemm<float>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
     return;
   }
-  const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b,
-                                      ldb, beta, c, ldc);
+  const dnnl_status_t st =
+      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   TFM_CHECK(st == dnnl_success) << "dnnl_sgemm failed with status " << static_cast<int>(st)
                                 << " (m=" << m << " n=" << n << " k=" << k << ")";
 }
 
 template <>
-void gemm<double>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
-                  const double* a, int64_t lda, const double* b, int64_t ldb, double beta,
-                  double* c, int64_t ldc) {
+void gemm<double>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                  int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   check_gemm_args(ta, tb, m, n, k, lda, ldb, ldc);
   gemm_f64(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 template <typename T>
 void gemm_batched(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k, T alpha,
-                  const T* a, int64_t lda, int64_t sa, const T* b, int64_t ldb, int64_t sb,
-                  T beta, T* c, int64_t ldc, int64_t sc) {
+                  const T* a, int64_t lda, int64_t sa, const T* b, int64_t ldb, int64_t sb, T beta,
+                  T* c, int64_t ldc, int64_t sc) {
   TFM_CHECK(batch >= 0) << "gemm_batched: negative batch " << batch;
   // Below ~1 MFLOP per GEMM, threading inside oneDNN costs more than it gains: give each thread
   // whole GEMMs instead (oneDNN runs single-threaded inside an OpenMP region).
@@ -101,8 +99,8 @@ template void gemm_batched<float>(bool, bool, int64_t, int64_t, int64_t, int64_t
                                   const float*, int64_t, int64_t, const float*, int64_t, int64_t,
                                   float, float*, int64_t, int64_t);
 template void gemm_batched<double>(bool, bool, int64_t, int64_t, int64_t, int64_t, double,
-                                   const double*, int64_t, int64_t, const double*, int64_t,
-                                   int64_t, double, double*, int64_t, int64_t);
+                                   const double*, int64_t, int64_t, const double*, int64_t, int64_t,
+                                   double, double*, int64_t, int64_t);
 
 }  // namespace tfm::cpu
 
