@@ -8,26 +8,12 @@
 #include <vector>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/io.h"
 #include "tfm/core/check.h"
 #include "tfm/eval/bleu.h"
 #include "tfm/eval/chrf.h"
 
 namespace tfm::cli {
-
-namespace {
-
-// Lines split on '\n' only, bytes kept as they are (a '\r' is whitespace to the metrics anyway);
-// a final line without '\n' counts, as in Python's readlines().
-std::vector<std::string> read_text_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TFM_CHECK(in) << "eval: cannot open " << path;
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  TFM_CHECK(!in.bad()) << "eval: error reading " << path;
-  return lines;
-}
-
-}  // namespace
 
 void add_eval(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Corpus BLEU and chrF (sacreBLEU-compatible) of a file");
@@ -41,10 +27,10 @@ void add_eval(CLI::App& app) {
       ->check(CLI::IsMember({"bleu", "chrf"}));
   cmd->callback([] {
     // Read and check everything before printing anything, so an error leaves stdout empty.
-    const std::vector<std::string> hyps = read_text_lines(hyp_path);
+    const std::vector<std::string> hyps = read_lines(hyp_path);
     std::vector<std::vector<std::string>> refs;
     for (const std::string& path : ref_paths) {
-      refs.push_back(read_text_lines(path));
+      refs.push_back(read_lines(path));
       TFM_CHECK(refs.back().size() == hyps.size())
           << "eval: " << path << " has " << refs.back().size() << " lines but " << hyp_path
           << " has " << hyps.size();

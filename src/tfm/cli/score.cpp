@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/io.h"
 #include "tfm/core/parallel.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
@@ -15,14 +16,6 @@
 namespace tfm::cli {
 
 namespace {
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  TFM_CHECK(in) << "cannot open " << path;
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 std::vector<Ids> to_ids(const std::vector<std::string>& lines, const std::string& path,
                         bool ids_mode, const std::shared_ptr<Vocab>& vocab, int64_t vocab_size) {

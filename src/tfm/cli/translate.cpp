@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/io.h"
 #include "tfm/core/parallel.h"
 #include "tfm/data/vocab.h"
 #include "tfm/decode/search.h"
@@ -18,18 +19,6 @@
 namespace tfm::cli {
 
 namespace {
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::vector<std::string> lines;
-  if (path.empty() || path == "-") {
-    for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
-    return lines;
-  }
-  std::ifstream in(path);
-  TFM_CHECK(in) << "cannot open " << path;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 std::string join_ids(const Ids& ids) {
   std::string s;
