@@ -89,17 +89,13 @@ Transformer::Transformer(const ModelConfig& config, uint64_t seed) : c_(config),
     pos_trg_ = fixed_positions(c_);
     pos_src_ = pos_trg_;
   }
-  auto build_stack = [&](Stack& s, bool encoder) {
-    const int64_t n = encoder ? c_.encoder_layers : c_.decoder_layers;
+  auto build_stack = [&]<typename Layer>(Stack<Layer>& s, int64_t n) {
     if (c_.embed_norm) {
       s.embed_norm_ = std::make_unique<nn::LayerNorm>(c_.d_model, c_.layer_norm_eps);
       s.register_module("embed_norm", s.embed_norm_.get());
     }
     for (int64_t i = 0; i < n; ++i) {
-      if (encoder)
-        s.layers_.push_back(std::make_unique<EncoderLayer>(c_, g));
-      else
-        s.layers_.push_back(std::make_unique<DecoderLayer>(c_, g));
+      s.layers_.push_back(std::make_unique<Layer>(c_, g));
       s.register_module("layers." + std::to_string(i), s.layers_.back().get());
     }
     if (c_.final_norm) {
@@ -108,10 +104,10 @@ Transformer::Transformer(const ModelConfig& config, uint64_t seed) : c_(config),
     }
   };
   if (c_.has_encoder()) {
-    build_stack(encoder_, true);
+    build_stack(encoder_, c_.encoder_layers);
     register_module("encoder", &encoder_);
   }
-  build_stack(decoder_, false);
+  build_stack(decoder_, c_.decoder_layers);
   register_module("decoder", &decoder_);
   if (!c_.tie_output) {
     output_weight_ = Tensor::empty({c_.trg_vocab_size, c_.d_model});
@@ -162,12 +158,14 @@ Tensor Transformer::project(const Tensor& h) const {
 }
 
 Tensor Transformer::encode(const Tensor& src, AttentionWeights* weights) const {
+  return encode(src, padding_mask(src), weights);
+}
+
+Tensor Transformer::encode(const Tensor& src, const Tensor& mask, AttentionWeights* weights) const {
   TFM_CHECK(c_.has_encoder()) << "encode: this is a decoder-only model";
-  Tensor mask = padding_mask(src);
   Tensor x = embed(src, src_table(), pos_src_, encoder_.embed_norm_.get(), 0);
   for (const auto& layer : encoder_.layers_)
-    x = static_cast<const EncoderLayer&>(*layer)(x, mask, gen_,
-                                                 weights ? &weights->encoder_self : nullptr);
+    x = (*layer)(x, mask, gen_, weights ? &weights->encoder_self : nullptr);
   return encoder_.final_norm_ ? (*encoder_.final_norm_)(x) : x;
 }
 
@@ -176,7 +174,7 @@ Tensor Transformer::decode(const Tensor& trg_in, const Tensor& memory, const Ten
   Tensor trg_mask = padding_mask(trg_in);
   Tensor x = embed(trg_in, trg_table(), pos_trg_, decoder_.embed_norm_.get(), 0);
   for (const auto& layer : decoder_.layers_)
-    x = static_cast<const DecoderLayer&>(*layer)(x, trg_mask, memory, src_mask, gen_, weights);
+    x = (*layer)(x, trg_mask, memory, src_mask, gen_, weights);
   if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
   return project(x);
 }
@@ -184,19 +182,19 @@ Tensor Transformer::decode(const Tensor& trg_in, const Tensor& memory, const Ten
 Tensor Transformer::forward(const Tensor& src, const Tensor& trg_in,
                             AttentionWeights* weights) const {
   if (!c_.has_encoder()) return decode(trg_in, Tensor(), Tensor(), weights);
-  Tensor memory = encode(src, weights);
-  return decode(trg_in, memory, padding_mask(src), weights);
+  Tensor src_mask = padding_mask(src);
+  Tensor memory = encode(src, src_mask, weights);
+  return decode(trg_in, memory, src_mask, weights);
 }
 
 DecoderState Transformer::start(const Tensor& src) const {
   TFM_CHECK(c_.has_encoder()) << "start: decoder-only models use start_decoder_only";
   DecoderState st;
-  Tensor memory = encode(src);
   st.src_mask = padding_mask(src);
+  Tensor memory = encode(src, st.src_mask, nullptr);
   st.layers.resize(decoder_.layers_.size());
   for (size_t i = 0; i < decoder_.layers_.size(); ++i)
-    st.layers[i].cross =
-        static_cast<const DecoderLayer&>(*decoder_.layers_[i]).cross_attn_->project(memory);
+    st.layers[i].cross = decoder_.layers_[i]->cross_attn_->project(memory);
   return st;
 }
 
@@ -215,8 +213,7 @@ Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeight
       << "step: state has " << st.layers.size() << " layers, the model " << decoder_.layers_.size();
   Tensor x = embed(ids, trg_table(), pos_trg_, decoder_.embed_norm_.get(), st.position);
   for (size_t i = 0; i < decoder_.layers_.size(); ++i)
-    x = static_cast<const DecoderLayer&>(*decoder_.layers_[i])
-            .step(x, st.layers[i], st.src_mask, weights);
+    x = decoder_.layers_[i]->step(x, st.layers[i], st.src_mask, weights);
   st.position += ids.size(1);
   if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
   const int64_t t = x.size(1);

@@ -21,10 +21,11 @@ struct DecoderState {
 };
 
 // An encoder or decoder stack: optional embed_norm, the layers, optional final_norm.
+template <typename Layer>
 class Stack : public nn::Module {
  public:
   using Module::register_module;
-  std::vector<std::unique_ptr<nn::Module>> layers_;
+  std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<nn::LayerNorm> embed_norm_, final_norm_;
 };
 
@@ -63,6 +64,8 @@ class Transformer : public nn::Module {
   Tensor embed(const Tensor& ids, const Tensor& table, const Tensor& positions,
                const nn::LayerNorm* norm, int64_t offset) const;
   Tensor project(const Tensor& h) const;  // (…, C) -> logits (…, V)
+  // encode() with the source padding mask already computed.
+  Tensor encode(const Tensor& src, const Tensor& src_mask, AttentionWeights* weights) const;
   const Tensor& trg_table() const { return embed_trg_; }
   const Tensor& src_table() const { return c_.share_embeddings ? embed_trg_ : embed_src_; }
 
@@ -72,7 +75,8 @@ class Transformer : public nn::Module {
   Tensor embed_src_, embed_trg_;  // (V, C)
   Tensor pos_src_, pos_trg_;      // (max_length, C): learned parameters or a fixed table
   Tensor output_weight_, output_bias_;
-  Stack encoder_, decoder_;
+  Stack<EncoderLayer> encoder_;
+  Stack<DecoderLayer> decoder_;
 };
 
 }  // namespace tfm
