@@ -31,34 +31,11 @@ std::vector<double> values(const Tensor& t) {
 }
 }  // namespace
 
-double closeness(const Tensor& a, const Tensor& b, double rtol, double atol) {
-  auto va = values(a), vb = values(b);
-  double worst = 0;
-  for (size_t i = 0; i < va.size(); ++i) {
-    const double d = std::abs(va[i] - vb[i]);
-    const double r = d / (atol + rtol * std::abs(vb[i]));
-    if (std::isnan(d)) return INFINITY;
-    worst = std::max(worst, r);
-  }
-  return worst;
-}
-
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   auto va = values(a), vb = values(b);
   double worst = 0;
   for (size_t i = 0; i < va.size(); ++i) {
     const double d = std::abs(va[i] - vb[i]);
-    if (std::isnan(d)) return INFINITY;
-    worst = std::max(worst, d);
-  }
-  return worst;
-}
-
-double max_rel_error(const Tensor& a, const Tensor& b, double floor) {
-  auto va = values(a), vb = values(b);
-  double worst = 0;
-  for (size_t i = 0; i < va.size(); ++i) {
-    const double d = std::abs(va[i] - vb[i]) / std::max(std::abs(vb[i]), floor);
     if (std::isnan(d)) return INFINITY;
     worst = std::max(worst, d);
   }

@@ -19,12 +19,8 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo =
 // Random integer ids in [0, n).
 Tensor random_ids(const Shape& shape, int64_t n, uint64_t seed);
 
-// Largest |a - b| / (atol + rtol * |b|) over elements; <= 1 means close.
-double closeness(const Tensor& a, const Tensor& b, double rtol, double atol);
 // Largest |a - b|.
 double max_abs_diff(const Tensor& a, const Tensor& b);
-// Largest |a - b| / max(|b|, floor): element-wise relative error.
-double max_rel_error(const Tensor& a, const Tensor& b, double floor = 1e-6);
 // max |a - b| / max |b|: the error relative to the tensor's scale, which the parity tests quote
 // (element-wise relative error is meaningless for the near-zero entries of a logit row).
 double scaled_error(const Tensor& a, const Tensor& b);
