@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   tfm::cli::add_eval(app);
   tfm::cli::add_translate(app);
   tfm::cli::add_vocab(app);
+  tfm::cli::add_train(app);
+  tfm::cli::add_average(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -19,6 +19,11 @@ class Vocab {
   Ids encode(const std::string& text) const;
   std::string decode(const Ids& ids) const;
   int64_t size() const;
+  // SentencePiece's special ids (-1 when the model has no such piece).
+  int64_t pad_id() const;
+  int64_t bos_id() const;
+  int64_t eos_id() const;
+  const std::string& path() const { return path_; }
 
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;

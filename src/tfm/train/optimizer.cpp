@@ -20,7 +20,7 @@ Adam::Adam(std::vector<std::pair<std::string, Tensor>> params, AdamOptions optio
   }
 }
 
-void Adam::step(double lr) {
+void Adam::step(double lr, double grad_scale) {
   ++step_;
   const double bc1 = 1.0 - std::pow(opt_.beta1, static_cast<double>(step_));
   const double bc2 = 1.0 - std::pow(opt_.beta2, static_cast<double>(step_));
@@ -28,6 +28,7 @@ void Adam::step(double lr) {
   const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
   const float b1 = static_cast<float>(opt_.beta1), b2 = static_cast<float>(opt_.beta2);
   const float eps = static_cast<float>(opt_.eps), wd = static_cast<float>(opt_.weight_decay);
+  const float gs = static_cast<float>(grad_scale);
   const float decay = opt_.decoupled ? static_cast<float>(1.0 - lr * opt_.weight_decay) : 1.0f;
   for (size_t k = 0; k < params_.size(); ++k) {
     Tensor g_t = params_[k].second.grad();
@@ -41,7 +42,8 @@ void Adam::step(double lr) {
     parallel_for(gc.numel(), 1 << 14, [&](int64_t b, int64_t e) {
 #pragma omp simd
       for (int64_t i = b; i < e; ++i) {
-        const float gi = coupled_wd ? g[i] + wd * p[i] : g[i];
+        const float gg = g[i] * gs;
+        const float gi = coupled_wd ? gg + wd * p[i] : gg;
         m[i] = b1 * m[i] + (1.0f - b1) * gi;
         v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
         const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + eps;

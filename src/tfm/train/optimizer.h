@@ -22,10 +22,13 @@ class Adam {
   // The parameters (named, for saving state) whose .grad() each step uses.
   Adam(std::vector<std::pair<std::string, Tensor>> params, AdamOptions options);
   // One update with learning rate `lr` (the schedule's); parameters without a gradient are
-  // left alone. Runs without recording.
-  void step(double lr);
+  // left alone. Runs without recording. Each gradient is used multiplied by `grad_scale` (what
+  // torch does after `clip_grad_norm_` and a division by the token count, without writing the
+  // gradients: several parameters' gradients may share storage).
+  void step(double lr, double grad_scale = 1.0);
   void zero_grad();
   int64_t steps() const { return step_; }
+  const std::vector<std::pair<std::string, Tensor>>& params() const { return params_; }
   const AdamOptions& options() const { return opt_; }
   // First and second moments, by parameter name, for checkpoints.
   std::vector<std::pair<std::string, Tensor>> state() const;

@@ -1,0 +1,23 @@
+// tfm average --out DIR DIR...: the element-wise mean of several checkpoints of one model.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "tfm/cli/commands.h"
+#include "tfm/train/average.h"
+
+namespace tfm::cli {
+
+void add_average(CLI::App& app) {
+  auto* cmd = app.add_subcommand("average", "Average the parameters of several checkpoints");
+  static std::string out;
+  static std::vector<std::string> dirs;
+  cmd->add_option("--out", out, "Output model directory")->required();
+  cmd->add_option("dirs", dirs, "Model directories (same configuration)")->required();
+  cmd->callback([] {
+    average_models(dirs, out);
+    std::cout << "averaged " << dirs.size() << " checkpoints into " << out << "\n";
+  });
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,356 @@
+// tfm train: a parallel corpus (+ SentencePiece vocabularies) -> a model directory. Reads the
+// data, builds (or, when DIR/train_state exists, resumes) the model and hands it to Trainer; a
+// first SIGINT/SIGTERM saves a checkpoint and stops cleanly, a second one kills.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/cli/commands.h"
+#include "tfm/core/file_util.h"
+#include "tfm/core/parallel.h"
+#include "tfm/data/corpus.h"
+#include "tfm/data/vocab.h"
+#include "tfm/decode/search.h"
+#include "tfm/eval/bleu.h"
+#include "tfm/train/config_file.h"
+#include "tfm/train/trainer.h"
+
+namespace tfm::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Flags {
+  std::string dir, train_src, train_trg, train_tsv, valid_src, valid_trg;
+  std::string vocab, vocab_src, vocab_trg, preset = "small", config, model_config;
+  int64_t batch_tokens = 4096, update_freq = 1, max_updates = 0, max_epochs = 0;
+  double max_minutes = 0;
+  double lr = 5e-4, lr_factor = 1.0, label_smoothing = 0.1, clip_norm = 0.0, weight_decay = 0.0;
+  double dropout = -1, max_ratio = 3.0;
+  std::string schedule = "inverse_sqrt", optimizer = "adam", metric, device = "cpu";
+  int64_t warmup = 4000, max_length = 256, save_every = 1000, valid_every = 1000;
+  int64_t keep_last = 3, early_stopping = 0, log_every = 100, max_nonfinite = 10;
+  int64_t valid_batch_tokens = 8192;
+  uint64_t seed = 1;
+  int threads = 0;
+  bool valid_bleu = false;
+};
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;  // a second signal takes the default action: an impatient user wins
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// Options from --config the command line did not give.
+void apply_config_file(CLI::App* cmd, const std::string& path) {
+  for (const auto& [key, values] : read_config_file(path)) {
+    CLI::Option* opt = nullptr;
+    try {
+      opt = cmd->get_option("--" + key);
+    } catch (const CLI::OptionNotFound&) {
+      TFM_FAIL() << path << ": unknown option \"" << key << "\" (see tfm train --help)";
+    }
+    TFM_CHECK(key != "config") << path << ": a config file cannot name another config file";
+    if (opt->count() > 0) continue;  // the command line wins
+    try {
+      for (const auto& v : values) opt->add_result(v);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      TFM_FAIL() << path << ": option \"" << key << "\": " << e.what();
+    }
+  }
+}
+
+// Every option's effective value, for DIR/train_config.json.
+std::string effective_config(CLI::App* cmd) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const CLI::Option* opt : cmd->get_options()) {
+    const std::string name = opt->get_single_name();
+    if (name.empty() || name == "help") continue;
+    if (opt->count() > 0) {
+      const auto& r = opt->results();
+      j[name] = r.size() == 1 ? nlohmann::json(r[0]) : nlohmann::json(r);
+    } else {
+      j[name] = opt->get_default_str();
+    }
+  }
+  return j.dump(2);
+}
+
+// Copies a vocabulary into the model directory under `name`; on resume it must be the same file.
+std::string install_vocab(const std::string& from, const std::string& dir, const char* name) {
+  const fs::path to = fs::path(dir) / name;
+  if (fs::exists(to)) {
+    TFM_CHECK(read_file(from) == read_file(to.string()))
+        << to.string() << " differs from " << from
+        << ": the model directory was trained with another vocabulary";
+  } else {
+    write_file_atomic(to.string(), read_file(from));
+  }
+  return to.string();
+}
+
+struct ValidSet {
+  std::vector<Example> examples;
+  std::vector<std::string> refs;  // the target text of each kept example
+};
+
+ValidSet read_valid(const Flags& f, const Vocab& src, const Vocab& trg, TrainLog& log) {
+  ValidSet v;
+  CorpusReader reader = CorpusReader::parallel(f.valid_src, f.valid_trg);
+  FilterOptions fo;
+  fo.max_length = std::max<int64_t>(f.max_length, 1024);  // validation keeps long sentences
+  fo.max_ratio = 0;
+  TextPair pair;
+  while (reader.next(pair)) {
+    Example e{src.encode(pair.src), trg.encode(pair.trg)};
+    if (filter_pair(e.src, e.trg, fo, &reader.stats()) != SkipReason::none) continue;
+    v.examples.push_back(std::move(e));
+    v.refs.push_back(pair.trg);
+  }
+  log.line("valid " + reader.name() + ": " + reader.stats().summary());
+  TFM_CHECK(!v.examples.empty()) << "validation set " << reader.name() << " has no usable pairs";
+  return v;
+}
+
+// Greedy decoding of the validation sources, detokenised, scored against the raw references.
+BleuHook make_bleu_hook(std::shared_ptr<const ValidSet> valid, std::shared_ptr<Vocab> trg) {
+  return [valid, trg](const Transformer& model) {
+    NoGradGuard no_grad;
+    decode::SearchOptions so;
+    so.max_length = model.config().max_length;
+    auto search = decode::make_greedy(so);
+    const auto& ex = valid->examples;
+    std::vector<size_t> order(ex.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return ex[a].src.size() < ex[b].src.size(); });
+    std::vector<std::string> hyps(ex.size());
+    constexpr size_t kBatch = 64;
+    for (size_t b = 0; b < order.size(); b += kBatch) {
+      std::vector<Ids> srcs;
+      for (size_t k = b; k < std::min(order.size(), b + kBatch); ++k) {
+        srcs.push_back(ex[order[k]].src);
+      }
+      const auto out = search->run(model, srcs);
+      for (size_t k = 0; k < out.size(); ++k) hyps[order[b + k]] = trg->decode(out[k][0].tokens);
+    }
+    return eval::corpus_bleu(hyps, {valid->refs}).score;
+  };
+}
+
+ModelConfig build_config(const Flags& f, const Vocab& src, const Vocab& trg, bool joint) {
+  ModelConfig c = f.model_config.empty() ? ModelConfig::preset(f.preset)
+                                         : ModelConfig::from_json(read_file(f.model_config));
+  if (f.dropout >= 0) c.dropout = f.dropout;
+  c.decoder_only = false;
+  c.src_vocab_size = src.size();
+  c.trg_vocab_size = trg.size();
+  c.share_embeddings = joint;
+  for (const Vocab* v : {&src, &trg}) {
+    TFM_CHECK(v->pad_id() >= 0 && v->bos_id() >= 0 && v->eos_id() >= 0)
+        << v->path() << " lacks a pad, bos or eos piece; train vocabularies with tfm vocab";
+  }
+  TFM_CHECK(src.pad_id() == trg.pad_id() && src.bos_id() == trg.bos_id() &&
+            src.eos_id() == trg.eos_id())
+      << "the source and target vocabularies disagree on the pad/bos/eos ids";
+  c.pad_id = trg.pad_id(), c.bos_id = trg.bos_id(), c.eos_id = trg.eos_id();
+  c.max_length = std::max(c.max_length, f.max_length + 2);
+  c.validate();
+  return c;
+}
+
+void run_train(CLI::App* cmd, Flags& f) {
+  if (!f.config.empty()) apply_config_file(cmd, f.config);
+  TFM_CHECK(f.device == "cpu") << "--device " << f.device
+                               << ": this build trains on the CPU only (no CUDA backend yet)";
+  set_threads(f.threads);
+  const bool tsv = !f.train_tsv.empty();
+  TFM_CHECK(tsv != (!f.train_src.empty() || !f.train_trg.empty()))
+      << "give either --train-src and --train-trg, or --train-tsv";
+  TFM_CHECK(tsv || (!f.train_src.empty() && !f.train_trg.empty()))
+      << "--train-src and --train-trg go together";
+  TFM_CHECK(f.valid_src.empty() == f.valid_trg.empty()) << "--valid-src and --valid-trg go together";
+  const bool joint = !f.vocab.empty();
+  TFM_CHECK(joint != (!f.vocab_src.empty() || !f.vocab_trg.empty()))
+      << "give either --vocab (joint) or --vocab-src and --vocab-trg";
+  TFM_CHECK(joint || (!f.vocab_src.empty() && !f.vocab_trg.empty()))
+      << "--vocab-src and --vocab-trg go together";
+
+  std::error_code ec;
+  fs::create_directories(f.dir, ec);
+  TFM_CHECK(!ec) << "cannot create model directory " << f.dir << ": " << ec.message();
+  // Also proves the directory writable before any work is done.
+  write_file_atomic((fs::path(f.dir) / "train_config.json").string(), effective_config(cmd) + "\n");
+  TrainLog log((fs::path(f.dir) / "train.log").string(), isatty(STDERR_FILENO) == 1);
+
+  std::vector<std::string> vocab_files;
+  std::shared_ptr<Vocab> vsrc, vtrg;
+  if (joint) {
+    vocab_files.push_back(install_vocab(f.vocab, f.dir, "vocab.spm"));
+    vsrc = vtrg = std::make_shared<Vocab>(vocab_files[0]);
+  } else {
+    vocab_files.push_back(install_vocab(f.vocab_src, f.dir, "vocab.src.spm"));
+    vocab_files.push_back(install_vocab(f.vocab_trg, f.dir, "vocab.trg.spm"));
+    vsrc = std::make_shared<Vocab>(vocab_files[0]);
+    vtrg = std::make_shared<Vocab>(vocab_files[1]);
+  }
+
+  const bool resuming = has_train_state(f.dir);
+  ModelConfig config = build_config(f, *vsrc, *vtrg, joint);
+  if (resuming) {
+    const ModelConfig saved = read_train_state_config(f.dir);
+    if (saved.to_json() != config.to_json()) {
+      log.line("note: resuming with the model configuration saved in " + f.dir +
+               "/train_state; model flags that differ from it are ignored");
+    }
+    config = saved;
+  }
+
+  CorpusReader reader =
+      tsv ? CorpusReader::tsv(f.train_tsv) : CorpusReader::parallel(f.train_src, f.train_trg);
+  FilterOptions fo;
+  fo.max_length = f.max_length;
+  fo.max_ratio = f.max_ratio;
+  std::vector<Example> train = read_examples(
+      reader, [&](const std::string& s) { return vsrc->encode(s); },
+      [&](const std::string& s) { return vtrg->encode(s); }, fo);
+  log.line("train " + reader.name() + ": " + reader.stats().summary());
+  TFM_CHECK(!train.empty()) << "no usable training pairs in " << reader.name() << " ("
+                            << reader.stats().summary() << ")";
+
+  auto valid = std::make_shared<ValidSet>();
+  if (!f.valid_src.empty()) *valid = read_valid(f, *vsrc, *vtrg, log);
+
+  BatcherOptions bo;
+  bo.batch_tokens = f.batch_tokens;
+  bo.seed = f.seed;
+  bo.pad_id = config.pad_id, bo.bos_id = config.bos_id, bo.eos_id = config.eos_id;
+  Batcher batcher(std::move(train), bo);
+
+  TrainerOptions o;
+  o.model_dir = f.dir;
+  o.update_freq = f.update_freq;
+  o.max_updates = f.max_updates;
+  o.max_epochs = f.max_epochs;
+  o.max_minutes = f.max_minutes;
+  o.schedule.kind = parse_schedule(f.schedule);
+  o.schedule.lr = f.lr;
+  o.schedule.warmup = f.warmup;
+  o.schedule.factor = f.lr_factor;
+  o.schedule.d_model = config.d_model;
+  o.adam.weight_decay = f.weight_decay;
+  o.adam.decoupled = f.optimizer == "adamw";
+  o.label_smoothing = f.label_smoothing;
+  o.clip_norm = f.clip_norm;
+  o.valid_every = f.valid_every;
+  o.save_every = f.save_every;
+  o.log_every = f.log_every;
+  o.keep_last = f.keep_last;
+  o.early_stopping = f.early_stopping;
+  o.metric = parse_valid_metric(f.metric.empty() ? (f.valid_bleu ? "bleu" : "ppl") : f.metric);
+  o.max_nonfinite = f.max_nonfinite;
+  o.valid_batch_tokens = f.valid_batch_tokens;
+  o.dropout_seed = f.seed;
+  o.files_to_copy = vocab_files;
+
+  Transformer model(config, f.seed);
+  BleuHook bleu;
+  if (f.valid_bleu) {
+    TFM_CHECK(!valid->examples.empty()) << "--valid-bleu needs --valid-src and --valid-trg";
+    bleu = make_bleu_hook(valid, vtrg);
+  }
+  Trainer trainer(o, model, std::move(batcher), valid->examples, log, bleu);
+  install_stop_handlers();
+  const TrainResult r = trainer.run(&g_stop);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (r.interrupted) {
+    log.line("interrupted: checkpoint saved; run the same command again to continue");
+  }
+  std::cout << "model: " << f.dir << " (last)";
+  if (r.best_update > 0) std::cout << ", " << f.dir << "/best (best validation)";
+  std::cout << "\n";
+}
+
+}  // namespace
+
+void add_train(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "Train a model on a parallel corpus (resumes DIR)");
+  cmd->option_defaults()->always_capture_default();
+  static Flags f;
+  cmd->add_option("--model", f.dir, "Model directory (resumed when DIR/train_state exists)")
+      ->required();
+  cmd->add_option("--train-src", f.train_src, "Training source text, one sentence a line");
+  cmd->add_option("--train-trg", f.train_trg, "Training target text, aligned with --train-src");
+  cmd->add_option("--train-tsv", f.train_tsv, "Training pairs as source<TAB>target lines");
+  cmd->add_option("--valid-src", f.valid_src, "Validation source text");
+  cmd->add_option("--valid-trg", f.valid_trg, "Validation target text");
+  cmd->add_option("--vocab", f.vocab, "Joint SentencePiece model (shares the embeddings)");
+  cmd->add_option("--vocab-src", f.vocab_src, "Source SentencePiece model");
+  cmd->add_option("--vocab-trg", f.vocab_trg, "Target SentencePiece model");
+  cmd->add_option("--preset", f.preset, "Model size")
+      ->check(CLI::IsMember({"tiny", "small", "base", "big"}));
+  cmd->add_option("--model-config", f.model_config,
+                  "A config.json with every model option (instead of --preset)");
+  cmd->add_option("--config", f.config, "YAML or JSON file of these options (flags override)");
+  cmd->add_option("--batch-tokens", f.batch_tokens,
+                  "Padded source+target tokens a batch (each side + 1 for EOS/BOS)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--update-freq", f.update_freq, "Batches summed into one update")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-updates", f.max_updates, "Stop after N updates (0: no limit)");
+  cmd->add_option("--max-epochs", f.max_epochs, "Stop after N epochs (0: no limit)");
+  cmd->add_option("--max-minutes", f.max_minutes, "Stop after M minutes of this run (0: none)");
+  cmd->add_option("--lr", f.lr, "Peak learning rate (inverse_sqrt, constant)");
+  cmd->add_option("--lr-schedule", f.schedule, "noam | inverse_sqrt | constant")
+      ->check(CLI::IsMember({"noam", "inverse_sqrt", "constant"}));
+  cmd->add_option("--lr-factor", f.lr_factor, "noam's factor");
+  cmd->add_option("--warmup", f.warmup, "Warm-up updates");
+  cmd->add_option("--label-smoothing", f.label_smoothing, "Label smoothing epsilon");
+  cmd->add_option("--clip-norm", f.clip_norm, "Clip the global gradient norm (0: off)");
+  cmd->add_option("--optimizer", f.optimizer, "adam | adamw (decoupled weight decay)")
+      ->check(CLI::IsMember({"adam", "adamw"}));
+  cmd->add_option("--weight-decay", f.weight_decay, "Weight decay");
+  cmd->add_option("--dropout", f.dropout, "Dropout (default: the preset's)");
+  cmd->add_option("--max-length", f.max_length, "Skip pairs with a side longer than N pieces");
+  cmd->add_option("--max-ratio", f.max_ratio, "Skip pairs whose length ratio exceeds R (0: off)");
+  cmd->add_option("--seed", f.seed, "Seed of initialisation, batching and dropout");
+  cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
+  cmd->add_option("--device", f.device, "cpu (cuda: not in this build)");
+  cmd->add_option("--save-every", f.save_every, "Checkpoint every N updates (0: at the end)");
+  cmd->add_option("--valid-every", f.valid_every, "Validate every N updates (0: at the end)");
+  cmd->add_option("--valid-batch-tokens", f.valid_batch_tokens, "Batch size for validation");
+  cmd->add_flag("--valid-bleu", f.valid_bleu, "Also compute validation BLEU (greedy)");
+  cmd->add_option("--metric", f.metric,
+                  "Metric for best/ and early stopping: loss|ppl|accuracy|bleu "
+                  "(default: bleu with --valid-bleu, else ppl)")
+      ->check(CLI::IsMember({"loss", "ppl", "accuracy", "bleu"}));
+  cmd->add_option("--keep-last", f.keep_last, "Keep the last N checkpoints in DIR/checkpoints");
+  cmd->add_option("--early-stopping", f.early_stopping,
+                  "Stop after N validations without improvement (0: off)");
+  cmd->add_option("--log-every", f.log_every, "Log a line every N updates")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-nonfinite", f.max_nonfinite,
+                  "Stop after N non-finite updates in a row (each is skipped)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([cmd] { run_train(cmd, f); });
+}
+
+}  // namespace tfm::cli

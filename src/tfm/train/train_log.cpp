@@ -1,0 +1,71 @@
+#include "tfm/train/train_log.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "tfm/core/check.h"
+
+namespace tfm {
+
+TrainLog::TrainLog(const std::string& log_path, bool interactive) : interactive_(interactive) {
+  if (!log_path.empty()) {
+    file_.open(log_path, std::ios::app);
+    TFM_CHECK(file_.is_open()) << "cannot write the training log " << log_path;
+  }
+}
+
+TrainLog::~TrainLog() {
+  if (bar_shown_) std::cerr << "\n";
+}
+
+void TrainLog::clear_bar() {
+  if (bar_shown_) {
+    std::cerr << "\r\033[K";
+    bar_shown_ = false;
+  }
+}
+
+void TrainLog::line(const std::string& text) {
+  clear_bar();
+  std::cerr << text << "\n" << std::flush;
+  if (file_.is_open()) file_ << text << "\n" << std::flush;
+}
+
+void TrainLog::progress(const std::string& text) {
+  if (!interactive_) return;
+  std::cerr << "\r\033[K" << text << std::flush;
+  bar_shown_ = true;
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  }
+  return buf;
+}
+
+std::string format_count(double n) {
+  char buf[32];
+  if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
+  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  else if (n >= 1e4) std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+std::string progress_bar(double fraction, int width) {
+  fraction = std::clamp(std::isfinite(fraction) ? fraction : 0.0, 0.0, 1.0);
+  const int filled = static_cast<int>(fraction * width + 0.5);
+  return "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
+}
+
+}  // namespace tfm

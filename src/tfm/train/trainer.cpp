@@ -1,0 +1,362 @@
+#include "tfm/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include "tfm/autograd/tape.h"
+#include "tfm/model/checkpoint.h"
+#include "tfm/ops/cross_entropy.h"
+#include "tfm/train/grad_norm.h"
+#include "tfm/train/validate.h"
+
+namespace tfm {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+bool higher_is_better(ValidMetric m) {
+  return m == ValidMetric::accuracy || m == ValidMetric::bleu;
+}
+
+std::vector<std::pair<std::string, Tensor>> parameter_list(const Transformer& model) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, p] : model.named_parameters()) out.emplace_back(name, *p);
+  return out;
+}
+
+}  // namespace
+
+ValidMetric parse_valid_metric(const std::string& name) {
+  if (name == "loss") return ValidMetric::loss;
+  if (name == "ppl" || name == "perplexity") return ValidMetric::ppl;
+  if (name == "accuracy") return ValidMetric::accuracy;
+  if (name == "bleu") return ValidMetric::bleu;
+  TFM_FAIL() << "unknown validation metric \"" << name << "\" (loss, ppl, accuracy, bleu)";
+  return ValidMetric::ppl;
+}
+
+const char* to_string(ValidMetric m) {
+  switch (m) {
+    case ValidMetric::loss: return "loss";
+    case ValidMetric::ppl: return "ppl";
+    case ValidMetric::accuracy: return "accuracy";
+    case ValidMetric::bleu: return "bleu";
+  }
+  return "?";
+}
+
+Trainer::Trainer(TrainerOptions options, Transformer& model, Batcher train,
+                 std::vector<Example> valid, TrainLog& log, BleuHook bleu)
+    : o_(std::move(options)),
+      model_(model),
+      train_(std::move(train)),
+      valid_(std::move(valid)),
+      log_(log),
+      bleu_(std::move(bleu)),
+      dropout_gen_(o_.dropout_seed),
+      params_(parameter_list(model)),
+      adam_(params_, o_.adam) {
+  TFM_CHECK(!o_.model_dir.empty()) << "train: no model directory";
+  TFM_CHECK(!train_.examples().empty()) << "train: no training examples";
+  TFM_CHECK(o_.update_freq >= 1) << "--update-freq must be >= 1, got " << o_.update_freq;
+  TFM_CHECK(o_.label_smoothing >= 0 && o_.label_smoothing < 1)
+      << "--label-smoothing must be in [0, 1), got " << o_.label_smoothing;
+  TFM_CHECK(o_.clip_norm >= 0) << "--clip-norm must be >= 0, got " << o_.clip_norm;
+  TFM_CHECK(o_.max_nonfinite >= 1) << "--max-nonfinite must be >= 1";
+  TFM_CHECK(o_.log_every >= 1) << "--log-every must be >= 1";
+  TFM_CHECK(o_.valid_every >= 0 && o_.save_every >= 0 && o_.keep_last >= 0 &&
+            o_.early_stopping >= 0 && o_.max_updates >= 0 && o_.max_epochs >= 0 &&
+            o_.max_minutes >= 0)
+      << "train: negative counts or limits";
+  TFM_CHECK(o_.metric != ValidMetric::bleu || bleu_)
+      << "validation metric bleu needs validation BLEU (--valid-bleu and a vocabulary)";
+  TFM_CHECK(o_.early_stopping == 0 || !valid_.empty())
+      << "--early-stopping needs a validation set (--valid-src/--valid-trg)";
+  learning_rate(o_.schedule, 1);  // validates the schedule options now, not at update 1
+  model_.set_generator(&dropout_gen_);
+}
+
+bool Trainer::resume() {
+  if (!has_train_state(o_.model_dir)) return false;
+  p_ = load_train_state(o_.model_dir, model_, adam_);
+  TFM_CHECK(p_.data_fingerprint == train_.fingerprint())
+      << "cannot resume " << o_.model_dir << ": the training data or the batching options "
+      << "(--batch-tokens, --seed, --max-length, vocabulary) differ from those of the run that "
+      << "saved it; rerun with the same data and options, or use another --model directory";
+  train_.seek(p_.position);
+  dropout_gen_.set_state(p_.dropout_seed, p_.dropout_stream);
+  run_start_elapsed_ = p_.elapsed_seconds;
+  last_saved_update_ = p_.updates;
+  log_.line("resuming from update " + std::to_string(p_.updates) + " (epoch " +
+            std::to_string(p_.position.epoch + 1) + ", batch " +
+            std::to_string(p_.position.index) + ")");
+  return true;
+}
+
+std::string Trainer::limit_reached(double run_seconds) const {
+  if (o_.max_updates > 0 && p_.updates >= o_.max_updates) return "max updates";
+  if (o_.max_epochs > 0 && train_.position().epoch >= o_.max_epochs) return "max epochs";
+  if (o_.max_minutes > 0 && run_seconds >= o_.max_minutes * 60.0) return "time limit";
+  return "";
+}
+
+bool Trainer::train_update() {
+  model_.set_training(true);
+  const ModelConfig& c = model_.config();
+  double loss_sum = 0, nll_sum = 0;
+  int64_t tokens = 0, correct = 0, sentences = 0, src_tokens = 0;
+  for (int64_t k = 0; k < o_.update_freq; ++k) {
+    const Batch b = train_.next();
+    const Tensor logits = model_.forward(b.src, b.trg_in);  // (B, T, V)
+    const CrossEntropyResult ce =
+        softmax_cross_entropy(logits, b.trg_out, o_.label_smoothing, c.pad_id);
+    sentences += b.trg_in.shape()[0];
+    src_tokens += b.src_tokens;
+    if (ce.tokens == 0) {
+      autograd::clear_tape();
+      continue;
+    }
+    // The loss is a mean over this batch's tokens; backpropagating tokens × loss sums the
+    // per-token gradients, and the update divides by all tokens of the update.
+    autograd::backward(ce.loss, Tensor::full({}, static_cast<double>(ce.tokens)));
+    loss_sum += ce.loss.item() * static_cast<double>(ce.tokens);
+    nll_sum += ce.nll_sum;
+    tokens += ce.tokens;
+    correct += ce.correct;
+  }
+  const double scale = tokens > 0 ? 1.0 / static_cast<double>(tokens) : 0.0;
+  const double gnorm = global_grad_norm(params_) * scale;
+  if (!std::isfinite(loss_sum) || !std::isfinite(gnorm)) {
+    adam_.zero_grad();
+    ++p_.nonfinite_skipped;
+    ++p_.nonfinite_in_a_row;
+    log_.line("warning: non-finite " + std::string(std::isfinite(loss_sum) ? "gradient" : "loss") +
+              " at update " + std::to_string(p_.updates + 1) + "; update skipped (" +
+              std::to_string(p_.nonfinite_in_a_row) + " in a row, " +
+              std::to_string(p_.nonfinite_skipped) + " in all)");
+    if (p_.nonfinite_in_a_row >= o_.max_nonfinite) {
+      save_checkpoint();  // the parameters are the last finite ones; keep the data position
+      TFM_FAIL() << "stopping: " << p_.nonfinite_in_a_row
+                 << " non-finite updates in a row (--max-nonfinite " << o_.max_nonfinite
+                 << "). Lower the learning rate (--lr) or raise --warmup, set --clip-norm, "
+                 << "or check the training data; the last good state is saved in "
+                 << o_.model_dir;
+    }
+    return false;
+  }
+  p_.nonfinite_in_a_row = 0;
+  const int64_t n = p_.updates + 1;
+  const double lr = learning_rate(o_.schedule, n);
+  adam_.step(lr, scale * clip_coefficient(gnorm, o_.clip_norm));
+  adam_.zero_grad();
+  p_.updates = n;
+  p_.sentences += sentences;
+  p_.src_tokens += src_tokens;
+  p_.trg_tokens += tokens;
+  LogWindow& w = p_.window;
+  ++w.updates;
+  w.sentences += sentences;
+  w.src_tokens += src_tokens;
+  w.trg_tokens += tokens;
+  w.correct += correct;
+  w.loss_sum += loss_sum;
+  w.nll_sum += nll_sum;
+  w.gnorm_sum += gnorm;
+  update_losses_.push_back(tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0);
+  return true;
+}
+
+void Trainer::log_window() {
+  const LogWindow& w = p_.window;
+  if (w.updates == 0) return;
+  const double t = now_seconds();
+  const double secs = std::max(1e-9, t - window_start_);
+  const double tok = static_cast<double>(std::max<int64_t>(w.trg_tokens, 1));
+  std::string s = "epoch " + std::to_string(train_.position().epoch + 1) + " | update " +
+                  std::to_string(p_.updates) + " | sents " +
+                  format_count(static_cast<double>(p_.sentences)) + " | trg tok " +
+                  format_count(static_cast<double>(p_.trg_tokens)) + " | loss " +
+                  fmt("%.4f", w.loss_sum / tok) + " | ppl " + fmt("%.2f", std::exp(w.nll_sum / tok)) +
+                  " | acc " + fmt("%.1f%%", 100.0 * static_cast<double>(w.correct) / tok) +
+                  " | lr " + fmt("%.3e", learning_rate(o_.schedule, std::max<int64_t>(1, p_.updates))) +
+                  " | gnorm " + fmt("%.3f", w.gnorm_sum / static_cast<double>(w.updates)) + " | " +
+                  format_count(static_cast<double>(w.src_tokens + w.trg_tokens) / secs) +
+                  " tok/s | " + format_duration(run_start_elapsed_ + (t - run_start_));
+  log_.line(s);
+  p_.window = LogWindow{};
+  window_start_ = t;
+}
+
+double Trainer::metric_value(double loss, double ppl, double accuracy, double bleu) const {
+  switch (o_.metric) {
+    case ValidMetric::loss: return loss;
+    case ValidMetric::ppl: return ppl;
+    case ValidMetric::accuracy: return accuracy;
+    case ValidMetric::bleu: return bleu;
+  }
+  return ppl;
+}
+
+void Trainer::copy_files(const std::string& dir) const {
+  for (const auto& f : o_.files_to_copy) {
+    std::error_code ec;
+    fs::copy_file(f, fs::path(dir) / fs::path(f).filename(), fs::copy_options::overwrite_existing,
+                  ec);
+    TFM_CHECK(!ec) << "cannot copy " << f << " into " << dir << ": " << ec.message();
+  }
+}
+
+void Trainer::validate() {
+  model_.set_training(false);  // no dropout, and no random stream drawn, in the BLEU hook either
+  const ValidLoss vl = validation_loss(model_, valid_, o_.valid_batch_tokens);
+  const double bleu = bleu_ ? bleu_(model_) : std::numeric_limits<double>::quiet_NaN();
+  const double m = metric_value(vl.loss(), vl.perplexity(), vl.accuracy(), bleu);
+  last_valid_ppl_ = vl.perplexity();
+  const bool better = p_.best_update == 0 ||
+                      (higher_is_better(o_.metric) ? m > p_.best_metric : m < p_.best_metric);
+  if (better) {
+    p_.best_metric = m;
+    p_.best_update = p_.updates;
+    p_.bad_validations = 0;
+    const std::string best = (fs::path(o_.model_dir) / "best").string();
+    save_model(model_, best);
+    copy_files(best);
+  } else {
+    ++p_.bad_validations;
+  }
+  p_.last_valid_update = p_.updates;
+  validated_since_save_ = true;
+  std::string s = "valid | update " + std::to_string(p_.updates) + " | loss " +
+                  fmt("%.4f", vl.loss()) + " | ppl " + fmt("%.3f", vl.perplexity()) + " | acc " +
+                  fmt("%.1f%%", 100.0 * vl.accuracy());
+  if (bleu_) s += " | bleu " + fmt("%.2f", bleu);
+  s += " | best " + std::string(to_string(o_.metric)) + " " + fmt("%.4g", p_.best_metric) +
+       " (update " + std::to_string(p_.best_update) + ")";
+  if (better) s += " | saved best/";
+  log_.line(s);
+  if (o_.early_stopping > 0 && p_.bad_validations >= o_.early_stopping) stop_early_ = true;
+}
+
+void Trainer::save_checkpoint() {
+  p_.position = train_.position();
+  p_.dropout_seed = dropout_gen_.seed();
+  p_.dropout_stream = dropout_gen_.position();
+  p_.elapsed_seconds = run_start_elapsed_ + (now_seconds() - run_start_);
+  // train_state first: it alone is read on resume, so a kill after it is harmless.
+  save_train_state(o_.model_dir, model_, adam_, p_);
+  save_model(model_, o_.model_dir);
+  if (o_.keep_last > 0) {
+    const fs::path root = fs::path(o_.model_dir) / "checkpoints";
+    const std::string dir = (root / ("update-" + std::to_string(p_.updates))).string();
+    save_model(model_, dir);
+    copy_files(dir);
+    std::vector<std::pair<int64_t, fs::path>> kept;
+    for (const auto& e : fs::directory_iterator(root)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("update-", 0) != 0) continue;
+      try {
+        kept.emplace_back(std::stoll(name.substr(7)), e.path());
+      } catch (const std::exception&) {
+      }
+    }
+    std::sort(kept.begin(), kept.end());
+    for (size_t i = 0; i + static_cast<size_t>(o_.keep_last) < kept.size(); ++i) {
+      std::error_code ec;
+      fs::remove_all(kept[i].second, ec);
+    }
+  }
+  last_saved_update_ = p_.updates;
+  validated_since_save_ = false;
+  log_.line("saved checkpoint at update " + std::to_string(p_.updates) + " in " + o_.model_dir);
+}
+
+TrainResult Trainer::run(const std::atomic<bool>* stop) {
+  if (!resume()) {
+    p_ = TrainProgress{};
+    p_.data_fingerprint = train_.fingerprint();
+    p_.dropout_seed = dropout_gen_.seed();
+    log_.line("training from scratch: " + std::to_string(model_.parameter_count()) +
+              " parameters, " + std::to_string(train_.examples().size()) + " training pairs" +
+              (valid_.empty() ? std::string()
+                              : ", " + std::to_string(valid_.size()) + " validation pairs"));
+  }
+  run_start_ = now_seconds();
+  window_start_ = run_start_;
+  TrainResult r;
+  for (;;) {
+    if (stop != nullptr && stop->load()) {
+      r.stop_reason = "interrupted";
+      r.interrupted = true;
+      break;
+    }
+    const double run_seconds = now_seconds() - run_start_;
+    r.stop_reason = limit_reached(run_seconds);
+    if (!r.stop_reason.empty()) break;
+    if (stop_early_) {
+      r.stop_reason = "early stopping";
+      break;
+    }
+    if (!train_update()) continue;
+    if (log_.interactive()) {
+      double frac = std::numeric_limits<double>::quiet_NaN();
+      if (o_.max_updates > 0) frac = static_cast<double>(p_.updates) / o_.max_updates;
+      if (o_.max_minutes > 0) {
+        frac = std::max(std::isnan(frac) ? 0.0 : frac, run_seconds / (o_.max_minutes * 60));
+      }
+      std::string bar = "update " + std::to_string(p_.updates) +
+                        (o_.max_updates > 0 ? "/" + std::to_string(o_.max_updates) : "") +
+                        " | epoch " + std::to_string(train_.position().epoch + 1) + " | loss " +
+                        fmt("%.3f", update_losses_.back()) + " | " + format_duration(run_seconds);
+      if (!std::isnan(frac)) {
+        bar = progress_bar(frac) + " " + bar;
+        if (frac > 0) bar += " | ETA " + format_duration(run_seconds * (1 - frac) / frac);
+      }
+      log_.progress(bar);
+    }
+    if (p_.updates % o_.log_every == 0) log_window();
+    if (o_.valid_every > 0 && !valid_.empty() && p_.updates % o_.valid_every == 0) validate();
+    if (o_.save_every > 0 && p_.updates % o_.save_every == 0) save_checkpoint();
+  }
+  if (!r.interrupted && !valid_.empty() && p_.updates > 0 && p_.last_valid_update != p_.updates) {
+    validate();
+  }
+  if (last_saved_update_ != p_.updates || validated_since_save_ || p_.updates == 0) {
+    save_checkpoint();
+  }
+  r.updates = p_.updates;
+  r.last_valid_ppl = last_valid_ppl_;
+  r.best_metric = p_.best_metric;
+  r.best_update = p_.best_update;
+  log_.line("stopped (" + r.stop_reason + ") at update " + std::to_string(p_.updates) + ", epoch " +
+            std::to_string(train_.position().epoch + 1) + "; " +
+            format_count(static_cast<double>(p_.sentences)) + " sentences, " +
+            format_count(static_cast<double>(p_.trg_tokens)) + " target tokens in " +
+            format_duration(p_.elapsed_seconds) +
+            (p_.nonfinite_skipped ? "; " + std::to_string(p_.nonfinite_skipped) +
+                                        " non-finite updates skipped"
+                                  : std::string()) +
+            (p_.best_update > 0 ? "; best " + std::string(to_string(o_.metric)) + " " +
+                                      fmt("%.4g", p_.best_metric) + " at update " +
+                                      std::to_string(p_.best_update) + " (" + o_.model_dir +
+                                      "/best)"
+                                : std::string()));
+  return r;
+}
+
+}  // namespace tfm

@@ -1,0 +1,109 @@
+// The training loop: batches → label-smoothed loss → gradients → clipped Adam update under a
+// schedule, with gradient accumulation, validation, early stopping, checkpoints (last, best,
+// last N) and exact resume from DIR/train_state (see train_state.h).
+//
+// Exactness. Everything random or order-dependent is a function of saved state: the batch
+// sequence (Batcher: seed + position), dropout (a Philox Generator: seed + next stream), the
+// parameters and Adam moments (saved bit for bit), and the running log sums. With the same
+// thread count, a run stopped at any point (SIGKILL included) and restarted with the same command
+// reaches bit-identical parameters and logs identical losses.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tfm/data/batcher.h"
+#include "tfm/model/transformer.h"
+#include "tfm/train/optimizer.h"
+#include "tfm/train/schedule.h"
+#include "tfm/train/train_log.h"
+#include "tfm/train/train_state.h"
+
+namespace tfm {
+
+enum class ValidMetric { loss, ppl, accuracy, bleu };
+ValidMetric parse_valid_metric(const std::string& name);  // loss | ppl | accuracy | bleu
+const char* to_string(ValidMetric m);
+
+struct TrainerOptions {
+  std::string model_dir;
+  int64_t update_freq = 1;     // batches whose gradients one update sums
+  int64_t max_updates = 0;     // 0: no limit (the limits below still apply)
+  int64_t max_epochs = 0;      // 0: no limit
+  double max_minutes = 0;      // wall time of this run; 0: no limit
+  ScheduleOptions schedule;
+  AdamOptions adam;
+  double label_smoothing = 0.1;
+  double clip_norm = 0.0;      // max global gradient norm; 0: no clipping
+  int64_t valid_every = 1000;  // updates; 0: only at the end
+  int64_t save_every = 1000;   // updates; 0: only at the end (and on a stop signal)
+  int64_t log_every = 100;     // updates
+  int64_t keep_last = 3;       // DIR/checkpoints/update-N kept (0: none)
+  int64_t early_stopping = 0;  // stop after this many validations without improvement; 0: off
+  ValidMetric metric = ValidMetric::ppl;  // best checkpoint and early stopping
+  int64_t max_nonfinite = 10;  // stop after this many non-finite updates in a row
+  int64_t valid_batch_tokens = 8192;
+  uint64_t dropout_seed = 0;
+  std::vector<std::string> files_to_copy;  // copied into best/ and checkpoints/ (vocabularies)
+};
+
+// BLEU of the model on the validation set (e.g. greedy decoding + detokenisation + corpus BLEU).
+using BleuHook = std::function<double(const Transformer&)>;
+
+struct TrainResult {
+  int64_t updates = 0;
+  std::string stop_reason;  // "max updates", "max epochs", "time limit", "early stopping", ...
+  bool interrupted = false;  // stopped by the stop flag (SIGINT/SIGTERM)
+  double last_valid_ppl = 0, best_metric = 0;
+  int64_t best_update = 0;
+};
+
+class Trainer {
+ public:
+  // `valid` may be empty (no validation). The model's weights are its initial ones; a run that
+  // finds DIR/train_state overwrites them with the saved ones.
+  Trainer(TrainerOptions options, Transformer& model, Batcher train, std::vector<Example> valid,
+          TrainLog& log, BleuHook bleu = {});
+
+  // Trains until a limit is reached, early stopping triggers, or *stop becomes true (checked
+  // after each update); saves a checkpoint on the way out.
+  TrainResult run(const std::atomic<bool>* stop = nullptr);
+
+  // The loss of each update made by this run, in order (for tests).
+  const std::vector<double>& update_losses() const { return update_losses_; }
+  const TrainProgress& progress() const { return p_; }
+
+ private:
+  bool resume();
+  // One update (update_freq batches). False when it was skipped as non-finite.
+  bool train_update();
+  void validate();
+  void save_checkpoint();
+  void log_window();
+  void copy_files(const std::string& dir) const;
+  double metric_value(double loss, double ppl, double accuracy, double bleu) const;
+  std::string limit_reached(double run_seconds) const;
+
+  TrainerOptions o_;
+  Transformer& model_;
+  Batcher train_;
+  std::vector<Example> valid_;
+  TrainLog& log_;
+  BleuHook bleu_;
+  Generator dropout_gen_;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  Adam adam_;
+  TrainProgress p_;
+  std::vector<double> update_losses_;
+  double window_start_ = 0;  // run seconds at the start of the log window
+  double run_start_ = 0;          // clock at the start of this run
+  double run_start_elapsed_ = 0;  // training seconds of earlier runs
+  bool validated_since_save_ = false;
+  int64_t last_saved_update_ = -1;
+  bool stop_early_ = false;
+  double last_valid_ppl_ = 0;
+};
+
+}  // namespace tfm
