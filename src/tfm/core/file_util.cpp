@@ -1,10 +1,14 @@
 #include "tfm/core/file_util.h"
 
+#include <csignal>
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -68,9 +72,33 @@ void AtomicFileWriter::abandon() noexcept {
   temp_path_.clear();
 }
 
+namespace {
+
+// Fault injection for the crash-safety tests: with TFM_FAULT_KILL_AFTER_BYTES=N in the
+// environment, the process SIGKILLs itself once N bytes have gone through AtomicFileWriter (the
+// N-th byte written, mid-file) — as a power cut or the OOM killer would. Read once; unset: no cost.
+// Returns how many of the next n bytes may be written; fewer than n means: write them, then die.
+size_t fault_budget(size_t n) {
+  static const int64_t limit = [] {
+    const char* v = std::getenv("TFM_FAULT_KILL_AFTER_BYTES");
+    return v != nullptr && *v != '\0' ? std::atoll(v) : int64_t{-1};
+  }();
+  static int64_t written = 0;
+  if (limit < 0) return n;
+  const int64_t left = std::max<int64_t>(0, limit - written);
+  const size_t allowed = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(n)));
+  written += static_cast<int64_t>(allowed);
+  return allowed;
+}
+
+}  // namespace
+
 void AtomicFileWriter::write(const void* data, size_t n) {
   TFM_CHECK(fd_ >= 0 && !committed_) << "write to '" << path_ << "' after commit or failure";
   const char* p = static_cast<const char*>(data);
+  const size_t allowed = fault_budget(n);
+  const bool die = allowed < n;
+  n = allowed;
   while (n > 0) {
     // Large writes are split: Linux writes at most ~2 GiB per call anyway.
     const ssize_t w = ::write(fd_, p, n < (size_t{1} << 30) ? n : (size_t{1} << 30));
@@ -83,6 +111,7 @@ void AtomicFileWriter::write(const void* data, size_t n) {
     p += w;
     n -= static_cast<size_t>(w);
   }
+  if (die) ::raise(SIGKILL);
 }
 
 void AtomicFileWriter::commit() {
