@@ -293,7 +293,9 @@ void run_train(CLI::App* cmd, Flags& f) {
 
 void add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a model on a parallel corpus (resumes DIR)");
-  cmd->option_defaults()->always_capture_default();
+  // Repeating a flag (e.g. a script appending an override) means its last value, as in most tools.
+  cmd->option_defaults()->always_capture_default()->multi_option_policy(
+      CLI::MultiOptionPolicy::TakeLast);
   static Flags f;
   cmd->add_option("--model", f.dir, "Model directory (resumed when DIR/train_state exists)")
       ->required();
