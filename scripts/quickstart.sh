@@ -104,7 +104,7 @@ fi
 if [[ -s $workdir/vocab.model ]]; then
   skip "vocab" "$workdir/vocab.model exists"
 else
-  step "vocab: 8000 pieces" "a small corpus may not support 8000 pieces: run tfm vocab with a smaller --size"
+  step "vocab: 8000 pieces" "a small corpus may not support 8000 pieces: run $tfm vocab --input $data/train.de $data/train.en --size N --out $workdir/vocab with the N SentencePiece allows, then re-run"
   "$tfm" vocab --input "$data/train.de" "$data/train.en" --size 8000 --out "$workdir/vocab" >&2
 fi
 
@@ -113,6 +113,10 @@ if [[ -f $model/.quickstart_trained ]]; then
   skip "train" "$model/.quickstart_trained exists; delete it to train on"
 else
   step "train: preset small for $minutes minutes" "see the trainer's message above; a re-run resumes from the last checkpoint"
+  if ! "$tfm" --help 2>/dev/null | grep -qE "^ +train( |$)"; then
+    echo "quickstart: $tfm has no 'train' subcommand: update the sources and rebuild (rm $tfm; re-run)" >&2
+    false
+  fi
   "$tfm" train --model "$model" --train-src "$data/train.de" --train-trg "$data/train.en" \
     --valid-src "$data/valid.de" --valid-trg "$data/valid.en" --vocab "$workdir/vocab.model" \
     --preset small --max-minutes "$minutes" >&2
