@@ -78,6 +78,8 @@ TEST(Ding, ExtractsTheHandDerivedPairs) {
   // 16 entry lines: 14 give one sub-entry (unbalanced line 6 included), lines 2 and 19 two each.
   EXPECT_EQ(stats.sub_entries, 18);
   EXPECT_EQ(stats.empty, 2);
+  EXPECT_EQ(stats.empty_synonyms, 2);     // "{f} [ugs.]" (line 7), "(stuff) [coll.]" (line 8)
+  EXPECT_EQ(stats.unpaired_synonyms, 4);  // Apfelbaum, Äpfel (5); color (16); Abk. (20)
   EXPECT_EQ(stats.pairs_extracted, 17);
   EXPECT_EQ(stats.duplicates, 1);
   EXPECT_EQ(stats.pairs, 16);

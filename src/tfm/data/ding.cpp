@@ -20,6 +20,8 @@ std::string DingStats::summary() const {
     << "sub-entries: " << sub_entries << "; skipped: " << empty << " with a side empty after "
     << "cleaning, " << unbalanced_dropped << " from " << unbalanced
     << " entries with unequal ' | ' counts (first sub-entry kept)\n"
+    << "synonyms: " << empty_synonyms << " cleaned to nothing, " << unpaired_synonyms
+    << " left unpaired (unequal '; ' counts: first of each side paired)\n"
     << "pairs: " << pairs_extracted << " extracted, " << duplicates << " duplicates removed, "
     << pairs << " unique; repaired invalid UTF-8 in " << utf8_repaired_lines << " lines ("
     << utf8_replaced_sequences << " sequences)";
@@ -139,11 +141,15 @@ struct PairHash {
   }
 };
 
-std::vector<std::string> clean_synonyms(std::string_view sub_entry) {
+std::vector<std::string> clean_synonyms(std::string_view sub_entry, DingStats& stats) {
   std::vector<std::string> out;
   for (std::string_view syn : split_outside_brackets(sub_entry, "; ")) {
     std::string c = clean_ding_text(syn);
-    if (!c.empty()) out.push_back(std::move(c));
+    if (c.empty()) {
+      ++stats.empty_synonyms;
+    } else {
+      out.push_back(std::move(c));
+    }
   }
   return out;
 }
@@ -221,13 +227,14 @@ std::vector<DingPair> parse_ding(std::istream& in, DingStats& stats) {
     }
     for (size_t k = 0; k < de.size(); ++k) {
       ++stats.sub_entries;
-      const std::vector<std::string> ds = clean_synonyms(de[k]);
-      const std::vector<std::string> es = clean_synonyms(en[k]);
+      const std::vector<std::string> ds = clean_synonyms(de[k], stats);
+      const std::vector<std::string> es = clean_synonyms(en[k], stats);
       if (ds.empty() || es.empty()) {
         ++stats.empty;
         continue;
       }
       const size_t n = ds.size() == es.size() ? ds.size() : 1;
+      stats.unpaired_synonyms += static_cast<int64_t>(ds.size() + es.size() - 2 * n);
       for (size_t j = 0; j < n; ++j) {
         ++stats.pairs_extracted;
         if (!seen.emplace(ds[j], es[j]).second) {

@@ -43,6 +43,8 @@ struct DingStats {
   int64_t unbalanced_dropped = 0;  // sub-entries those entries lost
   int64_t sub_entries = 0;         // sub-entry pairs looked at
   int64_t empty = 0;               // sub-entries with a side empty after cleaning
+  int64_t empty_synonyms = 0;      // synonyms that cleaned to nothing (annotation only)
+  int64_t unpaired_synonyms = 0;   // synonyms beyond the first where the counts differ
   int64_t pairs_extracted = 0;     // synonym pairs before removing duplicates
   int64_t duplicates = 0;          // exact repeats of an earlier pair
   int64_t pairs = 0;               // unique pairs returned
