@@ -14,5 +14,6 @@ void add_translate(CLI::App& app);
 void add_vocab(CLI::App& app);
 void add_train(CLI::App& app);
 void add_average(CLI::App& app);
+void add_prepare_ding(CLI::App& app);
 
 }  // namespace tfm::cli

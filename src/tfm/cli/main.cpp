@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_vocab(app);
   tfm::cli::add_train(app);
   tfm::cli::add_average(app);
+  tfm::cli::add_prepare_ding(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

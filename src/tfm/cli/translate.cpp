@@ -1,16 +1,21 @@
 // tfm translate --model DIR [search flags] [--ids] [--input F] [--output F]: one output line per
-// input line, in input order. Lines are sorted by length and decoded in batches (less padding);
-// finished output is written and flushed after each batch as far as input order allows.
+// input line, in input order, streamed: input is read in windows of at most 8 batches (one line on
+// a terminal), each window sorted by length and decoded in batches (less padding), and finished
+// output is written and flushed after each batch as far as input order allows.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <numeric>
 
 #include "tfm/cli/commands.h"
-#include "tfm/cli/io.h"
 #include "tfm/core/parallel.h"
 #include "tfm/data/vocab.h"
 #include "tfm/decode/search.h"
@@ -28,6 +33,83 @@ std::string join_ids(const Ids& ids) {
   }
   return s;
 }
+
+// Lines of a file or standard input, read in windows: next_window blocks for the first line, then
+// takes only lines already available, so a pipe fed one line at a time (a coprocess, a chat
+// front end) gets each translation without waiting for more input or EOF. Lines split on '\n'
+// only, bytes kept as they are; a last line without '\n' counts (as cli::read_lines).
+class LineStream {
+ public:
+  explicit LineStream(const std::string& path)
+      : name_(path.empty() || path == "-" ? std::string("<stdin>") : path) {
+    if (path.empty() || path == "-") {
+      fd_ = STDIN_FILENO;
+    } else {
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      TFM_CHECK(fd_ >= 0) << "cannot open " << path << ": " << std::strerror(errno);
+      own_ = true;
+    }
+  }
+  ~LineStream() {
+    if (own_) ::close(fd_);
+  }
+  LineStream(const LineStream&) = delete;
+  LineStream& operator=(const LineStream&) = delete;
+
+  bool interactive() const { return ::isatty(fd_) == 1; }
+  const std::string& name() const { return name_; }
+
+  // Replaces `lines` by up to `max` lines; false when the input is exhausted.
+  bool next_window(size_t max, std::vector<std::string>& lines) {
+    lines.clear();
+    while (lines.size() < max) {
+      const size_t nl = buf_.find('\n', pos_);
+      if (nl != std::string::npos) {
+        lines.emplace_back(buf_, pos_, nl - pos_);
+        pos_ = nl + 1;
+      } else if (eof_) {
+        if (pos_ < buf_.size()) lines.emplace_back(buf_, pos_);
+        pos_ = buf_.size();
+        break;
+      } else if (!lines.empty() && !readable_now()) {
+        break;
+      } else {
+        read_more();
+      }
+    }
+    return !lines.empty();
+  }
+
+ private:
+  bool readable_now() const {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  }
+  void read_more() {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+    char chunk[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(fd_, chunk, sizeof chunk);
+      if (n > 0) {
+        buf_.append(chunk, static_cast<size_t>(n));
+        return;
+      }
+      if (n == 0) {
+        eof_ = true;
+        return;
+      }
+      TFM_CHECK(errno == EINTR) << "error reading " << name_ << ": " << std::strerror(errno);
+    }
+  }
+
+  std::string name_;
+  int fd_ = -1;
+  bool own_ = false;
+  bool eof_ = false;
+  std::string buf_;  // bytes read and not yet handed out, from pos_
+  size_t pos_ = 0;
+};
 
 struct Flags {
   std::string dir, input, output;
@@ -90,68 +172,75 @@ void add_translate(CLI::App& app) {
         << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
     auto search = decode::make_search(o);
 
-    const std::string where_in = f.input.empty() ? std::string("<stdin>") : f.input;
-    std::vector<std::string> lines = read_lines(f.input);
-    std::vector<Ids> src(lines.size());
-    for (size_t i = 0; i < lines.size(); ++i) {
-      const std::string where = where_in + ":" + std::to_string(i + 1);
-      src[i] = f.ids ? parse_ids(lines[i], c.src_vocab_size, where) : vocabs.src->encode(lines[i]);
-      const size_t limit = static_cast<size_t>(c.max_length - 1);  // + EOS
-      if (src[i].size() > limit) {
-        std::cerr << "tfm: warning: " << where << ": " << src[i].size()
-                  << " tokens, more than the model's " << limit << "; truncated\n";
-        src[i].resize(limit);
-      }
-    }
-
+    LineStream input(f.input);  // first: a missing input leaves no empty output file
     std::FILE* out = stdout;
     if (!f.output.empty()) {
       out = std::fopen(f.output.c_str(), "w");
       TFM_CHECK(out) << "cannot write " << f.output;
     }
-    // Non-empty lines, shortest first; empty lines translate to empty lines without a search.
-    std::vector<size_t> order;
-    for (size_t i = 0; i < src.size(); ++i)
-      if (!src[i].empty()) order.push_back(i);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
-    std::vector<decode::NBest> result(src.size());
-    std::vector<bool> ready(src.size(), false);
-    for (size_t i = 0; i < src.size(); ++i) ready[i] = src[i].empty();
-    size_t next_out = 0;
-    auto flush_ready = [&] {
-      for (; next_out < src.size() && ready[next_out]; ++next_out) {
-        const decode::NBest& nb = result[next_out];
-        if (f.n_best > 0) {  // empty inputs print nothing here: there is no hypothesis
-          for (const auto& h : nb) {
-            const std::string text = f.ids ? join_ids(h.tokens) : vocabs.trg->decode(h.tokens);
-            std::fprintf(out, "%zu ||| %s ||| %.6f\n", next_out, text.c_str(), h.score);
-          }
-        } else {
-          const std::string text = nb.empty() ? std::string()
-                                   : f.ids    ? join_ids(nb[0].tokens)
-                                              : vocabs.trg->decode(nb[0].tokens);
-          std::fprintf(out, "%s\n", text.c_str());
+    // A terminal gets each line's translation as soon as it is typed; otherwise a window of lines
+    // is sorted by length and batched (less padding), bounded so memory stays flat on any input.
+    const size_t window = input.interactive() ? 1 : static_cast<size_t>(f.batch_size) * 8;
+    size_t base = 0;  // index of the window's first line in the whole input
+    std::vector<std::string> lines;
+    while (input.next_window(window, lines)) {
+      std::vector<Ids> src(lines.size());
+      for (size_t i = 0; i < lines.size(); ++i) {
+        const std::string where = input.name() + ":" + std::to_string(base + i + 1);
+        src[i] =
+            f.ids ? parse_ids(lines[i], c.src_vocab_size, where) : vocabs.src->encode(lines[i]);
+        const size_t limit = static_cast<size_t>(c.max_length - 1);  // + EOS
+        if (src[i].size() > limit) {
+          std::cerr << "tfm: warning: " << where << ": " << src[i].size()
+                    << " tokens, more than the model's " << limit << "; truncated\n";
+          src[i].resize(limit);
         }
-        result[next_out].clear();
       }
-      std::fflush(out);
-    };
-    flush_ready();
-    for (size_t start = 0; start < order.size(); start += static_cast<size_t>(f.batch_size)) {
-      const size_t end = std::min(order.size(), start + static_cast<size_t>(f.batch_size));
-      std::vector<Ids> batch;
-      std::vector<uint64_t> ids;
-      for (size_t k = start; k < end; ++k) {
-        batch.push_back(src[order[k]]);
-        ids.push_back(order[k]);
-      }
-      std::vector<decode::NBest> r = search->run(*model, batch, ids);
-      for (size_t k = 0; k < r.size(); ++k) {
-        result[order[start + k]] = std::move(r[k]);
-        ready[order[start + k]] = true;
-      }
+      // Non-empty lines, shortest first; empty lines translate to empty lines without a search.
+      std::vector<size_t> order;
+      for (size_t i = 0; i < src.size(); ++i)
+        if (!src[i].empty()) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
+      std::vector<decode::NBest> result(src.size());
+      std::vector<bool> ready(src.size(), false);
+      for (size_t i = 0; i < src.size(); ++i) ready[i] = src[i].empty();
+      size_t next_out = 0;
+      auto flush_ready = [&] {
+        for (; next_out < src.size() && ready[next_out]; ++next_out) {
+          const decode::NBest& nb = result[next_out];
+          if (f.n_best > 0) {  // empty inputs print nothing here: there is no hypothesis
+            for (const auto& h : nb) {
+              const std::string text = f.ids ? join_ids(h.tokens) : vocabs.trg->decode(h.tokens);
+              std::fprintf(out, "%zu ||| %s ||| %.6f\n", base + next_out, text.c_str(), h.score);
+            }
+          } else {
+            const std::string text = nb.empty() ? std::string()
+                                     : f.ids    ? join_ids(nb[0].tokens)
+                                                : vocabs.trg->decode(nb[0].tokens);
+            std::fprintf(out, "%s\n", text.c_str());
+          }
+          result[next_out].clear();
+        }
+        std::fflush(out);
+      };
       flush_ready();
+      for (size_t start = 0; start < order.size(); start += static_cast<size_t>(f.batch_size)) {
+        const size_t end = std::min(order.size(), start + static_cast<size_t>(f.batch_size));
+        std::vector<Ids> batch;
+        std::vector<uint64_t> ids;  // whole-input line numbers: sampling does not see windows
+        for (size_t k = start; k < end; ++k) {
+          batch.push_back(src[order[k]]);
+          ids.push_back(base + order[k]);
+        }
+        std::vector<decode::NBest> r = search->run(*model, batch, ids);
+        for (size_t k = 0; k < r.size(); ++k) {
+          result[order[start + k]] = std::move(r[k]);
+          ready[order[start + k]] = true;
+        }
+        flush_ready();
+      }
+      base += lines.size();
     }
     if (out != stdout) TFM_CHECK(std::fclose(out) == 0) << "cannot write " << f.output;
   });

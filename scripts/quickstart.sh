@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# From nothing to a German->English model: installs what is missing, builds tfm, turns the Ding
+# dictionary into a corpus, trains a vocabulary and a small model for --minutes, translates the
+# test split and scores it. Each step is skipped when its output exists, so a re-run reuses the
+# work and an interrupted training resumes.
+# Usage: scripts/quickstart.sh [--minutes M] [--corpus SRC TRG] [--workdir DIR]
+#   --minutes M       training time in minutes (default 15)
+#   --corpus SRC TRG  your own parallel files instead of Ding: the last 1000 lines become the test
+#                     split, the 1000 before them the validation split
+#   --workdir DIR     where everything goes (default work/quickstart)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+minutes=15
+corpus_src=
+corpus_trg=
+workdir=work/quickstart
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --minutes) minutes=${2:?--minutes needs a number}; shift 2 ;;
+    --corpus) corpus_src=${2:?--corpus needs SRC TRG}; corpus_trg=${3:?--corpus needs SRC TRG}; shift 3 ;;
+    --workdir) workdir=${2:?--workdir needs a directory}; shift 2 ;;
+    -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "quickstart: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+[[ $minutes =~ ^[0-9]+$ && $minutes -gt 0 ]] || { echo "quickstart: --minutes must be a positive integer, got '$minutes'" >&2; exit 2; }
+if [[ -n $corpus_src ]]; then
+  for f in "$corpus_src" "$corpus_trg"; do
+    [[ -r $f ]] || { echo "quickstart: cannot read corpus file $f" >&2; exit 2; }
+  done
+  corpus_src=$(realpath "$corpus_src")
+  corpus_trg=$(realpath "$corpus_trg")
+fi
+mkdir -p "$workdir"
+workdir=$(cd "$workdir" && pwd)
+build_dir=${BUILD_DIR:-$root/build}
+tfm=$build_dir/tfm
+data=$workdir/data
+model=$workdir/model
+
+# Progress and failure messages: every step says what it does; a failure names the step and a fix.
+step_name=
+step_fix=
+step() {
+  step_name=$1
+  step_fix=$2
+  echo "==> $step_name" >&2
+}
+skip() { echo "==> $1: done already ($2), skipping" >&2; }
+on_error() {
+  local rc=$?
+  echo "quickstart: step '$step_name' failed (exit $rc)." >&2
+  [[ -n $step_fix ]] && echo "quickstart: to fix: $step_fix" >&2
+  echo "quickstart: re-run the same command afterwards; finished steps are skipped." >&2
+  exit "$rc"
+}
+trap on_error ERR
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+# 1. System packages (compiler, oneDNN, SentencePiece, ...), and the Ding dictionary.
+if [[ -x $tfm ]]; then
+  skip "setup" "$tfm exists"
+else
+  step "setup: install build dependencies" "run scripts/setup.sh by hand and read its errors (it needs apt-get and root or sudo)"
+  TFM_SETUP_SKIP_TORCH=1 "$root/scripts/setup.sh"
+fi
+ding=/usr/share/trans/de-en
+if [[ -z $corpus_src && ! -r $ding ]]; then
+  step "setup: install the Ding dictionary (trans-de-en)" "sudo apt-get update && sudo apt-get install trans-de-en, or train on your own files with --corpus SRC TRG"
+  as_root apt-get install -y trans-de-en
+fi
+
+# 2. Release build.
+if [[ -x $tfm ]]; then
+  skip "build" "$tfm exists"
+else
+  step "build: Release build of tfm" "look at the compiler errors above; scripts/setup.sh installs the dependencies; rm -rf $build_dir for a clean build"
+  BUILD_DIR=$build_dir "$root/scripts/build.sh" Release >&2
+fi
+
+# 3. Corpus: train/valid/test.{de,en}.
+if [[ -s $data/test.de && -s $data/test.en && -s $data/train.de ]]; then
+  skip "corpus" "$data/test.de exists"
+elif [[ -n $corpus_src ]]; then
+  step "corpus: split $corpus_src + $corpus_trg" "the two files must have the same number of lines, more than 3000"
+  n=$(wc -l <"$corpus_src")
+  [[ $n -eq $(wc -l <"$corpus_trg") ]] || { echo "quickstart: $corpus_src has $n lines, $corpus_trg $(wc -l <"$corpus_trg")" >&2; false; }
+  [[ $n -gt 3000 ]] || { echo "quickstart: $corpus_src has only $n lines" >&2; false; }
+  mkdir -p "$data"
+  for pair in "de:$corpus_src" "en:$corpus_trg"; do
+    l=${pair%%:*} f=${pair#*:}
+    head -n $((n - 2000)) "$f" >"$data/train.$l.tmp"
+    sed -n "$((n - 1999)),$((n - 1000))p" "$f" >"$data/valid.$l.tmp"
+    tail -n 1000 "$f" >"$data/test.$l.tmp"
+  done
+  for f in "$data"/*.tmp; do mv "$f" "${f%.tmp}"; done
+else
+  step "corpus: tfm prepare-ding" "check that $ding is readable (apt-get install trans-de-en)"
+  "$tfm" prepare-ding --input "$ding" --out "$data" >&2
+fi
+
+# 4. A joint SentencePiece vocabulary.
+if [[ -s $workdir/vocab.model ]]; then
+  skip "vocab" "$workdir/vocab.model exists"
+else
+  step "vocab: 8000 pieces" "a small corpus may not support 8000 pieces: run $tfm vocab --input $data/train.de $data/train.en --size N --out $workdir/vocab with the N SentencePiece allows, then re-run"
+  "$tfm" vocab --input "$data/train.de" "$data/train.en" --size 8000 --out "$workdir/vocab" >&2
+fi
+
+# 5. Training (resumes from $model/train_state when interrupted).
+if [[ -f $model/.quickstart_trained ]]; then
+  skip "train" "$model/.quickstart_trained exists; delete it to train on"
+else
+  step "train: preset small for $minutes minutes" "see the trainer's message above; a re-run resumes from the last checkpoint"
+  if ! "$tfm" --help 2>/dev/null | grep -qE "^ +train( |$)"; then
+    echo "quickstart: $tfm has no 'train' subcommand: update the sources and rebuild (rm $tfm; re-run)" >&2
+    false
+  fi
+  "$tfm" train --model "$model" --train-src "$data/train.de" --train-trg "$data/train.en" \
+    --valid-src "$data/valid.de" --valid-trg "$data/valid.en" --vocab "$workdir/vocab.model" \
+    --preset small --max-minutes "$minutes" >&2
+  touch "$model/.quickstart_trained"
+fi
+best=$model
+[[ -f $model/best/model.safetensors ]] && best=$model/best
+
+# 6. Translate the test split (again when the model is newer than the translation).
+hyp=$workdir/test.hyp
+if [[ -s $hyp && $hyp -nt $best/model.safetensors ]]; then
+  skip "translate" "$hyp is newer than the model"
+else
+  step "translate: test split, beam 4" "check the model directory $best (tfm info --model $best)"
+  "$tfm" translate --model "$best" --beam-size 4 --input "$data/test.de" --output "$hyp.tmp"
+  mv "$hyp.tmp" "$hyp"
+fi
+
+# 7. Scores.
+step "eval: BLEU and chrF on the test split" "$hyp and $data/test.en must have the same number of lines"
+"$tfm" eval --ref "$data/test.en" --hyp "$hyp" --metrics bleu,chrf | tee "$workdir/test.scores"
+
+# 8. A look at real output: 8 full German sentences of the test split.
+echo
+echo "Examples (source / model / reference):"
+paste "$data/test.de" "$hyp" "$data/test.en" |
+  awk -F'\t' '$1 ~ /[.!?]$/ && split($1, w, " ") >= 4 { print; if (++n == 8) exit }' |
+  while IFS=$'\t' read -r de mt en; do
+    printf '  DE:  %s\n  MT:  %s\n  REF: %s\n\n' "$de" "$mt" "$en"
+  done
+
+trap - ERR
+echo "Model: $best"
+echo "Translate with:"
+echo "  echo 'Ich habe heute keine Zeit.' | $tfm translate --model $best --beam-size 4"
