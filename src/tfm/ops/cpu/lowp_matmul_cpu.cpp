@@ -1,5 +1,6 @@
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 
+#include <immintrin.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -13,6 +14,9 @@
 #include "tfm/core/check.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/activation_cpu.h"
+
+// GCC 12 warns about the deliberately undefined registers inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace tfm::cpu {
 
@@ -140,6 +144,53 @@ uint16_t to_bf16(float f) {
                        : static_cast<uint16_t>(rounded);
 }
 
+// lo = min(0, min x), hi = max(0, max x); false if x holds an inf or NaN (which min and max
+// would pass over: the probe x·0 turns NaN on them).
+bool row_range(int64_t k, const float* x, float* lo_out, float* hi_out) {
+  float lo = 0.f, hi = 0.f, probe = 0.f;
+  int64_t j = 0;
+#ifdef __AVX512F__
+  // GCC leaves the plain loop scalar (min/max reductions on floats).
+  __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps(), vprobe = _mm512_setzero_ps();
+  for (; j + 16 <= k; j += 16) {
+    const __m512 v = _mm512_loadu_ps(x + j);
+    vlo = _mm512_min_ps(vlo, v);
+    vhi = _mm512_max_ps(vhi, v);
+    vprobe = _mm512_fmadd_ps(v, _mm512_setzero_ps(), vprobe);
+  }
+  lo = _mm512_reduce_min_ps(vlo);
+  hi = _mm512_reduce_max_ps(vhi);
+  probe = _mm512_reduce_add_ps(vprobe);
+#endif
+  for (; j < k; ++j) {
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+    probe += x[j] * 0.f;
+  }
+  *lo_out = lo;
+  *hi_out = hi;
+  return probe == 0.f;
+}
+
+// out = clamp(round(x · inv) + zp, 0, 255), rounding half to even.
+void quantize_row(int64_t k, const float* x, float inv, float zp, uint8_t* out) {
+  int64_t j = 0;
+#ifdef __AVX512F__
+  // The compiler does not vectorise the rounding and narrowing below; by hand it is ~10× faster.
+  const __m512 vinv = _mm512_set1_ps(inv), vzp = _mm512_set1_ps(zp);
+  const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
+  for (; j + 16 <= k; j += 16) {
+    __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), vinv, _mm512_setzero_ps());
+    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, vzp), lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                     _mm512_cvtusepi32_epi8(_mm512_cvtps_epu32(v)));
+  }
+#endif
+  for (; j < k; ++j)
+    out[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(x[j] * inv) + zp, 0.f, 255.f));
+}
+
 void check_pack_args(LowpKind kind, int64_t n, int64_t k) {
   TFM_CHECK(n > 0 && k > 0) << "pack_weights(" << kind_name(kind) << "): empty weight (" << n
                             << ", " << k << ")";
@@ -170,21 +221,13 @@ void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* s
       const float* row = x + r * k;
       uint8_t* out = q + r * k;
       // 0 stays inside the range so that it, and ReLU's many zeros, quantise exactly.
-      // probe turns NaN on any inf or NaN, which min and max would pass over.
-      float lo = 0.f, hi = 0.f, probe = 0.f;
-#pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : probe)
-      for (int64_t j = 0; j < k; ++j) {
-        lo = std::min(lo, row[j]);
-        hi = std::max(hi, row[j]);
-        probe += row[j] * 0.f;
-      }
-      TFM_CHECK(probe == 0.f) << "int8 linear: row " << r << " of the input holds inf or NaN";
+      float lo, hi;
+      const bool finite = row_range(k, row, &lo, &hi);
+      TFM_CHECK(finite) << "int8 linear: row " << r << " of the input holds inf or NaN";
       const float s = hi > lo ? (hi - lo) / 255.f : 1.f;
       const float inv = 1.f / s;
       const float zp = std::clamp(std::nearbyint(-lo * inv), 0.f, 255.f);
-#pragma omp simd
-      for (int64_t j = 0; j < k; ++j)
-        out[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(row[j] * inv) + zp, 0.f, 255.f));
+      quantize_row(k, row, inv, zp, out);
       scale[r] = s;
       zero[r] = static_cast<int32_t>(zp);
     }
