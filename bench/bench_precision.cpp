@@ -1,7 +1,8 @@
 // fp32 vs bf16 vs int8 inference linear (bias + ReLU, as an FFN layer) at decoding and training
 // row counts. GFLOP/s counts 2·M·N·K per call for every precision, so the ratios between rows of
-// the same shape are the speedups. The low-precision timings include converting or quantising x
-// on the way in (part of every call); the weights are prepared once, outside the timed loop. Run
+// the same shape are the speedups. BM_decode times a whole model's decoding steps. The
+// low-precision timings include converting or quantising x on the way in (part of every call); the
+// weights are prepared once, outside the timed loop. Run
 //   build/bench/bench_precision --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -10,11 +11,14 @@
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/parallel.h"
 #include "tfm/core/rng.h"
+#include "tfm/data/batch.h"
+#include "tfm/model/transformer.h"
 #include "tfm/ops/linear.h"
 #include "tfm/ops/linear_lowp.h"
 
 namespace {
 
+using namespace tfm;
 using tfm::Activation;
 using tfm::DType;
 using tfm::Precision;
@@ -61,6 +65,45 @@ void shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_linear, fp32, Precision::fp32)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear, bf16, Precision::bf16)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear, int8, Precision::int8)->Apply(shapes);
+
+// End to end: a `small`-sized random model (d 256, ff 1024, 3 + 3 layers, vocab 8000) encodes
+// 32 sources of 32 tokens and decodes exactly 32 steps for each (fixed input tokens, so every
+// precision does the same work); counter tok/s = generated tokens per second.
+void BM_decode(benchmark::State& st, Precision precision) {
+  constexpr int64_t kBatch = 32, kLen = 32, kVocab = 8000;
+  ModelConfig c = ModelConfig::preset("small");
+  c.dropout = 0.0;
+  c.src_vocab_size = c.trg_vocab_size = kVocab;
+  c.max_length = 256;
+  Transformer model(c, 1);
+  model.set_precision(precision);
+  tfm::RandomStream rs(5, 0);
+  std::vector<Ids> src(kBatch, Ids(kLen));
+  uint64_t i = 0;
+  for (Ids& s : src)
+    for (int32_t& t : s) t = 3 + static_cast<int32_t>(rs.uniform(i++) * (kVocab - 3));
+  std::vector<const Ids*> ptrs;
+  for (const Ids& s : src) ptrs.push_back(&s);
+  const Tensor src_t = source_batch(ptrs, c.pad_id, c.eos_id);
+  tfm::NoGradGuard no_grad;
+  for (auto _ : st) {
+    DecoderState state = model.start(src_t);
+    std::vector<int32_t> tok(kBatch, static_cast<int32_t>(c.bos_id));
+    for (int64_t t = 0; t < kLen; ++t) {
+      Tensor logits = model.step(state, Tensor::from_vector<int32_t>({kBatch}, tok));  // (B, V)
+      benchmark::DoNotOptimize(logits.data<float>());
+      for (int64_t b = 0; b < kBatch; ++b)
+        tok[b] = static_cast<int32_t>(3 + (b * 31 + t * 7) % 4000);
+    }
+  }
+  st.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(kBatch * kLen) * static_cast<double>(st.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+
+BENCHMARK_CAPTURE(BM_decode, fp32, Precision::fp32)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_decode, bf16, Precision::bf16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_decode, int8, Precision::int8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
