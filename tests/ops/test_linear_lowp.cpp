@@ -212,6 +212,26 @@ TEST(LinearLowp, LargeBatchCloseToFp32) {
             1e-2);
 }
 
+// At these shapes oneDNN splits rows and columns across threads, not the K reduction, and the
+// conversion, quantisation and dequantisation passes work per element or per row: the thread
+// count does not change a bit (a oneDNN version that split K here would fail this).
+TEST(LinearLowp, SameBitsOnOneAndTwoThreads) {
+  for (Precision prec : {Precision::bf16, Precision::int8}) {
+    for (int64_t m : {1, 32, 300}) {
+      SCOPED_TRACE(::testing::Message() << precision_name(prec) << " m=" << m);
+      const Tensor x = random_tensor({m, 512}, DType::f32, 31);
+      const Tensor w = random_tensor({384, 512}, DType::f32, 32, -0.1, 0.1);
+      const Tensor b = random_tensor({384}, DType::f32, 33);
+      const LowpWeight lw(w, prec);
+      const Tensor one =
+          testing::with_threads(1, [&] { return linear_lowp(x, lw, b, Activation::gelu); });
+      const Tensor two =
+          testing::with_threads(2, [&] { return linear_lowp(x, lw, b, Activation::gelu); });
+      EXPECT_TRUE(testing::bitwise_equal(one, two));
+    }
+  }
+}
+
 TEST(LinearLowp, Bf16ConversionRoundsToNearestEven) {
   const float in[] = {1.0f,
                       1.00390625f /* 1 + 2^-8: tie, to even 1 */,
