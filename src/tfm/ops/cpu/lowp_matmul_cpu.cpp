@@ -356,12 +356,13 @@ void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, cons
       float* out = y + r * n;
       const float sx = row_scale[r];
       const int32_t zp = row_zero[r];
+      const bool relu = post == GemmPostOp::relu;
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) {
-        const float v = sx * sw[j] * static_cast<float>(a[j] - zp * sums[j]);
-        out[j] = bias != nullptr ? v + bias[j] : v;
+        float v = sx * sw[j] * static_cast<float>(a[j] - zp * sums[j]);
+        if (bias != nullptr) v += bias[j];
+        out[j] = relu ? std::max(v, 0.f) : v;
       }
-      if (post == GemmPostOp::relu) relu_forward_serial<float>(n, out, out);
       if (post == GemmPostOp::gelu_erf) gelu_forward_serial<float>(n, out, out);
     }
   });
