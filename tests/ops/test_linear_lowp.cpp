@@ -287,7 +287,18 @@ TEST(LinearLowp, RejectsBadOperands) {
   EXPECT_TFM_ERROR(LowpWeight(w, Precision::fp32), "fp32 needs no prepared copy");
   Tensor bad = random_tensor({2, 6}, DType::f32, 3);
   bad.data<float>()[4] = NAN;
-  EXPECT_TFM_ERROR(linear_lowp(bad, lw), "inf or NaN");
+  EXPECT_TFM_ERROR(linear_lowp(bad, lw), "row 0 of the input holds inf or NaN");
+  // Big enough to run on several threads: the error still reaches the caller.
+  testing::with_threads(2, [&] {
+    const LowpWeight wide(random_tensor({4, 64}, DType::f32, 4), Precision::int8);
+    Tensor many = random_tensor({4096, 64}, DType::f32, 5);
+    many.data<float>()[4000 * 64 + 3] = INFINITY;
+    EXPECT_TFM_ERROR(linear_lowp(many, wide), "row 4000 of the input holds inf or NaN");
+    Tensor w = random_tensor({4096, 64}, DType::f32, 6);
+    w.data<float>()[3000 * 64] = NAN;
+    EXPECT_TFM_ERROR(LowpWeight(w, Precision::int8), "int8 weights: row 3000 holds inf or NaN");
+    return 0;
+  });
 }
 
 }  // namespace

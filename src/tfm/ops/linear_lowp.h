@@ -42,7 +42,7 @@ class LowpWeight {
 
 // y = act(x·wᵀ + bias) with w prepared: x (..., in) f32, bias (out) f32 or undefined; returns
 // (..., out) f32. Inference only: records nothing for autograd (a caller that needs gradients
-// uses linear()).
+// uses linear()). bf16 carries inf/NaN through as fp32 does; int8 rejects them (no scale fits).
 Tensor linear_lowp(const Tensor& x, const LowpWeight& w, const Tensor& bias = Tensor(),
                    Activation act = Activation::none);
 

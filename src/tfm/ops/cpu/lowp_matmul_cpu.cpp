@@ -5,6 +5,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -191,6 +192,13 @@ void quantize_row(int64_t k, const float* x, float inv, float zp, uint8_t* out) 
     out[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(x[j] * inv) + zp, 0.f, 255.f));
 }
 
+// An error cannot leave an OpenMP region (it would terminate the program): workers note a bad
+// row and the caller throws after the loop.
+void note_bad_row(std::atomic<int64_t>& bad_row, int64_t r) {
+  int64_t none = -1;
+  bad_row.compare_exchange_strong(none, r);
+}
+
 void check_pack_args(LowpKind kind, int64_t n, int64_t k) {
   TFM_CHECK(n > 0 && k > 0) << "pack_weights(" << kind_name(kind) << "): empty weight (" << n
                             << ", " << k << ")";
@@ -215,6 +223,7 @@ void float_to_bf16(int64_t n, const float* src, uint16_t* dst) {
 
 void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* scale,
                       int32_t* zero) {
+  std::atomic<int64_t> bad_row{-1};
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(k, 1));
   parallel_for(m, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -222,8 +231,10 @@ void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* s
       uint8_t* out = q + r * k;
       // 0 stays inside the range so that it, and ReLU's many zeros, quantise exactly.
       float lo, hi;
-      const bool finite = row_range(k, row, &lo, &hi);
-      TFM_CHECK(finite) << "int8 linear: row " << r << " of the input holds inf or NaN";
+      if (!row_range(k, row, &lo, &hi)) {
+        note_bad_row(bad_row, r);
+        continue;
+      }
       const float s = hi > lo ? (hi - lo) / 255.f : 1.f;
       const float inv = 1.f / s;
       const float zp = std::clamp(std::nearbyint(-lo * inv), 0.f, 255.f);
@@ -232,6 +243,8 @@ void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* s
       zero[r] = static_cast<int32_t>(zp);
     }
   });
+  TFM_CHECK(bad_row.load() < 0) << "int8 linear: row " << bad_row.load()
+                                << " of the input holds inf or NaN";
 }
 
 std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int64_t k,
@@ -251,6 +264,7 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
     auto* q = static_cast<int8_t*>(plain.get());
     packed->scales.resize(n);
     packed->sums.resize(n);
+    std::atomic<int64_t> bad_row{-1};
     parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const float* row = w + r * k;
@@ -259,7 +273,10 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
           amax = std::max(amax, std::fabs(row[j]));
           probe += row[j] * 0.f;
         }
-        TFM_CHECK(probe == 0.f) << "int8 weights: row " << r << " holds inf or NaN";
+        if (probe != 0.f) {
+          note_bad_row(bad_row, r);
+          continue;
+        }
         const float s = amax > 0.f ? amax / 127.f : 1.f;
         int32_t sum = 0;
         for (int64_t j = 0; j < k; ++j) {
@@ -271,6 +288,7 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
         packed->sums[r] = sum;
       }
     });
+    TFM_CHECK(bad_row.load() < 0) << "int8 weights: row " << bad_row.load() << " holds inf or NaN";
   }
   try {
     // The layout the matmul picks for these weights (the same for every M; checked per
