@@ -36,7 +36,7 @@ std::vector<Ids> to_ids(const std::vector<std::string>& lines, const std::string
 
 void add_score(CLI::App& app) {
   auto* cmd = app.add_subcommand("score", "Log-probability of each target given its source");
-  static std::string dir, src_path, trg_path;
+  static std::string dir, src_path, trg_path, precision = "fp32";
   static bool ids = false;
   static int threads = 0;
   static int64_t batch_size = 32;
@@ -45,10 +45,12 @@ void add_score(CLI::App& app) {
   cmd->add_option("--trg", trg_path, "Target sentences, one a line")->required();
   cmd->add_flag("--ids", ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", threads, "Threads (0: all cores)");
+  cmd->add_option("--precision", precision, "Linear layers in fp32, bf16 or int8");
   cmd->add_option("--batch-size", batch_size, "Sentences a batch")->check(CLI::PositiveNumber);
   cmd->callback([] {
     set_threads(threads);
     auto model = load_model(dir);
+    model->set_precision(parse_precision(precision));
     const ModelConfig& c = model->config();
     ModelVocabs vocabs;
     if (!ids) vocabs = load_model_vocabs(dir);

@@ -112,7 +112,7 @@ class LineStream {
 };
 
 struct Flags {
-  std::string dir, input, output;
+  std::string dir, input, output, precision = "fp32";
   int64_t beam_size = 1, n_best = 0, batch_size = 32, sampling_topk = 0, min_length = 0;
   double length_penalty = 0.0, max_length_factor = 2.0, sampling_topp = 1.0, temperature = 1.0;
   uint64_t seed = 0;
@@ -142,11 +142,13 @@ void add_translate(CLI::App& app) {
   cmd->add_option("--seed", f.seed, "Sampling seed");
   cmd->add_flag("--ids", f.ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
+  cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16 or int8");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
   cmd->callback([topk, topp, temp] {
     set_threads(f.threads);
     auto model = load_model(f.dir);
+    model->set_precision(parse_precision(f.precision));
     const ModelConfig& c = model->config();
     TFM_CHECK(c.has_encoder()) << "translate: " << f.dir << " is a decoder-only model";
     ModelVocabs vocabs;

@@ -126,6 +126,13 @@ int64_t Transformer::parameter_count() const {
   return n;
 }
 
+void Transformer::set_precision(Precision p, std::optional<Precision> output) {
+  apply([p](nn::Module& m) {
+    if (auto* linear = dynamic_cast<nn::Linear*>(&m)) linear->set_precision(p);
+  });
+  output_precision_.set_precision(output.value_or(p));
+}
+
 Tensor Transformer::padding_mask(const Tensor& ids) const {
   TFM_CHECK(ids.defined() && ids.dtype() == DType::i32 && ids.dim() == 2)
       << "padding_mask: expected i32 ids (B, L), got " << ids.describe();
@@ -151,7 +158,8 @@ Tensor Transformer::embed(const Tensor& ids, const Tensor& table, const Tensor& 
 }
 
 Tensor Transformer::project(const Tensor& h) const {
-  Tensor logits = linear(h, c_.tie_output ? embed_trg_ : output_weight_, output_bias_);
+  Tensor logits = output_precision_.linear(h, c_.tie_output ? embed_trg_ : output_weight_,
+                                           output_bias_, Activation::none);
   if (c_.embed_scale == EmbedScale::prj)
     logits = scale(logits, 1.0 / std::sqrt(static_cast<double>(c_.d_model)));
   return logits;

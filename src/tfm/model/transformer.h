@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "tfm/model/config.h"
@@ -59,6 +60,10 @@ class Transformer : public nn::Module {
 
   int64_t parameter_count() const;
 
+  // Inference precision of every linear layer and of the output projection (training always
+  // runs fp32; see nn::PrecisionSwitch). `output` overrides it for the output projection alone.
+  void set_precision(Precision p, std::optional<Precision> output = std::nullopt);
+
  private:
   // ids (B, L) at positions [offset, offset + L) -> (B, L, C), dropout and embed_norm applied.
   Tensor embed(const Tensor& ids, const Tensor& table, const Tensor& positions,
@@ -75,6 +80,7 @@ class Transformer : public nn::Module {
   Tensor embed_src_, embed_trg_;  // (V, C)
   Tensor pos_src_, pos_trg_;      // (max_length, C): learned parameters or a fixed table
   Tensor output_weight_, output_bias_;
+  nn::PrecisionSwitch output_precision_;
   Stack<EncoderLayer> encoder_;
   Stack<DecoderLayer> decoder_;
 };

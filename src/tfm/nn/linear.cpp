@@ -1,8 +1,61 @@
 #include "tfm/nn/linear.h"
 
+#include <cstring>
+
+#include "tfm/autograd/tape.h"
 #include "tfm/ops/init.h"
 
 namespace tfm::nn {
+
+void PrecisionSwitch::set_precision(Precision p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (p != precision_) prepared_.reset();
+  precision_ = p;
+}
+
+void PrecisionSwitch::invalidate() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  prepared_.reset();
+}
+
+PrecisionSwitch::Fingerprint PrecisionSwitch::fingerprint(const Tensor& w) {
+  Fingerprint f{w.raw_data(), w.shape(), 0};
+  // 64 values spread over the weight, the last included: an optimiser step or a loaded
+  // checkpoint changes them, and reading them costs nothing next to the GEMM.
+  const int64_t n = w.numel();
+  if (n == 0 || w.dtype() != DType::f32 || !w.is_contiguous()) return f;
+  const float* p = w.data<float>();
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t i = 0; i < 64; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, p + (n - 1) * i / 63, 4);
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  f.sample = h;
+  return f;
+}
+
+std::shared_ptr<const LowpWeight> PrecisionSwitch::prepared(const Tensor& w) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (precision_ == Precision::fp32) return nullptr;
+  Fingerprint now = fingerprint(w);
+  if (!prepared_ || !(now == prepared_from_)) {
+    prepared_ = std::make_shared<const LowpWeight>(w, precision_);
+    prepared_from_ = std::move(now);
+  }
+  return prepared_;
+}
+
+Tensor PrecisionSwitch::linear(const Tensor& x, const Tensor& w, const Tensor& b,
+                               Activation act) const {
+  // f64 (reference checks) has no lower-precision path.
+  if (precision_ == Precision::fp32 || x.dtype() != DType::f32) return tfm::linear(x, w, b, act);
+  if (autograd::needs_grad({&x, &w, &b})) {
+    invalidate();  // training: the weights are about to move
+    return tfm::linear(x, w, b, act);
+  }
+  return linear_lowp(x, *prepared(w), b, act);
+}
 
 Linear::Linear(int64_t in, int64_t out, bool bias, Generator& gen) {
   weight_ = Tensor::empty({out, in});

@@ -1,22 +1,64 @@
 // Linear and LayerNorm modules: parameters plus a call of the fused op.
 #pragma once
 
+#include <memory>
+#include <mutex>
+
 #include "tfm/core/rng.h"
 #include "tfm/nn/module.h"
 #include "tfm/ops/layer_norm.h"
 #include "tfm/ops/linear.h"
+#include "tfm/ops/linear_lowp.h"
 
 namespace tfm::nn {
+
+// The precision a linear map runs in when no gradient is needed, and its weight prepared for
+// it. The fp32 parameters stay the truth (training, saving); the bf16/int8 copy is made on first
+// use, kept, and made again when the weight changes. A change is noticed by the weight's address
+// and shape, a sample of its values, and any forward that needs gradients (training is about to
+// update it); after editing weights in place some other way, call invalidate().
+class PrecisionSwitch {
+ public:
+  void set_precision(Precision p);
+  Precision precision() const { return precision_; }
+  // act(x·wᵀ + b): in the set precision when no input needs a gradient, in fp32 otherwise.
+  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
+  void invalidate() const;
+  // The prepared copy, made now if missing or stale (null for fp32).
+  std::shared_ptr<const LowpWeight> prepared(const Tensor& w) const;
+
+ private:
+  struct Fingerprint {
+    const void* data = nullptr;
+    Shape shape;
+    uint64_t sample = 0;
+    bool operator==(const Fingerprint&) const = default;
+  };
+  static Fingerprint fingerprint(const Tensor& w);
+
+  Precision precision_ = Precision::fp32;
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const LowpWeight> prepared_;
+  mutable Fingerprint prepared_from_;
+};
 
 class Linear : public Module {
  public:
   // weight (out, in) Xavier uniform, bias zeros (as the seeds' initialize_weight).
   Linear(int64_t in, int64_t out, bool bias, Generator& gen);
   Tensor operator()(const Tensor& x, Activation act = Activation::none) const {
-    return linear(x, weight_, bias_, act);
+    return precision_.linear(x, weight_, bias_, act);
   }
+  // Inference precision (see PrecisionSwitch); training always runs fp32.
+  void set_precision(Precision p) { precision_.set_precision(p); }
+  Precision precision() const { return precision_.precision(); }
+  void invalidate_prepared() const { precision_.invalidate(); }
+
   Tensor weight_;  // (out, in)
   Tensor bias_;    // (out) or undefined
+
+ private:
+  PrecisionSwitch precision_;
 };
 
 class LayerNorm : public Module {

@@ -19,6 +19,11 @@ void Module::set_training(bool on) {
   for (auto& [name, m] : children_) m->set_training(on);
 }
 
+void Module::apply(const std::function<void(Module&)>& fn) {
+  fn(*this);
+  for (auto& [name, m] : children_) m->apply(fn);
+}
+
 void Module::register_parameter(const std::string& name, Tensor* p) {
   p->set_requires_grad(true);
   params_.emplace_back(name, p);

@@ -3,6 +3,7 @@
 // copyable nor movable (hold them by value in their parent or by unique_ptr in a vector).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,8 @@ class Module {
   // Every parameter below this module, in registration order, named "prefix.child.name".
   NamedTensors named_parameters(const std::string& prefix = "") const;
   void set_training(bool on);
+  // Calls fn on this module and every module below it, parents first.
+  void apply(const std::function<void(Module&)>& fn);
   bool training() const { return training_; }
 
  protected:

@@ -1,0 +1,389 @@
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "tfm/core/allocator.h"
+#include "tfm/core/check.h"
+#include "tfm/core/parallel.h"
+#include "tfm/ops/cpu/activation_cpu.h"
+
+// GCC 12 warns about the deliberately undefined registers inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tfm::cpu {
+
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// oneDNN does not promise that one stream may be used by several threads at once.
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+const char* kind_name(LowpKind kind) {
+  return kind == LowpKind::bf16 ? "bf16" : "int8";
+}
+
+dt src_type(LowpKind kind) {
+  return kind == LowpKind::bf16 ? dt::bf16 : dt::u8;
+}
+dt weight_type(LowpKind kind) {
+  return kind == LowpKind::bf16 ? dt::bf16 : dt::s8;
+}
+// int8 leaves the s32 sums to tfm's epilogue: per-row activation scales and zero points are
+// beyond oneDNN 2.6's matmul attributes (output scales vary along N only).
+dt dst_type(LowpKind kind) {
+  return kind == LowpKind::bf16 ? dt::f32 : dt::s32;
+}
+
+struct Key {
+  LowpKind kind;
+  int64_t m, n, k;
+  bool bias;
+  GemmPostOp post;
+  int threads;  // oneDNN fixes its work split at creation, from the thread count then
+  bool operator==(const Key&) const = default;
+};
+
+struct KeyHash {
+  size_t operator()(const Key& key) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t v : {uint64_t(key.kind), uint64_t(key.m), uint64_t(key.n), uint64_t(key.k),
+                       uint64_t(key.bias), uint64_t(key.post), uint64_t(key.threads)})
+      h = (h ^ v) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+struct Entry {
+  dnnl::matmul primitive;
+  memory::desc src, dst, bias, scratchpad;
+  size_t scratchpad_bytes = 0;
+};
+
+dnnl::matmul::primitive_desc make_pd(const Key& key, const memory::desc& weights, memory::desc* src,
+                                     memory::desc* dst, memory::desc* bias) {
+  *src = memory::desc({key.m, key.k}, src_type(key.kind), memory::format_tag::ab);
+  *dst = memory::desc({key.m, key.n}, dst_type(key.kind), memory::format_tag::ab);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (key.post != GemmPostOp::none) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f,
+                       key.post == GemmPostOp::relu ? dnnl::algorithm::eltwise_relu
+                                                    : dnnl::algorithm::eltwise_gelu_erf,
+                       0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  if (key.bias) {
+    *bias = memory::desc({1, key.n}, dt::f32, memory::format_tag::ab);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(*src, weights, *bias, *dst), attr,
+                                        engine());
+  }
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(*src, weights, *dst), attr, engine());
+}
+
+// The few shapes a model uses, per row count: bounded, and simply emptied when full (decoding
+// revisits the same handful of row counts, so a refill is rare and cheap next to the run).
+class PrimitiveCache {
+ public:
+  std::shared_ptr<const Entry> get(const Key& key, const memory::desc& weights) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = map_.find(key);
+      if (it != map_.end()) return it->second;
+    }
+    auto entry = std::make_shared<Entry>();
+    auto pd = make_pd(key, weights, &entry->src, &entry->dst, &entry->bias);
+    // Packing fixed the weights' layout; a primitive that wanted another would run slow paths.
+    TFM_CHECK(pd.weights_desc() == weights)
+        << "oneDNN " << kind_name(key.kind) << " matmul (m=" << key.m << " n=" << key.n
+        << " k=" << key.k << ") wants another weight layout than the packed one";
+    entry->scratchpad = pd.scratchpad_desc();
+    entry->scratchpad_bytes = entry->scratchpad.get_size();
+    entry->primitive = dnnl::matmul(pd);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_.size() >= kCapacity) map_.clear();
+    map_.emplace(key, entry);
+    return entry;
+  }
+
+ private:
+  static constexpr size_t kCapacity = 256;
+  std::mutex mu_;
+  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> map_;
+};
+
+PrimitiveCache& cache() {
+  static PrimitiveCache c;
+  return c;
+}
+
+uint16_t to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  // Round to nearest even; a NaN stays a (quiet) NaN instead of rounding into infinity.
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  return std::isnan(f) ? static_cast<uint16_t>((bits >> 16) | 0x40u)
+                       : static_cast<uint16_t>(rounded);
+}
+
+// lo = min(0, min x), hi = max(0, max x); false if x holds an inf or NaN (which min and max
+// would pass over: the probe x·0 turns NaN on them).
+bool row_range(int64_t k, const float* x, float* lo_out, float* hi_out) {
+  float lo = 0.f, hi = 0.f, probe = 0.f;
+  int64_t j = 0;
+#ifdef __AVX512F__
+  // GCC leaves the plain loop scalar (min/max reductions on floats).
+  __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps(), vprobe = _mm512_setzero_ps();
+  for (; j + 16 <= k; j += 16) {
+    const __m512 v = _mm512_loadu_ps(x + j);
+    vlo = _mm512_min_ps(vlo, v);
+    vhi = _mm512_max_ps(vhi, v);
+    vprobe = _mm512_fmadd_ps(v, _mm512_setzero_ps(), vprobe);
+  }
+  lo = _mm512_reduce_min_ps(vlo);
+  hi = _mm512_reduce_max_ps(vhi);
+  probe = _mm512_reduce_add_ps(vprobe);
+#endif
+  for (; j < k; ++j) {
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+    probe += x[j] * 0.f;
+  }
+  *lo_out = lo;
+  *hi_out = hi;
+  return probe == 0.f;
+}
+
+// out = clamp(round(x · inv) + zp, 0, 255), rounding half to even.
+void quantize_row(int64_t k, const float* x, float inv, float zp, uint8_t* out) {
+  int64_t j = 0;
+#ifdef __AVX512F__
+  // The compiler does not vectorise the rounding and narrowing below; by hand it is ~10× faster.
+  const __m512 vinv = _mm512_set1_ps(inv), vzp = _mm512_set1_ps(zp);
+  const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
+  for (; j + 16 <= k; j += 16) {
+    __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), vinv, _mm512_setzero_ps());
+    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, vzp), lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                     _mm512_cvtusepi32_epi8(_mm512_cvtps_epu32(v)));
+  }
+#endif
+  for (; j < k; ++j)
+    out[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(x[j] * inv) + zp, 0.f, 255.f));
+}
+
+// An error cannot leave an OpenMP region (it would terminate the program): workers note a bad
+// row and the caller throws after the loop.
+void note_bad_row(std::atomic<int64_t>& bad_row, int64_t r) {
+  int64_t none = -1;
+  bad_row.compare_exchange_strong(none, r);
+}
+
+void check_pack_args(LowpKind kind, int64_t n, int64_t k) {
+  TFM_CHECK(n > 0 && k > 0) << "pack_weights(" << kind_name(kind) << "): empty weight (" << n
+                            << ", " << k << ")";
+}
+
+}  // namespace
+
+float bf16_to_float(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+void float_to_bf16(int64_t n, const float* src, uint16_t* dst) {
+  const int64_t grain = int64_t{1} << 15;
+  parallel_for(n, grain, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) dst[i] = to_bf16(src[i]);
+  });
+}
+
+void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* scale,
+                      int32_t* zero) {
+  std::atomic<int64_t> bad_row{-1};
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(k, 1));
+  parallel_for(m, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* row = x + r * k;
+      uint8_t* out = q + r * k;
+      // 0 stays inside the range so that it, and ReLU's many zeros, quantise exactly.
+      float lo, hi;
+      if (!row_range(k, row, &lo, &hi)) {
+        note_bad_row(bad_row, r);
+        continue;
+      }
+      const float s = hi > lo ? (hi - lo) / 255.f : 1.f;
+      const float inv = 1.f / s;
+      const float zp = std::clamp(std::nearbyint(-lo * inv), 0.f, 255.f);
+      quantize_row(k, row, inv, zp, out);
+      scale[r] = s;
+      zero[r] = static_cast<int32_t>(zp);
+    }
+  });
+  TFM_CHECK(bad_row.load() < 0) << "int8 linear: row " << bad_row.load()
+                                << " of the input holds inf or NaN";
+}
+
+std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int64_t k,
+                                                  const float* w) {
+  check_pack_args(kind, n, k);
+  auto packed = std::make_shared<PackedWeights>();
+  packed->kind = kind;
+  packed->n = n;
+  packed->k = k;
+  // Plain (N, K) in the target type first, then oneDNN's reorder into its blocked layout.
+  std::shared_ptr<void> plain;
+  if (kind == LowpKind::bf16) {
+    plain = cpu_allocator().allocate(static_cast<size_t>(n * k) * 2);
+    float_to_bf16(n * k, w, static_cast<uint16_t*>(plain.get()));
+  } else {
+    plain = cpu_allocator().allocate(static_cast<size_t>(n * k));
+    auto* q = static_cast<int8_t*>(plain.get());
+    packed->scales.resize(n);
+    packed->sums.resize(n);
+    std::atomic<int64_t> bad_row{-1};
+    parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* row = w + r * k;
+        float amax = 0.f, probe = 0.f;
+        for (int64_t j = 0; j < k; ++j) {
+          amax = std::max(amax, std::fabs(row[j]));
+          probe += row[j] * 0.f;
+        }
+        if (probe != 0.f) {
+          note_bad_row(bad_row, r);
+          continue;
+        }
+        const float s = amax > 0.f ? amax / 127.f : 1.f;
+        int32_t sum = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          const float v = std::clamp(std::nearbyint(row[j] / s), -127.f, 127.f);
+          q[r * k + j] = static_cast<int8_t>(v);
+          sum += static_cast<int32_t>(v);
+        }
+        packed->scales[r] = s;
+        packed->sums[r] = sum;
+      }
+    });
+    TFM_CHECK(bad_row.load() < 0) << "int8 weights: row " << bad_row.load() << " holds inf or NaN";
+  }
+  try {
+    // The layout the matmul picks for these weights (the same for every M; checked per
+    // primitive).
+    const Key key{kind, 1, n, k, false, GemmPostOp::none, get_threads()};
+    memory::desc src, dst, bias;
+    const memory::desc any({k, n}, weight_type(kind), memory::format_tag::any);
+    auto pd = make_pd(key, any, &src, &dst, &bias);
+    auto desc = std::make_shared<memory::desc>(pd.weights_desc());
+    packed->bytes = desc->get_size();
+    packed->data = cpu_allocator().allocate(packed->bytes);
+    // (K, N) view of the (N, K) row-major weight: strides (1, K).
+    const memory::desc plain_desc({k, n}, weight_type(kind), memory::dims{1, k});
+    memory from(plain_desc, engine(), plain.get());
+    memory to(*desc, engine(), packed->data.get());
+    dnnl::reorder(from, to).execute(stream(), from, to);
+    stream().wait();
+    packed->desc = desc;
+  } catch (const dnnl::error& e) {
+    TFM_FAIL() << "packing " << kind_name(kind) << " weights (" << n << ", " << k
+               << ") for oneDNN failed: " << e.what();
+  }
+  return packed;
+}
+
+void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
+                         GemmPostOp post, float* y) {
+  if (m == 0) return;
+  TFM_CHECK(m > 0) << "lowp_linear_forward: negative row count " << m;
+  const int64_t n = w.n, k = w.k;
+  const bool int8 = w.kind == LowpKind::int8;
+  // Inside another op's parallel region oneDNN runs on the calling thread only.
+  const int threads = omp_in_parallel() ? 1 : get_threads();
+  // int8 applies bias and post-op in its own dequantising pass.
+  const Key key{w.kind, m, n, k, !int8 && bias != nullptr, int8 ? GemmPostOp::none : post, threads};
+  const auto& wdesc = *static_cast<const memory::desc*>(w.desc.get());
+
+  std::shared_ptr<void> src_buf, acc_buf;
+  std::vector<float> row_scale;
+  std::vector<int32_t> row_zero;
+  if (int8) {
+    src_buf = cpu_allocator().allocate(static_cast<size_t>(m * k));
+    row_scale.resize(m);
+    row_zero.resize(m);
+    quantize_rows_u8(m, k, x, static_cast<uint8_t*>(src_buf.get()), row_scale.data(),
+                     row_zero.data());
+    acc_buf = cpu_allocator().allocate(static_cast<size_t>(m * n) * 4);
+  } else {
+    src_buf = cpu_allocator().allocate(static_cast<size_t>(m * k) * 2);
+    float_to_bf16(m * k, x, static_cast<uint16_t*>(src_buf.get()));
+  }
+
+  try {
+    auto entry = cache().get(key, wdesc);
+    std::unordered_map<int, memory> args;
+    args.emplace(DNNL_ARG_SRC, memory(entry->src, engine(), src_buf.get()));
+    args.emplace(DNNL_ARG_WEIGHTS, memory(wdesc, engine(), w.data.get()));
+    args.emplace(DNNL_ARG_DST,
+                 memory(entry->dst, engine(), int8 ? acc_buf.get() : static_cast<void*>(y)));
+    if (key.bias)
+      args.emplace(DNNL_ARG_BIAS, memory(entry->bias, engine(), const_cast<float*>(bias)));
+    std::shared_ptr<void> scratch;
+    if (entry->scratchpad_bytes > 0) {
+      scratch = cpu_allocator().allocate(entry->scratchpad_bytes);
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(entry->scratchpad, engine(), scratch.get()));
+    }
+    entry->primitive.execute(stream(), args);
+    stream().wait();
+  } catch (const dnnl::error& e) {
+    TFM_FAIL() << "oneDNN " << kind_name(w.kind) << " matmul (m=" << m << " n=" << n << " k=" << k
+               << ") failed: " << e.what();
+  }
+  if (!int8) return;
+
+  // y = post(sx[i] · sw[j] · (acc[i, j] − zero[i] · Σ_k q[j, k]) + bias[j])
+  const auto* acc = static_cast<const int32_t*>(acc_buf.get());
+  const float* sw = w.scales.data();
+  const int32_t* sums = w.sums.data();
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / n);
+  parallel_for(m, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int32_t* a = acc + r * n;
+      float* out = y + r * n;
+      const float sx = row_scale[r];
+      const int32_t zp = row_zero[r];
+      const bool relu = post == GemmPostOp::relu;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) {
+        float v = sx * sw[j] * static_cast<float>(a[j] - zp * sums[j]);
+        if (bias != nullptr) v += bias[j];
+        out[j] = relu ? std::max(v, 0.f) : v;
+      }
+      if (post == GemmPostOp::gelu_erf) gelu_forward_serial<float>(n, out, out);
+    }
+  });
+}
+
+}  // namespace tfm::cpu

@@ -1,0 +1,48 @@
+// Lower-precision inference GEMMs for linear layers: bf16 (AVX512-BF16) and int8 (VNNI), on
+// oneDNN matmul primitives with weights converted and packed once. Row-major, contiguous; w is
+// (N, K) as in nn.Linear; x and y stay f32 at the interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tfm/ops/cpu/primitives.h"
+
+namespace tfm::cpu {
+
+enum class LowpKind : uint8_t { bf16, int8 };
+
+// A weight in oneDNN's blocked layout for its matmul (the layout does not depend on M, so one
+// packed copy serves every row count). int8 also keeps the per output channel scales and the
+// column sums of the quantised weight that undo the activations' zero points.
+struct PackedWeights {
+  LowpKind kind;
+  int64_t n = 0, k = 0;
+  std::shared_ptr<void> data;  // opaque oneDNN-blocked bf16 or s8 weights
+  size_t bytes = 0;
+  std::shared_ptr<const void> desc;  // the oneDNN memory descriptor of `data`
+  std::vector<float> scales;         // int8: (N) max|w[n, :]| / 127
+  std::vector<int32_t> sums;         // int8: (N) Σ_k q[n, k]
+};
+
+// Converts w f32 (N, K) once. bf16 rounds to nearest even; int8 is symmetric per output channel
+// (q = round(w / scale), scale = max|w[n, :]| / 127, an all-zero row gets scale 1).
+std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int64_t k,
+                                                  const float* w);
+
+// y (M, N) = post(x (M, K) · wᵀ + bias). bf16: x is rounded to bf16, products accumulate in f32
+// and bias + post-op run in oneDNN's epilogue. int8: each row of x is quantised to u8 with its own
+// scale and zero point (min and max of the row, 0 included), u8·s8 products accumulate in s32,
+// and one pass dequantises with row × channel scales, adds bias and applies the post-op.
+void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
+                         GemmPostOp post, float* y);
+
+// The conversions, exposed for tests. bf16 values are the upper 16 bits of the f32 pattern.
+void float_to_bf16(int64_t n, const float* src, uint16_t* dst);
+float bf16_to_float(uint16_t v);
+// Row i of x (M, K) -> q (M, K) u8, with x ≈ scale[i] * (q - zero[i]).
+void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* scale,
+                      int32_t* zero);
+
+}  // namespace tfm::cpu

@@ -1,0 +1,49 @@
+// Linear layers in lower precision for inference: bf16 and int8 weights prepared once, used by
+// nn::Linear and the output projection when a model runs with --precision bf16|int8.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "tfm/core/tensor.h"
+#include "tfm/ops/activation.h"
+
+namespace tfm {
+
+namespace cpu {
+struct PackedWeights;
+}
+
+// fp32: the training path. bf16: weights and activations rounded to bf16, f32 accumulation.
+// int8: weights s8 per output channel, activations u8 per row (dynamic), s32 accumulation.
+enum class Precision : uint8_t { fp32, bf16, int8 };
+
+const char* precision_name(Precision p);
+// "fp32" | "bf16" | "int8"; anything else is a TFM_CHECK error naming the choices.
+Precision parse_precision(std::string_view name);
+
+// A linear weight converted for `precision` (bf16 or int8). Immutable once made; a copy shares it.
+class LowpWeight {
+ public:
+  // weight f32 (out, in).
+  LowpWeight(const Tensor& weight, Precision precision);
+  Precision precision() const { return precision_; }
+  int64_t out_features() const;
+  int64_t in_features() const;
+  size_t bytes() const;  // of the packed copy
+  // int8: the quantisation scale of each output channel, max|w[n, :]| / 127 (empty for bf16).
+  const std::vector<float>& scales() const;
+  const cpu::PackedWeights& packed() const { return *packed_; }
+
+ private:
+  Precision precision_;
+  std::shared_ptr<const cpu::PackedWeights> packed_;
+};
+
+// y = act(x·wᵀ + bias) with w prepared: x (..., in) f32, bias (out) f32 or undefined; returns
+// (..., out) f32. Inference only: records nothing for autograd (a caller that needs gradients
+// uses linear()). bf16 carries inf/NaN through as fp32 does; int8 rejects them (no scale fits).
+Tensor linear_lowp(const Tensor& x, const LowpWeight& w, const Tensor& bias = Tensor(),
+                   Activation act = Activation::none);
+
+}  // namespace tfm

@@ -1,0 +1,166 @@
+// A whole model in bf16/int8 against itself in fp32: logits within a bound, training untouched,
+// and (on a model trained here on a copying task) the same greedy translations.
+#include <random>
+
+#include "support/test_util.h"
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/autograd/tape.h"
+#include "tfm/data/batch.h"
+#include "tfm/decode/search.h"
+#include "tfm/model/transformer.h"
+#include "tfm/ops/cross_entropy.h"
+#include "tfm/ops/shape.h"
+#include "tfm/train/optimizer.h"
+
+namespace tfm {
+namespace {
+
+ModelConfig tiny_config() {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.src_vocab_size = c.trg_vocab_size = 20;
+  c.dropout = 0.0;
+  c.max_length = 64;
+  return c;
+}
+
+std::vector<Ids> random_sentences(int64_t n, int64_t vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Ids> out(n);
+  for (auto& s : out) {
+    s.resize(3 + rng() % 6);
+    for (auto& t : s) t = static_cast<int32_t>(3 + rng() % (vocab - 3));
+  }
+  return out;
+}
+
+Batch batch_of(const std::vector<Ids>& src, const std::vector<Ids>& trg, const ModelConfig& c) {
+  std::vector<const Ids*> s, t;
+  for (size_t i = 0; i < src.size(); ++i) s.push_back(&src[i]), t.push_back(&trg[i]);
+  return make_batch(s, t, c.pad_id, c.bos_id, c.eos_id);
+}
+
+// max|Δ| / max|fp32| over the logits; the tiny model has d_model 32, d_ff 64.
+double logits_error(Transformer& model, Precision p, const Batch& b) {
+  NoGradGuard no_grad;
+  model.set_precision(Precision::fp32);
+  const Tensor ref = model.forward(b.src, b.trg_in);
+  model.set_precision(p);
+  const Tensor low = model.forward(b.src, b.trg_in);
+  model.set_precision(Precision::fp32);
+  return testing::scaled_error(low, ref);
+}
+
+TEST(ModelPrecision, LogitsCloseToFp32AndTrainingStaysFp32) {
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied output" : "untied output with bias");
+    ModelConfig c = tiny_config();
+    c.tie_output = !tied ? false : true;
+    c.output_bias = !tied;
+    Transformer model(c, 1);
+    const auto src = random_sentences(6, 20, 2), trg = random_sentences(6, 20, 3);
+    const Batch b = batch_of(src, trg, c);
+    const double e_bf16 = logits_error(model, Precision::bf16, b);
+    const double e_int8 = logits_error(model, Precision::int8, b);
+    std::printf("[ precision] logits scaled error: bf16 %.2e int8 %.2e\n", e_bf16, e_int8);
+    // bf16 rounds to 2^-9 relative per operand; ~12 linear maps deep that stays near 1e-2.
+    EXPECT_GT(e_bf16, 0.0);
+    EXPECT_LT(e_bf16, 2e-2);
+    EXPECT_GT(e_int8, 0.0);
+    EXPECT_LT(e_int8, 5e-2);
+
+    // With gradients on, the model is the fp32 model whatever the precision.
+    Tensor fp32_logits;
+    {
+      NoGradGuard no_grad;
+      fp32_logits = model.forward(b.src, b.trg_in);
+    }
+    model.set_precision(Precision::int8);
+    EXPECT_TRUE(testing::bitwise_equal(model.forward(b.src, b.trg_in), fp32_logits));
+    // And fp32 again is exactly fp32.
+    model.set_precision(Precision::fp32);
+    NoGradGuard no_grad;
+    EXPECT_TRUE(testing::bitwise_equal(model.forward(b.src, b.trg_in), fp32_logits));
+  }
+}
+
+TEST(ModelPrecision, OutputProjectionCanStayAtAnotherPrecision) {
+  ModelConfig c = tiny_config();
+  Transformer model(c, 4);
+  const Batch b = batch_of(random_sentences(4, 20, 5), random_sentences(4, 20, 6), c);
+  NoGradGuard no_grad;
+  model.set_precision(Precision::int8);
+  const Tensor all_int8 = model.forward(b.src, b.trg_in);
+  model.set_precision(Precision::int8, Precision::fp32);
+  const Tensor fp32_output = model.forward(b.src, b.trg_in);
+  EXPECT_GT(testing::max_abs_diff(all_int8, fp32_output), 0.0);
+  model.set_precision(Precision::fp32, Precision::fp32);
+  const Tensor fp32 = model.forward(b.src, b.trg_in);
+  EXPECT_GT(testing::max_abs_diff(fp32_output, fp32), 0.0);  // the layers below are still int8
+}
+
+// Trained to copy its input, the model is confident: lower precision must not change a single
+// greedy output, and the weights updated by training are re-prepared, not served stale.
+TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
+  ModelConfig c = tiny_config();
+  c.encoder_layers = c.decoder_layers = 1;
+  Transformer model(c, 7);
+  model.set_precision(Precision::int8);  // set before training: training must ignore it
+  model.set_training(true);
+  std::vector<std::pair<std::string, Tensor>> params;
+  for (auto& [name, p] : model.named_parameters()) params.emplace_back(name, *p);
+  Adam adam(params, AdamOptions{3e-3, 0.9, 0.98, 1e-9, 0.0, false});
+  const std::vector<Ids> test = random_sentences(40, 20, 1000);
+  const auto search = decode::make_search(decode::SearchOptions{});
+  std::vector<decode::NBest> early;
+  // One thread: a tiny model gains nothing from two, and on a loaded machine it runs far faster.
+  testing::with_threads(1, [&] {
+    for (int step = 0; step < 1500; ++step) {
+      const auto src = random_sentences(32, 20, step);
+      const Batch b = batch_of(src, src, c);
+      Tensor logits = model.forward(b.src, b.trg_in);
+      const int64_t n = b.trg_out.numel();
+      Tensor loss = softmax_cross_entropy(reshape(logits, {n, c.trg_vocab_size}),
+                                          b.trg_out.reshape({n}), 0.0, c.pad_id)
+                        .loss;
+      autograd::backward(loss);
+      adam.step(step < 100 ? 3e-3 * (step + 1) / 100 : 3e-3);
+      adam.zero_grad();
+      // Mid-training inference prepares int8 copies of the weights of the time.
+      if (step == 20) early = search->run(model, test);
+    }
+  });
+  model.set_training(false);
+  model.set_precision(Precision::fp32);
+  const auto fp32 = search->run(model, test);
+  int copied = 0;
+  for (size_t i = 0; i < test.size(); ++i) copied += fp32[i][0].tokens == test[i];
+  std::printf("[ precision] fp32 copies %d/%zu\n", copied, test.size());
+  ASSERT_GE(copied, 38) << "the model did not learn to copy";
+  // The last entry keeps the output projection (the vocabulary-sized one) at fp32.
+  for (auto [p, out] :
+       {std::pair{Precision::bf16, Precision::bf16}, std::pair{Precision::int8, Precision::int8},
+        std::pair{Precision::int8, Precision::bf16}, std::pair{Precision::int8, Precision::fp32}}) {
+    model.set_precision(p, out);
+    const auto low = search->run(model, test);
+    int same = 0;
+    double worst = 0;
+    for (size_t i = 0; i < test.size(); ++i) {
+      same += low[i][0].tokens == fp32[i][0].tokens;
+      if (low[i][0].tokens == fp32[i][0].tokens)
+        worst = std::max(worst, std::abs(low[i][0].log_prob - fp32[i][0].log_prob));
+    }
+    std::printf(
+        "[ precision] %s (output %s): %d/%zu greedy outputs as fp32, worst |Δ log P| "
+        "%.2e\n",
+        precision_name(p), precision_name(out), same, test.size(), worst);
+    EXPECT_EQ(same, static_cast<int>(test.size())) << precision_name(p);
+    EXPECT_LT(worst, p == Precision::bf16 ? 0.02 : 0.15);
+  }
+  // The stale int8 copies from step 20 would translate like the early model did.
+  int as_early = 0;
+  for (size_t i = 0; i < test.size(); ++i) as_early += early[i][0].tokens == fp32[i][0].tokens;
+  EXPECT_LT(as_early, static_cast<int>(test.size()));
+}
+
+}  // namespace
+}  // namespace tfm
