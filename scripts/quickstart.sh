@@ -105,7 +105,8 @@ if [[ -s $workdir/vocab.model ]]; then
   skip "vocab" "$workdir/vocab.model exists"
 else
   step "vocab: 8000 pieces" "a small corpus may not support 8000 pieces: run $tfm vocab --input $data/train.de $data/train.en --size N --out $workdir/vocab with the N SentencePiece allows, then re-run"
-  "$tfm" vocab --input "$data/train.de" "$data/train.en" --size 8000 --out "$workdir/vocab" >&2
+  "$tfm" vocab --input "$data/train.de" "$data/train.en" --size 8000 --max-sentences 200000 \
+    --out "$workdir/vocab" >&2
 fi
 
 # 5. Training (resumes from $model/train_state when interrupted).
@@ -119,7 +120,8 @@ else
   fi
   "$tfm" train --model "$model" --train-src "$data/train.de" --train-trg "$data/train.en" \
     --valid-src "$data/valid.de" --valid-trg "$data/valid.en" --vocab "$workdir/vocab.model" \
-    --preset small --max-minutes "$minutes" >&2
+    --preset small --max-minutes "$minutes" --lr 1e-3 --warmup 800 --clip-norm 1.0 \
+    --save-every 250 --valid-every 500 --log-every 50 >&2
   touch "$model/.quickstart_trained"
 fi
 best=$model
