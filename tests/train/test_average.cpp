@@ -22,7 +22,9 @@ TEST(Average, IsTheElementwiseMean) {
   std::vector<std::string> dirs;
   for (uint64_t seed : {1, 2, 3}) {
     models.push_back(std::make_unique<Transformer>(c, seed));
-    dirs.push_back((dir / ("m" + std::to_string(seed))).string());
+    std::string name = "m";  // (not "m" + to_string: GCC 12 warns -Wrestrict on that, wrongly)
+    name += std::to_string(seed);
+    dirs.push_back((dir / name).string());
     save_model(*models.back(), dirs.back());
   }
   average_models(dirs, (dir / "avg").string());
