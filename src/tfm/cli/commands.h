@@ -12,5 +12,6 @@ void add_score(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_translate(CLI::App& app);
 void add_vocab(CLI::App& app);
+void add_bench(CLI::App& app);
 
 }  // namespace tfm::cli

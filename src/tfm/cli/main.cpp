@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_eval(app);
   tfm::cli::add_translate(app);
   tfm::cli::add_vocab(app);
+  tfm::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

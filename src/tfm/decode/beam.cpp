@@ -92,7 +92,9 @@ class BeamSearch : public Search {
     }
     std::vector<size_t> active(sources.size());
     for (size_t i = 0; i < active.size(); ++i) active[i] = i;
-    DecoderState state = detail::start(model, ptrs);
+    int64_t longest = 1;
+    for (const Sentence& s : sent) longest = std::max(longest, s.max_len);
+    DecoderState state = detail::start(model, ptrs, longest);
     std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
     std::vector<int32_t> top;
     std::vector<Candidate> cands;

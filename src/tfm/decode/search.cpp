@@ -49,9 +49,12 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
   }
 }
 
-DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources) {
+DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
+                   int64_t max_len) {
   const ModelConfig& c = model.config();
-  return model.start(source_batch(sources, c.pad_id, c.eos_id));
+  DecoderState state = model.start(source_batch(sources, c.pad_id, c.eos_id));
+  state.reserve = max_len;
+  return state;
 }
 
 Tensor step_log_probs(const Transformer& model, DecoderState& state,

@@ -50,17 +50,15 @@ Tensor fixed_positions(const ModelConfig& c) {
 
 int64_t DecoderState::batch() const {
   for (const auto& l : layers)
-    if (l.self.k.defined()) return l.self.k.size(0);
+    if (l.self.k.defined()) return l.self.batch();
   return src_mask.defined() ? src_mask.size(0) : 0;
 }
 
 void DecoderState::reorder(const std::vector<int64_t>& rows) {
   src_mask = select_rows(src_mask, rows);
   for (auto& l : layers) {
-    l.self.k = select_rows(l.self.k, rows);
-    l.self.v = select_rows(l.self.v, rows);
-    l.cross.k = select_rows(l.cross.k, rows);
-    l.cross.v = select_rows(l.cross.v, rows);
+    l.self.reorder(rows);
+    l.cross.reorder(rows);
   }
 }
 
@@ -213,7 +211,7 @@ Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeight
       << "step: state has " << st.layers.size() << " layers, the model " << decoder_.layers_.size();
   Tensor x = embed(ids, trg_table(), pos_trg_, decoder_.embed_norm_.get(), st.position);
   for (size_t i = 0; i < decoder_.layers_.size(); ++i)
-    x = decoder_.layers_[i]->step(x, st.layers[i], st.src_mask, weights);
+    x = decoder_.layers_[i]->step(x, st.layers[i], st.src_mask, weights, st.reserve);
   st.position += ids.size(1);
   if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
   const int64_t t = x.size(1);

@@ -1,0 +1,181 @@
+// The preallocated KV cache: appends write in place, views read through the batch stride give
+// what a contiguous cache gives, reorder equals a plain gather, and decoding in steady state
+// takes no new memory from the system.
+#include <vector>
+
+#include "support/test_util.h"
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/core/allocator.h"
+#include "tfm/model/transformer.h"
+#include "tfm/nn/attention.h"
+#include "tfm/ops/attention.h"
+#include "tfm/ops/shape.h"
+
+namespace tfm {
+namespace {
+
+// The (B, L, C) tensor a cache must equal: the chunks concatenated along positions, element by
+// element.
+Tensor reference_concat(const std::vector<Tensor>& chunks) {
+  const int64_t b = chunks[0].size(0), c = chunks[0].size(2);
+  int64_t len = 0;
+  for (const Tensor& t : chunks) len += t.size(1);
+  Tensor out = Tensor::empty({b, len, c});
+  float* o = out.data<float>();
+  int64_t at = 0;
+  for (const Tensor& t : chunks) {
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t p = 0; p < t.size(1); ++p)
+        for (int64_t j = 0; j < c; ++j)
+          o[(i * len + at + p) * c + j] = static_cast<float>(t.at({i, p, j}));
+    at += t.size(1);
+  }
+  return out;
+}
+
+TEST(KVCache, AppendWritesInPlaceWithinTheReservation) {
+  nn::KVCache cache;
+  std::vector<Tensor> ks, vs;
+  const void* storage = nullptr;
+  for (int step = 0; step < 6; ++step) {
+    const int64_t t = step == 0 ? 2 : 1;  // a prompt of two, then one a step
+    ks.push_back(testing::random_tensor({3, t, 8}, DType::f32, 10 + step));
+    vs.push_back(testing::random_tensor({3, t, 8}, DType::f32, 20 + step));
+    cache.append(ks.back(), vs.back(), /*reserve=*/16);
+    if (step == 0) storage = cache.k.storage().get();
+    EXPECT_EQ(cache.capacity(), 16);
+    EXPECT_EQ(cache.k.storage().get(), storage) << "step " << step << " reallocated";
+    EXPECT_EQ(cache.length(), step + 2);
+    EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat(ks)));
+    EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), reference_concat(vs)));
+  }
+  EXPECT_EQ(cache.k.strides()[0], 16 * 8);  // a view of the buffer, not a copy
+}
+
+TEST(KVCache, GrowsByDoublingAndKeepsWhatItHolds) {
+  nn::KVCache cache;
+  std::vector<Tensor> ks, vs;
+  std::vector<int64_t> caps;
+  for (int step = 0; step < 9; ++step) {
+    ks.push_back(testing::random_tensor({2, 1, 4}, DType::f32, 30 + step));
+    vs.push_back(testing::random_tensor({2, 1, 4}, DType::f32, 40 + step));
+    cache.append(ks.back(), vs.back());
+    caps.push_back(cache.capacity());
+  }
+  EXPECT_EQ(caps, (std::vector<int64_t>{1, 2, 4, 4, 8, 8, 8, 8, 16}));
+  EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat(ks)));
+  EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), reference_concat(vs)));
+}
+
+TEST(KVCache, ReorderMatchesAGatherAndSwapsTwoBuffers) {
+  nn::KVCache cache;
+  Tensor k = testing::random_tensor({4, 5, 6}, DType::f32, 1);
+  Tensor v = testing::random_tensor({4, 5, 6}, DType::f32, 2);
+  cache.append(k, v, 12);
+  auto gather = [](const Tensor& t, const std::vector<int64_t>& rows) {
+    std::vector<Tensor> parts;
+    for (int64_t r : rows) parts.push_back(narrow(t, 0, r, 1));
+    return concat(parts, 0).contiguous();
+  };
+  std::vector<const void*> seen;
+  Tensor want_k = k, want_v = v;
+  // Same row count each time (beam search in steady state): two buffers, used alternately.
+  const std::vector<std::vector<int64_t>> orders = {
+      {3, 3, 0, 1}, {1, 0, 2, 2}, {0, 1, 2, 3}, {2, 2, 2, 0}, {3, 1, 1, 0}};
+  for (const auto& rows : orders) {
+    cache.reorder(rows);
+    want_k = gather(want_k, rows);
+    want_v = gather(want_v, rows);
+    EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), want_k));
+    EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), want_v));
+    seen.push_back(cache.k.storage().get());
+  }
+  for (size_t i = 2; i < seen.size(); ++i) EXPECT_EQ(seen[i], seen[i - 2]) << "reorder " << i;
+  EXPECT_NE(seen[0], seen[1]);
+  // Fewer rows (a sentence finished), then appending goes on in place.
+  cache.reorder({1, 2});
+  want_k = gather(want_k, {1, 2});
+  Tensor k2 = testing::random_tensor({2, 1, 6}, DType::f32, 3);
+  cache.append(k2, testing::random_tensor({2, 1, 6}, DType::f32, 4));
+  EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat({want_k, k2})));
+  EXPECT_TRUE(testing::error_of([&] {
+                cache.reorder({0, 2});
+              }).find("out of range") != std::string::npos);
+}
+
+TEST(KVCache, AttentionReadsTheStridedViewAsAContiguousCopy) {
+  NoGradGuard ng;
+  nn::KVCache cache;
+  cache.append(testing::random_tensor({3, 7, 16}, DType::f32, 5),
+               testing::random_tensor({3, 7, 16}, DType::f32, 6), 32);
+  ASSERT_FALSE(cache.k.is_contiguous());
+  Tensor q = testing::random_tensor({3, 1, 16}, DType::f32, 7);
+  Tensor mask = Tensor::zeros({3, 7}, DType::u8);
+  mask.data<uint8_t>()[2 * 7 + 6] = 1;
+  AttentionOptions o;
+  o.causal = true;
+  o.return_weights = true;
+  AttentionResult strided = attention(q, cache.k, cache.v, 4, mask, o);
+  AttentionResult copied = attention(q, cache.k.contiguous(), cache.v.contiguous(), 4, mask, o);
+  EXPECT_TRUE(testing::bitwise_equal(strided.out, copied.out));
+  EXPECT_TRUE(testing::bitwise_equal(strided.weights, copied.weights));
+}
+
+ModelConfig small_model() {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.d_model = 16, c.heads = 4, c.d_ff = 24, c.encoder_layers = 2, c.decoder_layers = 2;
+  c.dropout = 0.0;
+  c.src_vocab_size = c.trg_vocab_size = 17;
+  c.max_length = 64;
+  return c;
+}
+
+// Incremental decoding over a cache preallocated for the whole output gives the logits of
+// forward() over the prefix, before and after a beam-style reorder.
+TEST(KVCache, ReservedDecodingEqualsFullRecompute) {
+  const ModelConfig c = small_model();
+  Transformer m(c, 3);
+  NoGradGuard ng;
+  const int64_t B = 3, T = 9;
+  Tensor src = testing::random_ids({B, 6}, c.src_vocab_size - 3, 8);
+  Tensor trg = testing::random_ids({B, T}, c.trg_vocab_size - 3, 9);
+  for (Tensor* t : {&src, &trg})
+    for (int64_t i = 0; i < t->numel(); ++i) t->data<int32_t>()[i] += 3;
+  for (int64_t b = 0; b < B; ++b) trg.data<int32_t>()[b * T] = static_cast<int32_t>(c.bos_id);
+  Tensor full = m.forward(src, trg);  // (B, T, V)
+  DecoderState st = m.start(src);
+  st.reserve = T;
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor logits = m.step(st, narrow(trg, 1, t, 1).contiguous().reshape({B}));
+    Tensor ref = narrow(full, 1, t, 1).contiguous().reshape({B, c.trg_vocab_size});
+    EXPECT_LE(testing::scaled_error(logits, ref), 1e-5) << "step " << t;
+    EXPECT_EQ(st.layers[0].self.capacity(), T);
+  }
+}
+
+// Greedy-style and beam-style decode steps in steady state reuse the allocator's cached blocks:
+// no block of a new size is asked for, so nothing reaches the system allocator.
+TEST(KVCache, SteadyStateDecodingTakesNoNewMemory) {
+  const ModelConfig c = small_model();
+  Transformer m(c, 4);
+  NoGradGuard ng;
+  const int64_t B = 4, steps = 40;
+  Tensor src = testing::random_ids({B, 7}, c.src_vocab_size - 3, 11);
+  for (int64_t i = 0; i < src.numel(); ++i) src.data<int32_t>()[i] += 3;
+  for (bool beam : {false, true}) {
+    DecoderState st = m.start(src);
+    st.reserve = steps;
+    uint64_t allocs_after_warmup = 0;
+    for (int64_t t = 0; t < steps; ++t) {
+      if (t == 4) allocs_after_warmup = cpu_allocator().stats().system_allocs;
+      std::vector<int32_t> tok(B, static_cast<int32_t>(3 + t % 10));
+      Tensor logits = m.step(st, Tensor::from_vector<int32_t>({B}, tok));
+      if (beam) st.reorder({1, 0, 3, static_cast<int64_t>(t % B)});
+    }
+    EXPECT_EQ(cpu_allocator().stats().system_allocs, allocs_after_warmup)
+        << (beam ? "beam" : "greedy") << " steps allocated";
+  }
+}
+
+}  // namespace
+}  // namespace tfm
