@@ -29,6 +29,9 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--vocab", o.vocab, "Source and target vocabulary size");
   cmd->add_option("--beam-size", o.beam_size, "Beam width for --mode beam")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--shard-size", o.shard_size,
+                  "Decoding: sentences per shard, shards decoded in parallel (0: one batch)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o.seed, "Seed of the weights and the random ids");
   cmd->add_flag("--no-ceiling", no_ceiling, "Skip the sgemm ceiling run (MFU reported as 0)");
   cmd->add_flag("--json", json, "End with one JSON line");

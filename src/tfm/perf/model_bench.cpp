@@ -71,6 +71,7 @@ ModelBenchOptions resolved(const ModelBenchOptions& in) {
   TFM_CHECK(o.warmup >= 0) << "bench: warm-up iterations must be >= 0, got " << o.warmup;
   TFM_CHECK(o.vocab > 4) << "bench: vocabulary must exceed the 4 special ids, got " << o.vocab;
   TFM_CHECK(o.beam_size >= 1) << "bench: beam size must be >= 1, got " << o.beam_size;
+  TFM_CHECK(o.shard_size >= 0) << "bench: shard size must be >= 0, got " << o.shard_size;
   TFM_CHECK(o.threads >= 0) << "bench: threads must be >= 0, got " << o.threads;
   return o;
 }
@@ -132,6 +133,7 @@ class DecodeWorkload : public Workload {
     so.min_length = o.seq_len;  // EOS forbidden before seq_len tokens …
     so.max_length_a = 0.0;      // … and forced right after: exactly seq_len tokens + EOS
     so.max_length_b = static_cast<double>(o.seq_len + 1);
+    so.shard_size = o.shard_size;
     search_ = decode::make_search(so);
     model_.set_training(false);
   }
@@ -302,6 +304,7 @@ std::string ModelBenchResult::to_json() const {
   j["vocab"] = options.vocab;
   j["parameters"] = parameters;
   if (options.mode == BenchMode::beam) j["beam_size"] = options.beam_size;
+  if (options.mode != BenchMode::train) j["shard_size"] = options.shard_size;
   double load[1] = {0};
   if (getloadavg(load, 1) == 1) j["load_average_1m"] = load[0];
   return j.dump();
