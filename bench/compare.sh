@@ -4,24 +4,33 @@
 # nn.Transformer (torch-nn), alternating so that load changes hit all three alike; then one
 # table of medians over the rounds and ratios (tfm / PyTorch tokens/s: > 1 means tfm is faster).
 # MFU is useful GEMM FLOP/s over tfm's dnnl_sgemm ceiling (median over its runs), for all three.
+# PyTorch's decoding re-runs the decoder over the prefix and takes minutes at `base`, so it runs
+# --torch-decode-repeat times (default 1) without warm-up; everything else --repeat times after
+# one warm-up. Both sides run under the same OMP_WAIT_POLICY (--wait-policy, default passive:
+# on a machine shared with other jobs, spinning OpenMP threads wait for a descheduled partner
+# at every barrier and both sides lose 3-4x; "default" leaves the variable unset).
 #
 #   bench/compare.sh [--build-dir build] [--threads 2] [--rounds 3] [--repeat 3]
+#                    [--torch-decode-repeat 1] [--wait-policy passive|active|default]
 #                    [--presets "small base"] [--modes "train greedy beam"] [--keep DIR]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="$here/../build"
-threads=2 rounds=3 repeat=3 presets="small base" modes="train greedy beam" keep=""
+threads=2 rounds=3 repeat=3 torch_decode_repeat=1 wait_policy=passive
+presets="small base" modes="train greedy beam" keep=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
+    --torch-decode-repeat) torch_decode_repeat="$2"; shift 2 ;;
+    --wait-policy) wait_policy="$2"; shift 2 ;;
     --presets) presets="$2"; shift 2 ;;
     --modes) modes="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -39,7 +48,13 @@ mkdir -p "$out"
 results="$out/results.jsonl"
 : > "$results"
 export OMP_NUM_THREADS="$threads"
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $threads threads, $rounds rounds x $repeat repeats;" \
+case "$wait_policy" in
+  passive|active) export OMP_WAIT_POLICY="$wait_policy" ;;
+  default) unset OMP_WAIT_POLICY ;;
+  *) echo "compare.sh: --wait-policy must be passive, active or default" >&2; exit 2 ;;
+esac
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $threads threads, $rounds rounds x $repeat repeats" \
+     "(PyTorch decoding: $torch_decode_repeat), OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset};" \
      "load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for preset in $presets; do
   for mode in $modes; do
@@ -47,9 +62,11 @@ for preset in $presets; do
       echo "# $preset $mode round $r/$rounds" >&2
       "$tfm" bench --preset "$preset" --mode "$mode" --threads "$threads" --repeat "$repeat" \
           --json | tail -n 1 | sed 's/^{/{"side":"tfm",/' >> "$results"
+      torch_runs=(--repeat "$repeat" --warmup 1)
+      [[ $mode == train ]] || torch_runs=(--repeat "$torch_decode_repeat" --warmup 0)
       for model in seed004 torch-nn; do
         "$py" "$here/compare_pytorch.py" --model "$model" --preset "$preset" --mode "$mode" \
-            --threads "$threads" --repeat "$repeat" --json | tail -n 1 \
+            --threads "$threads" "${torch_runs[@]}" --json | tail -n 1 \
             | sed "s/^{/{\"side\":\"$model\",/" >> "$results"
       done
     done
