@@ -153,6 +153,55 @@ TEST(KVCache, ReservedDecodingEqualsFullRecompute) {
   }
 }
 
+// Beam-style reorders: expanding each source to two rows moves the cross-attention caches;
+// permuting rows among the beams of one source leaves them untouched (same buffers) and moves
+// only the self-attention caches. Logits follow forward() over each row's own history.
+TEST(KVCache, ReorderWithinASourceKeepsTheCrossCaches) {
+  const ModelConfig c = small_model();
+  Transformer m(c, 5);
+  NoGradGuard ng;
+  Tensor src = Tensor::from_vector<int32_t>({2, 4}, {5, 6, 7, 8, 9, 10, 0, 0});
+  DecoderState st = m.start(src);
+  st.reserve = 8;
+  // Row histories (target prefixes) as they evolve, to recompute with forward().
+  std::vector<std::vector<int32_t>> hist = {{1}, {1}};
+  std::vector<int64_t> srcs = {0, 1};
+  auto step_and_check = [&](const std::vector<int32_t>& tok, const char* what) {
+    Tensor logits =
+        m.step(st, Tensor::from_vector<int32_t>({static_cast<int64_t>(tok.size())}, tok));
+    for (size_t r = 0; r < tok.size(); ++r) {
+      std::vector<int32_t> prefix = hist[r];
+      Tensor s1 = narrow(src, 0, srcs[r], 1).contiguous();
+      Tensor t1 = Tensor::from_vector<int32_t>({1, static_cast<int64_t>(prefix.size())}, prefix);
+      Tensor full = m.forward(s1, t1);  // (1, T, V)
+      Tensor ref = narrow(full, 1, full.size(1) - 1, 1).contiguous().reshape({1, c.trg_vocab_size});
+      EXPECT_LE(testing::scaled_error(narrow(logits, 0, r, 1).contiguous(), ref), 1e-5)
+          << what << " row " << r;
+    }
+  };
+  step_and_check({1, 1}, "first step");
+  auto reorder = [&](const std::vector<int64_t>& rows, const std::vector<int32_t>& next) {
+    st.reorder(rows);
+    std::vector<std::vector<int32_t>> h;
+    std::vector<int64_t> s;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      h.push_back(hist[rows[i]]);
+      h.back().push_back(next[i]);
+      s.push_back(srcs[rows[i]]);
+    }
+    hist = h;
+    srcs = s;
+  };
+  reorder({0, 0, 1, 1}, {4, 5, 6, 7});  // two beams a source
+  const void* cross_k = st.layers[0].cross.k.storage().get();
+  step_and_check({4, 5, 6, 7}, "after expanding");
+  reorder({1, 0, 3, 3}, {8, 9, 10, 11});  // beams swap within their source
+  EXPECT_EQ(st.layers[0].cross.k.storage().get(), cross_k) << "cross caches were copied";
+  step_and_check({8, 9, 10, 11}, "after a reorder within sources");
+  reorder({2, 3}, {12, 13});  // source 0 finished
+  step_and_check({12, 13}, "after dropping a source");
+}
+
 // Greedy-style and beam-style decode steps in steady state reuse the allocator's cached blocks:
 // no block of a new size is asked for, so nothing reaches the system allocator.
 TEST(KVCache, SteadyStateDecodingTakesNoNewMemory) {

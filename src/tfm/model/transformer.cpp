@@ -55,11 +55,20 @@ int64_t DecoderState::batch() const {
 }
 
 void DecoderState::reorder(const std::vector<int64_t>& rows) {
-  src_mask = select_rows(src_mask, rows);
-  for (auto& l : layers) {
-    l.self.reorder(rows);
-    l.cross.reorder(rows);
+  bool same_sources = !source_of_row.empty();
+  std::vector<int64_t> next(rows.size());
+  const int64_t b = batch();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TFM_CHECK(b == 0 || (rows[i] >= 0 && rows[i] < b))
+        << "DecoderState::reorder: row " << rows[i] << " out of range for batch " << b;
+    if (!source_of_row.empty()) next[i] = source_of_row[rows[i]];
   }
+  same_sources = same_sources && next == source_of_row;
+  for (auto& l : layers) l.self.reorder(rows);
+  if (same_sources) return;
+  src_mask = select_rows(src_mask, rows);
+  for (auto& l : layers) l.cross.reorder(rows);
+  if (!source_of_row.empty()) source_of_row = std::move(next);
 }
 
 Transformer::Transformer(const ModelConfig& config, uint64_t seed) : c_(config), init_gen_(seed) {
@@ -193,6 +202,8 @@ DecoderState Transformer::start(const Tensor& src) const {
   st.layers.resize(decoder_.layers_.size());
   for (size_t i = 0; i < decoder_.layers_.size(); ++i)
     st.layers[i].cross = decoder_.layers_[i]->cross_attn_->project(memory);
+  st.source_of_row.resize(src.size(0));
+  for (int64_t b = 0; b < src.size(0); ++b) st.source_of_row[b] = b;
   return st;
 }
 

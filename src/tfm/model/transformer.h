@@ -20,6 +20,10 @@ struct DecoderState {
   // Target positions to allocate the self-attention caches for on the first step (the search's
   // max length); 0 lets them start small and double.
   int64_t reserve = 0;
+  // Which source (row of start()'s batch) each row decodes. Beams of one sentence share their
+  // cross-attention keys/values, so a reorder that keeps every row's source leaves those (and
+  // src_mask) alone. Empty: unknown, always reordered.
+  std::vector<int64_t> source_of_row;
   int64_t batch() const;
   // Keeps row rows[i] of the old state as row i (beam search reordering; rows may repeat), in
   // the caches' own buffers (no allocation once they have room).
