@@ -246,7 +246,8 @@ def main():
                repeats=args.repeat, warmup=args.warmup, batch_size=B, seq_len=L, vocab=V,
                torch=torch.__version__,
                blas=os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3"),
-               load_average_1m=os.getloadavg()[0])
+               load_average_1m=os.getloadavg()[0],
+               omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", ""))
     if args.mode == "beam":
         res["beam_size"] = args.beam_size
     print(f"{args.model} {args.preset} {args.mode}: median {med:.4f} s, "
