@@ -218,6 +218,41 @@ TEST(Search, BatchedEqualsOneByOneAndThreadIndependent) {
   set_threads(saved);
 }
 
+// Sharded search: shards of 2 sentences decoded in parallel give, on 1 and on 2 threads, the
+// same bits, and what one batch gives up to the last bits of the scores (batching), for greedy,
+// beam and sampling (whose streams follow the sentence ids, not the shard).
+TEST(Search, ShardsAreThreadIndependentAndMatchOneBatch) {
+  const int saved = get_threads();
+  auto m = tiny_model(21, 11);
+  for (int kind = 0; kind < 3; ++kind) {
+    SearchOptions o;
+    o.beam_size = kind == 1 ? 4 : 1;
+    o.n_best = o.beam_size;
+    o.sampling = kind == 2;
+    o.seed = 5;
+    o.max_length = 14;
+    o.shard_size = 2;
+    SearchOptions whole = o;
+    whole.shard_size = 0;
+    set_threads(1);
+    std::vector<NBest> one_thread = make_search(o)->run(*m, kSources);
+    set_threads(2);
+    std::vector<NBest> two_threads = make_search(o)->run(*m, kSources);
+    std::vector<NBest> batch = make_search(whole)->run(*m, kSources);
+    expect_same(one_thread, two_threads, "shards on 1 vs 2 threads");
+    expect_same(two_threads, batch, "shards vs one batch", 1e-6);
+  }
+  // Errors name the sentence's index in the whole batch, not in its shard.
+  SearchOptions o;
+  o.shard_size = 2;
+  std::vector<Ids> bad = kSources;
+  bad[3] = {4, 99};
+  EXPECT_TFM_ERROR(make_search(o)->run(*m, bad), "source 3 has id 99");
+  o.shard_size = -1;
+  EXPECT_TFM_ERROR(make_search(o), "shard size must be >= 0");
+  set_threads(saved);
+}
+
 // Early stop is exact: the n-best of a search that runs every beam to max length are the same.
 TEST(Search, EarlyStopChangesNothing) {
   int64_t long_best = 0;  // the test means something only if long hypotheses win

@@ -15,5 +15,6 @@ void add_vocab(CLI::App& app);
 void add_train(CLI::App& app);
 void add_average(CLI::App& app);
 void add_prepare_ding(CLI::App& app);
+void add_bench(CLI::App& app);
 
 }  // namespace tfm::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_train(app);
   tfm::cli::add_average(app);
   tfm::cli::add_prepare_ding(app);
+  tfm::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

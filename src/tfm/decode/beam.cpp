@@ -32,29 +32,40 @@ struct Candidate {
   int32_t token;
 };
 
-// The k best tokens of a row, best first (ties: lower id first).
-void top_tokens(const float* row, int64_t vocab, int64_t k, std::vector<int32_t>& out) {
+// The k best tokens of a row, best first (ties: lower id first). One pass keeping the best k
+// so far in order; a block of 16 values is looked at one by one only when one of them beats
+// the current k-th best, which after the first blocks is rare, so the scan runs at vector speed
+// instead of sorting or comparing index by index.
+void top_tokens(const float* row, int64_t vocab, int64_t k, std::vector<int32_t>& out,
+                std::vector<float>& vals) {
   out.clear();
-  if (k <= 2) {  // greedy: a linear scan (argmax, and the runner-up in case it is EOS)
-    int32_t a = -1, b = -1;
-    for (int32_t v = 0; v < vocab; ++v) {
-      if (a < 0 || row[v] > row[a]) {
-        b = a;
-        a = v;
-      } else if (b < 0 || row[v] > row[b]) {
-        b = v;
-      }
+  vals.clear();
+  if (k <= 0) return;
+  auto offer = [&](int32_t v) {
+    const float x = row[v];
+    const bool full = static_cast<int64_t>(out.size()) == k;
+    if (full && !(x > vals.back())) return;
+    // After every kept value >= x: equal values keep the lower id first.
+    size_t p = vals.size();
+    while (p > 0 && vals[p - 1] < x) --p;
+    if (full) {
+      out.pop_back();
+      vals.pop_back();
     }
-    out.push_back(a);
-    if (k == 2 && b >= 0) out.push_back(b);
-    return;
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(p), v);
+    vals.insert(vals.begin() + static_cast<std::ptrdiff_t>(p), x);
+  };
+  constexpr int64_t kBlock = 16;
+  int64_t v = 0;
+  for (; v < vocab && static_cast<int64_t>(out.size()) < k; ++v) offer(static_cast<int32_t>(v));
+  for (; v + kBlock <= vocab; v += kBlock) {
+    const float worst = vals.back();
+    bool any = false;
+    for (int64_t j = 0; j < kBlock; ++j) any |= row[v + j] > worst;
+    if (any)
+      for (int64_t j = 0; j < kBlock; ++j) offer(static_cast<int32_t>(v + j));
   }
-  out.resize(vocab);
-  for (int32_t v = 0; v < vocab; ++v) out[v] = v;
-  std::partial_sort(out.begin(), out.begin() + k, out.end(), [&](int32_t x, int32_t y) {
-    return row[x] != row[y] ? row[x] > row[y] : x < y;
-  });
-  out.resize(k);
+  for (; v < vocab; ++v) offer(static_cast<int32_t>(v));
 }
 
 // True when no live hypothesis can reach the n_best-th finished score: log-probs only fall, so a
@@ -92,9 +103,12 @@ class BeamSearch : public Search {
     }
     std::vector<size_t> active(sources.size());
     for (size_t i = 0; i < active.size(); ++i) active[i] = i;
-    DecoderState state = detail::start(model, ptrs);
+    int64_t longest = 1;
+    for (const Sentence& s : sent) longest = std::max(longest, s.max_len);
+    DecoderState state = detail::start(model, ptrs, longest);
     std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
     std::vector<int32_t> top;
+    std::vector<float> top_vals;
     std::vector<Candidate> cands;
 
     for (int64_t generated = 0; !active.empty(); ++generated) {
@@ -112,7 +126,7 @@ class BeamSearch : public Search {
           float* row = lpd + (r + j) * V;
           detail::mask_row(row, V, c, generated, o_.min_length, s.max_len);
           // beam + 1 tokens a hypothesis suffice: the walk below stops after beam non-EOS ones.
-          top_tokens(row, V, std::min<int64_t>(V, beam + 1), top);
+          top_tokens(row, V, std::min<int64_t>(V, beam + 1), top, top_vals);
           for (int32_t t : top)
             if (row[t] != detail::kNegInf) cands.push_back({s.live[j].log_prob + row[t], j, t});
         }

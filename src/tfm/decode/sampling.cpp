@@ -72,7 +72,8 @@ class SamplingSearch : public Search {
     }
     std::vector<size_t> active(sources.size());
     for (size_t i = 0; i < active.size(); ++i) active[i] = i;
-    DecoderState state = detail::start(model, ptrs);
+    DecoderState state =
+        detail::start(model, ptrs, *std::max_element(max_len.begin(), max_len.end()));
     std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
     std::vector<int32_t> order;
     std::vector<double> p;

@@ -1,8 +1,12 @@
 #include "tfm/decode/search.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <exception>
 
+#include "tfm/core/parallel.h"
 #include "tfm/decode/detail.h"
 #include "tfm/ops/softmax.h"
 
@@ -21,10 +25,71 @@ int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t 
   return std::max<int64_t>(n, 1);
 }
 
+namespace {
+
+// Runs an inner search on consecutive shards of the sentences, the shards in parallel.
+class ShardedSearch : public Search {
+ public:
+  ShardedSearch(std::unique_ptr<Search> inner, const SearchOptions& o)
+      : inner_(std::move(inner)), o_(o) {}
+
+  std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
+                         const std::vector<uint64_t>& ids) const override {
+    const int64_t n = static_cast<int64_t>(sources.size());
+    const int64_t shards = (n + o_.shard_size - 1) / o_.shard_size;
+    if (shards <= 1) return inner_->run(model, sources, ids);
+    TFM_CHECK(ids.empty() || ids.size() == sources.size())
+        << "search: " << ids.size() << " ids for " << sources.size() << " sources";
+    detail::check_inputs(model, sources, o_);  // errors name the sentence's index in the batch
+    std::vector<std::vector<NBest>> results(shards);
+    std::vector<std::exception_ptr> errors(shards);
+    auto run_shard = [&](int64_t k) {
+      try {
+        const int64_t b = k * o_.shard_size, e = std::min(n, b + o_.shard_size);
+        std::vector<Ids> src(sources.begin() + b, sources.begin() + e);
+        std::vector<uint64_t> shard_ids;
+        for (int64_t i = b; i < e; ++i)
+          shard_ids.push_back(ids.empty() ? static_cast<uint64_t>(i) : ids[i]);
+        results[k] = inner_->run(model, src, shard_ids);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    };
+    const int threads = static_cast<int>(std::min<int64_t>(get_threads(), shards));
+    if (threads <= 1 || omp_in_parallel()) {
+      for (int64_t k = 0; k < shards; ++k) run_shard(k);
+    } else {
+      // Ops inside run on their thread alone (nested regions get one thread).
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+      for (int64_t k = 0; k < shards; ++k) run_shard(k);
+    }
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    std::vector<NBest> out;
+    out.reserve(sources.size());
+    for (auto& r : results)
+      for (NBest& nb : r) out.push_back(std::move(nb));
+    return out;
+  }
+
+ private:
+  std::unique_ptr<Search> inner_;
+  SearchOptions o_;
+};
+
+}  // namespace
+
 std::unique_ptr<Search> make_search(const SearchOptions& o) {
-  if (o.sampling) return make_sampling(o);
-  if (o.beam_size == 1) return make_greedy(o);
-  return make_beam(o);
+  TFM_CHECK(o.shard_size >= 0) << "search: shard size must be >= 0, got " << o.shard_size;
+  std::unique_ptr<Search> s;
+  if (o.sampling)
+    s = make_sampling(o);
+  else if (o.beam_size == 1)
+    s = make_greedy(o);
+  else
+    s = make_beam(o);
+  if (o.shard_size == 0) return s;
+  return std::make_unique<ShardedSearch>(std::move(s), o);
 }
 
 namespace detail {
@@ -49,9 +114,12 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
   }
 }
 
-DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources) {
+DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
+                   int64_t max_len) {
   const ModelConfig& c = model.config();
-  return model.start(source_batch(sources, c.pad_id, c.eos_id));
+  DecoderState state = model.start(source_batch(sources, c.pad_id, c.eos_id));
+  state.reserve = max_len;
+  return state;
 }
 
 Tensor step_log_probs(const Transformer& model, DecoderState& state,

@@ -99,9 +99,9 @@ Tensor DecoderLayer::operator()(const Tensor& x, const Tensor& trg_mask, const T
 }
 
 Tensor DecoderLayer::step(const Tensor& x, DecoderLayerCache& cache, const Tensor& src_mask,
-                          AttentionWeights* weights) const {
+                          AttentionWeights* weights, int64_t reserve) const {
   Sublayer attn(c_, self_attn_norm_, *this, nullptr);
-  AttentionResult a = self_attn_.self_step(attn.input(x), cache.self, weights != nullptr);
+  AttentionResult a = self_attn_.self_step(attn.input(x), cache.self, weights != nullptr, reserve);
   if (weights) weights->decoder_self.push_back(a.weights);
   return cross_and_ffn(attn.output(x, a.out), cache.cross, src_mask, nullptr, weights);
 }

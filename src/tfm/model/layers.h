@@ -65,9 +65,10 @@ class DecoderLayer : public nn::Module {
   // Full sequence: x (B, T, C), memory (B, S, C) or undefined (decoder-only).
   Tensor operator()(const Tensor& x, const Tensor& trg_mask, const Tensor& memory,
                     const Tensor& src_mask, Generator* gen, AttentionWeights* weights) const;
-  // The newest positions x (B, t, C), with the cache holding what came before.
+  // The newest positions x (B, t, C), with the cache holding what came before (allocated for
+  // `reserve` positions on the first step).
   Tensor step(const Tensor& x, DecoderLayerCache& cache, const Tensor& src_mask,
-              AttentionWeights* weights) const;
+              AttentionWeights* weights, int64_t reserve = 0) const;
 
   nn::MultiHeadAttention self_attn_;
   nn::LayerNorm self_attn_norm_;

@@ -50,18 +50,25 @@ Tensor fixed_positions(const ModelConfig& c) {
 
 int64_t DecoderState::batch() const {
   for (const auto& l : layers)
-    if (l.self.k.defined()) return l.self.k.size(0);
+    if (l.self.k.defined()) return l.self.batch();
   return src_mask.defined() ? src_mask.size(0) : 0;
 }
 
 void DecoderState::reorder(const std::vector<int64_t>& rows) {
-  src_mask = select_rows(src_mask, rows);
-  for (auto& l : layers) {
-    l.self.k = select_rows(l.self.k, rows);
-    l.self.v = select_rows(l.self.v, rows);
-    l.cross.k = select_rows(l.cross.k, rows);
-    l.cross.v = select_rows(l.cross.v, rows);
+  bool same_sources = !source_of_row.empty();
+  std::vector<int64_t> next(rows.size());
+  const int64_t b = batch();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TFM_CHECK(b == 0 || (rows[i] >= 0 && rows[i] < b))
+        << "DecoderState::reorder: row " << rows[i] << " out of range for batch " << b;
+    if (!source_of_row.empty()) next[i] = source_of_row[rows[i]];
   }
+  same_sources = same_sources && next == source_of_row;
+  for (auto& l : layers) l.self.reorder(rows);
+  if (same_sources) return;
+  src_mask = select_rows(src_mask, rows);
+  for (auto& l : layers) l.cross.reorder(rows);
+  if (!source_of_row.empty()) source_of_row = std::move(next);
 }
 
 Transformer::Transformer(const ModelConfig& config, uint64_t seed) : c_(config), init_gen_(seed) {
@@ -203,6 +210,8 @@ DecoderState Transformer::start(const Tensor& src) const {
   st.layers.resize(decoder_.layers_.size());
   for (size_t i = 0; i < decoder_.layers_.size(); ++i)
     st.layers[i].cross = decoder_.layers_[i]->cross_attn_->project(memory);
+  st.source_of_row.resize(src.size(0));
+  for (int64_t b = 0; b < src.size(0); ++b) st.source_of_row[b] = b;
   return st;
 }
 
@@ -221,7 +230,7 @@ Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeight
       << "step: state has " << st.layers.size() << " layers, the model " << decoder_.layers_.size();
   Tensor x = embed(ids, trg_table(), pos_trg_, decoder_.embed_norm_.get(), st.position);
   for (size_t i = 0; i < decoder_.layers_.size(); ++i)
-    x = decoder_.layers_[i]->step(x, st.layers[i], st.src_mask, weights);
+    x = decoder_.layers_[i]->step(x, st.layers[i], st.src_mask, weights, st.reserve);
   st.position += ids.size(1);
   if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
   const int64_t t = x.size(1);

@@ -11,13 +11,23 @@
 
 namespace tfm {
 
-// Everything a decoder needs between steps, for a batch of B rows (sentences or beams).
+// Everything a decoder needs between steps, for a batch of B rows (sentences or beams). Steps
+// write the self-attention caches in place: a copy of a state shares them, so decode from one
+// copy only.
 struct DecoderState {
   Tensor src_mask;                        // u8 (B, S), undefined for decoder-only
   std::vector<DecoderLayerCache> layers;  // one per decoder layer
   int64_t position = 0;                   // positions consumed so far
+  // Target positions to allocate the self-attention caches for on the first step (the search's
+  // max length); 0 lets them start small and double.
+  int64_t reserve = 0;
+  // Which source (row of start()'s batch) each row decodes. Beams of one sentence share their
+  // cross-attention keys/values, so a reorder that keeps every row's source leaves those (and
+  // src_mask) alone. Empty: unknown, always reordered.
+  std::vector<int64_t> source_of_row;
   int64_t batch() const;
-  // Keeps row rows[i] of the old state as row i (beam search reordering; rows may repeat).
+  // Keeps row rows[i] of the old state as row i (beam search reordering; rows may repeat), in
+  // the caches' own buffers (no allocation once they have room).
   void reorder(const std::vector<int64_t>& rows);
 };
 

@@ -2,16 +2,35 @@
 // incremental decoding appends to.
 #pragma once
 
+#include <vector>
+
 #include "tfm/nn/linear.h"
 #include "tfm/ops/attention.h"
 
 namespace tfm::nn {
 
-// Projected keys and values, (B, L, C) each. For self-attention L grows by one per decode step;
-// for cross-attention it is computed once per source.
+// Projected keys and values, (B, L, C) each. For cross-attention they are computed once per
+// source. For self-attention L grows by one per decode step: k and v are then views of the
+// first L positions of buffers (rows, capacity, C), a step writes its keys/values in place and
+// attention reads the views through their batch stride, so no step copies the cache.
 struct KVCache {
-  Tensor k, v;
+  Tensor k, v;  // (B, L, C)
   int64_t length() const { return k.defined() ? k.size(1) : 0; }
+  int64_t batch() const { return k.defined() ? k.size(0) : 0; }
+  // Positions the buffers hold before append() must grow them (0 before the first append).
+  int64_t capacity() const { return k_buf_.defined() ? k_buf_.size(1) : 0; }
+
+  // Writes k_new/v_new (B, t, C) after the cached positions. Buffers are allocated (or grown,
+  // copying what is cached) only when full: to at least `reserve` positions, else doubling.
+  void append(const Tensor& k_new, const Tensor& v_new, int64_t reserve = 0);
+  // Row i becomes old row rows[i] (rows may repeat; beam search). Gathers into a second pair of
+  // buffers and swaps them, so once both are large enough a reorder allocates nothing.
+  void reorder(const std::vector<int64_t>& rows);
+
+ private:
+  void adopt();               // makes k/v (set directly, contiguous) the buffers
+  Tensor k_buf_, v_buf_;      // (row capacity, capacity, C)
+  Tensor k_spare_, v_spare_;  // the reorder target
 };
 
 class MultiHeadAttention : public Module {
@@ -28,9 +47,11 @@ class MultiHeadAttention : public Module {
   // query (B, T, C) attends over projected keys/values.
   AttentionResult attend(const Tensor& query, const KVCache& kv, const Tensor& key_padding_mask,
                          bool causal, bool return_weights, Generator* gen) const;
-  // Self-attention of x (B, T, C), the newest T positions: their keys/values join the cache,
-  // and each query sees the cached positions and the new ones up to itself.
-  AttentionResult self_step(const Tensor& x, KVCache& cache, bool return_weights) const;
+  // Self-attention of x (B, T, C), the newest T positions: their keys/values join the cache
+  // (reserving room for `reserve` positions when it allocates), and each query sees the cached
+  // positions and the new ones up to itself.
+  AttentionResult self_step(const Tensor& x, KVCache& cache, bool return_weights,
+                            int64_t reserve = 0) const;
 
   Linear q_proj_, k_proj_, v_proj_, out_proj_;
   int64_t heads_;

@@ -12,13 +12,26 @@ namespace {
 
 constexpr const char* kOp = "attention";
 
+// Rows of (B, S, C) keys/values a forward-only call can read in place: each batch row's S·C
+// values contiguous, at a batch stride of at least S·C (a view of a longer KV cache).
+bool rows_in_place(const Tensor& t) {
+  return t.defined() && t.dim() == 3 && t.device() == Device::cpu &&
+         (t.dtype() == DType::f32 || t.dtype() == DType::f64) && t.strides()[2] == 1 &&
+         t.strides()[1] == t.size(2) && t.strides()[0] >= t.size(1) * t.size(2);
+}
+
 }  // namespace
 
 AttentionResult attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, int64_t heads,
                           const Tensor& key_padding_mask, const AttentionOptions& options) {
-  Tensor q = check_float_input(q_in, kOp, "q");  // (B, T, H·Dh)
-  Tensor k = check_float_input(k_in, kOp, "k");  // (B, S, H·Dh)
-  Tensor v = check_float_input(v_in, kOp, "v");  // (B, S, H·Dh)
+  const bool grad = autograd::needs_grad({&q_in, &k_in, &v_in});
+  // Without a backward, keys/values strided by batch (a preallocated KV cache) are read as
+  // they are instead of being copied every decoding step.
+  const bool kv_in_place = !grad && rows_in_place(k_in) && rows_in_place(v_in) &&
+                           k_in.strides() == v_in.strides() && !k_in.is_contiguous();
+  Tensor q = check_float_input(q_in, kOp, "q");                       // (B, T, H·Dh)
+  Tensor k = kv_in_place ? k_in : check_float_input(k_in, kOp, "k");  // (B, S, H·Dh)
+  Tensor v = kv_in_place ? v_in : check_float_input(v_in, kOp, "v");  // (B, S, H·Dh)
   TFM_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3)
       << kOp << ": q, k, v must be (B, T, H·Dh), (B, S, H·Dh), (B, S, H·Dh); got q " << q.describe()
       << ", k " << k.describe() << ", v " << v.describe();
@@ -50,7 +63,7 @@ AttentionResult attention(const Tensor& q_in, const Tensor& k_in, const Tensor& 
   TFM_CHECK(std::isfinite(options.scale))
       << kOp << ": scale must be finite (0 = 1/sqrt(Dh)), got " << options.scale;
 
-  cpu::AttentionShape shape{B, heads, T, S, Dh};
+  cpu::AttentionShape shape{B, heads, T, S, Dh, kv_in_place ? k.strides()[0] : 0};
   cpu::AttentionConfig config;
   config.scale = options.scale != 0.0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(Dh));
   config.causal = options.causal;
@@ -63,7 +76,6 @@ AttentionResult attention(const Tensor& q_in, const Tensor& k_in, const Tensor& 
     config.stream = stream.id();
   }
 
-  const bool grad = autograd::needs_grad({&q_in, &k_in, &v_in});
   AttentionResult result;
   result.out = Tensor::empty({B, T, C}, q.dtype());
   // The logsumexp per row is all the backward needs from the forward; skip it when no backward.

@@ -88,8 +88,9 @@ void forward_task(const ForwardArgs<T>& a, int64_t task, int64_t block_q, int64_
   const T scale = static_cast<T>(cfg.scale);
 
   const T* qh = a.q + (b * Tq + t0) * C + h * Dh;  // (rows, Dh), row stride C
-  const T* kh = a.k + b * S * C + h * Dh;          // (S, Dh), row stride C
-  const T* vh = a.v + b * S * C + h * Dh;
+  const int64_t kv_stride = sh.kv_batch_stride ? sh.kv_batch_stride : S * C;
+  const T* kh = a.k + b * kv_stride + h * Dh;  // (S, Dh), row stride C
+  const T* vh = a.v + b * kv_stride + h * Dh;
   T* oh = a.out + (b * Tq + t0) * C + h * Dh;
   T* wh = a.weights ? a.weights + (bh * Tq + t0) * S : nullptr;  // (rows, S)
   const uint8_t* mask = cfg.key_padding_mask ? cfg.key_padding_mask + b * S : nullptr;

@@ -15,6 +15,9 @@ struct AttentionShape {
   int64_t q_len = 0;     // T
   int64_t kv_len = 0;    // S
   int64_t head_dim = 0;  // Dh
+  // Elements between batch rows of k and v (forward only); 0 means S·H·Dh (contiguous). A KV
+  // cache preallocated to a longer length passes its row stride and is read in place.
+  int64_t kv_batch_stride = 0;
 };
 
 struct AttentionConfig {

@@ -1,0 +1,61 @@
+// tfm bench --preset small|base [--mode train|greedy|beam] [--threads N] [--json] [--repeat K]:
+// whole-model throughput on random ids (tfm/perf/model_bench.h). With --json the last stdout
+// line is one JSON object.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "tfm/cli/commands.h"
+#include "tfm/perf/model_bench.h"
+
+namespace tfm::cli {
+
+void add_bench(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Training / translation throughput of a preset model");
+  static std::string preset, mode = "train";
+  static perf::ModelBenchOptions o;
+  static bool json = false, no_ceiling = false;
+  cmd->add_option("--preset", preset, "Model size: tiny, small, base or big")->required();
+  cmd->add_option("--mode", mode, "train, greedy or beam")
+      ->check(CLI::IsMember({"train", "greedy", "beam"}));
+  cmd->add_option("--threads", o.threads, "Threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", o.repeats, "Timed repeats (the median is reported)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o.warmup, "Untimed iterations first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch-size", o.batch_size, "Sentences (0: 64 for train, 32 for decoding)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seq-len", o.seq_len, "Source/target tokens; tokens generated when decoding")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--vocab", o.vocab, "Source and target vocabulary size");
+  cmd->add_option("--beam-size", o.beam_size, "Beam width for --mode beam")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--shard-size", o.shard_size,
+                  "Decoding: sentences per shard, shards decoded in parallel (0: one batch)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o.seed, "Seed of the weights and the random ids");
+  cmd->add_flag("--no-ceiling", no_ceiling, "Skip the sgemm ceiling run (MFU reported as 0)");
+  cmd->add_flag("--json", json, "End with one JSON line");
+  cmd->callback([] {
+    o.preset = preset;
+    o.mode = perf::parse_bench_mode(mode);
+    o.measure_ceiling = !no_ceiling;
+    const perf::ModelBenchResult r = perf::run_model_bench(o);
+    const perf::ModelBenchOptions& ro = r.options;
+    std::printf(
+        "bench %s %s: %lld sentences x %lld tokens%s, %d threads, %lld parameters\n",
+        ro.preset.c_str(), perf::to_string(ro.mode), static_cast<long long>(ro.batch_size),
+        static_cast<long long>(ro.seq_len),
+        ro.mode == perf::BenchMode::beam ? (", beam " + std::to_string(ro.beam_size)).c_str() : "",
+        r.threads, static_cast<long long>(r.parameters));
+    std::printf("  times (s):");
+    for (double s : r.seconds) std::printf(" %.4f", s);
+    std::printf("\n  median %.4f s  %.1f tokens/s  %.1f GFLOP/s (GEMM)", r.median_seconds,
+                r.tokens_per_second, r.gflops);
+    if (r.sgemm_gflops > 0)
+      std::printf("  sgemm ceiling %.1f GFLOP/s  MFU %.1f %%", r.sgemm_gflops, 100 * r.mfu);
+    std::printf("\n  peak RSS %.1f MiB\n", r.peak_rss_mb);
+    if (json) std::printf("%s\n", r.to_json().c_str());
+  });
+}
+
+}  // namespace tfm::cli

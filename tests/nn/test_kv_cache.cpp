@@ -1,0 +1,230 @@
+// The preallocated KV cache: appends write in place, views read through the batch stride give
+// what a contiguous cache gives, reorder equals a plain gather, and decoding in steady state
+// takes no new memory from the system.
+#include <vector>
+
+#include "support/test_util.h"
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/core/allocator.h"
+#include "tfm/model/transformer.h"
+#include "tfm/nn/attention.h"
+#include "tfm/ops/attention.h"
+#include "tfm/ops/shape.h"
+
+namespace tfm {
+namespace {
+
+// The (B, L, C) tensor a cache must equal: the chunks concatenated along positions, element by
+// element.
+Tensor reference_concat(const std::vector<Tensor>& chunks) {
+  const int64_t b = chunks[0].size(0), c = chunks[0].size(2);
+  int64_t len = 0;
+  for (const Tensor& t : chunks) len += t.size(1);
+  Tensor out = Tensor::empty({b, len, c});
+  float* o = out.data<float>();
+  int64_t at = 0;
+  for (const Tensor& t : chunks) {
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t p = 0; p < t.size(1); ++p)
+        for (int64_t j = 0; j < c; ++j)
+          o[(i * len + at + p) * c + j] = static_cast<float>(t.at({i, p, j}));
+    at += t.size(1);
+  }
+  return out;
+}
+
+TEST(KVCache, AppendWritesInPlaceWithinTheReservation) {
+  nn::KVCache cache;
+  std::vector<Tensor> ks, vs;
+  const void* storage = nullptr;
+  for (int step = 0; step < 6; ++step) {
+    const int64_t t = step == 0 ? 2 : 1;  // a prompt of two, then one a step
+    ks.push_back(testing::random_tensor({3, t, 8}, DType::f32, 10 + step));
+    vs.push_back(testing::random_tensor({3, t, 8}, DType::f32, 20 + step));
+    cache.append(ks.back(), vs.back(), /*reserve=*/16);
+    if (step == 0) storage = cache.k.storage().get();
+    EXPECT_EQ(cache.capacity(), 16);
+    EXPECT_EQ(cache.k.storage().get(), storage) << "step " << step << " reallocated";
+    EXPECT_EQ(cache.length(), step + 2);
+    EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat(ks)));
+    EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), reference_concat(vs)));
+  }
+  EXPECT_EQ(cache.k.strides()[0], 16 * 8);  // a view of the buffer, not a copy
+}
+
+TEST(KVCache, GrowsByDoublingAndKeepsWhatItHolds) {
+  nn::KVCache cache;
+  std::vector<Tensor> ks, vs;
+  std::vector<int64_t> caps;
+  for (int step = 0; step < 9; ++step) {
+    ks.push_back(testing::random_tensor({2, 1, 4}, DType::f32, 30 + step));
+    vs.push_back(testing::random_tensor({2, 1, 4}, DType::f32, 40 + step));
+    cache.append(ks.back(), vs.back());
+    caps.push_back(cache.capacity());
+  }
+  EXPECT_EQ(caps, (std::vector<int64_t>{1, 2, 4, 4, 8, 8, 8, 8, 16}));
+  EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat(ks)));
+  EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), reference_concat(vs)));
+}
+
+TEST(KVCache, ReorderMatchesAGatherAndSwapsTwoBuffers) {
+  nn::KVCache cache;
+  Tensor k = testing::random_tensor({4, 5, 6}, DType::f32, 1);
+  Tensor v = testing::random_tensor({4, 5, 6}, DType::f32, 2);
+  cache.append(k, v, 12);
+  auto gather = [](const Tensor& t, const std::vector<int64_t>& rows) {
+    std::vector<Tensor> parts;
+    for (int64_t r : rows) parts.push_back(narrow(t, 0, r, 1));
+    return concat(parts, 0).contiguous();
+  };
+  std::vector<const void*> seen;
+  Tensor want_k = k, want_v = v;
+  // Same row count each time (beam search in steady state): two buffers, used alternately.
+  const std::vector<std::vector<int64_t>> orders = {
+      {3, 3, 0, 1}, {1, 0, 2, 2}, {0, 1, 2, 3}, {2, 2, 2, 0}, {3, 1, 1, 0}};
+  for (const auto& rows : orders) {
+    cache.reorder(rows);
+    want_k = gather(want_k, rows);
+    want_v = gather(want_v, rows);
+    EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), want_k));
+    EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), want_v));
+    seen.push_back(cache.k.storage().get());
+  }
+  for (size_t i = 2; i < seen.size(); ++i) EXPECT_EQ(seen[i], seen[i - 2]) << "reorder " << i;
+  EXPECT_NE(seen[0], seen[1]);
+  // Fewer rows (a sentence finished), then appending goes on in place.
+  cache.reorder({1, 2});
+  want_k = gather(want_k, {1, 2});
+  Tensor k2 = testing::random_tensor({2, 1, 6}, DType::f32, 3);
+  cache.append(k2, testing::random_tensor({2, 1, 6}, DType::f32, 4));
+  EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat({want_k, k2})));
+  EXPECT_TRUE(testing::error_of([&] {
+                cache.reorder({0, 2});
+              }).find("out of range") != std::string::npos);
+}
+
+TEST(KVCache, AttentionReadsTheStridedViewAsAContiguousCopy) {
+  NoGradGuard ng;
+  nn::KVCache cache;
+  cache.append(testing::random_tensor({3, 7, 16}, DType::f32, 5),
+               testing::random_tensor({3, 7, 16}, DType::f32, 6), 32);
+  ASSERT_FALSE(cache.k.is_contiguous());
+  Tensor q = testing::random_tensor({3, 1, 16}, DType::f32, 7);
+  Tensor mask = Tensor::zeros({3, 7}, DType::u8);
+  mask.data<uint8_t>()[2 * 7 + 6] = 1;
+  AttentionOptions o;
+  o.causal = true;
+  o.return_weights = true;
+  AttentionResult strided = attention(q, cache.k, cache.v, 4, mask, o);
+  AttentionResult copied = attention(q, cache.k.contiguous(), cache.v.contiguous(), 4, mask, o);
+  EXPECT_TRUE(testing::bitwise_equal(strided.out, copied.out));
+  EXPECT_TRUE(testing::bitwise_equal(strided.weights, copied.weights));
+}
+
+ModelConfig small_model() {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.d_model = 16, c.heads = 4, c.d_ff = 24, c.encoder_layers = 2, c.decoder_layers = 2;
+  c.dropout = 0.0;
+  c.src_vocab_size = c.trg_vocab_size = 17;
+  c.max_length = 64;
+  return c;
+}
+
+// Incremental decoding over a cache preallocated for the whole output gives the logits of
+// forward() over the prefix, before and after a beam-style reorder.
+TEST(KVCache, ReservedDecodingEqualsFullRecompute) {
+  const ModelConfig c = small_model();
+  Transformer m(c, 3);
+  NoGradGuard ng;
+  const int64_t B = 3, T = 9;
+  Tensor src = testing::random_ids({B, 6}, c.src_vocab_size - 3, 8);
+  Tensor trg = testing::random_ids({B, T}, c.trg_vocab_size - 3, 9);
+  for (Tensor* t : {&src, &trg})
+    for (int64_t i = 0; i < t->numel(); ++i) t->data<int32_t>()[i] += 3;
+  for (int64_t b = 0; b < B; ++b) trg.data<int32_t>()[b * T] = static_cast<int32_t>(c.bos_id);
+  Tensor full = m.forward(src, trg);  // (B, T, V)
+  DecoderState st = m.start(src);
+  st.reserve = T;
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor logits = m.step(st, narrow(trg, 1, t, 1).contiguous().reshape({B}));
+    Tensor ref = narrow(full, 1, t, 1).contiguous().reshape({B, c.trg_vocab_size});
+    EXPECT_LE(testing::scaled_error(logits, ref), 1e-5) << "step " << t;
+    EXPECT_EQ(st.layers[0].self.capacity(), T);
+  }
+}
+
+// Beam-style reorders: expanding each source to two rows moves the cross-attention caches;
+// permuting rows among the beams of one source leaves them untouched (same buffers) and moves
+// only the self-attention caches. Logits follow forward() over each row's own history.
+TEST(KVCache, ReorderWithinASourceKeepsTheCrossCaches) {
+  const ModelConfig c = small_model();
+  Transformer m(c, 5);
+  NoGradGuard ng;
+  Tensor src = Tensor::from_vector<int32_t>({2, 4}, {5, 6, 7, 8, 9, 10, 0, 0});
+  DecoderState st = m.start(src);
+  st.reserve = 8;
+  // Row histories (target prefixes) as they evolve, to recompute with forward().
+  std::vector<std::vector<int32_t>> hist = {{1}, {1}};
+  std::vector<int64_t> srcs = {0, 1};
+  auto step_and_check = [&](const std::vector<int32_t>& tok, const char* what) {
+    Tensor logits =
+        m.step(st, Tensor::from_vector<int32_t>({static_cast<int64_t>(tok.size())}, tok));
+    for (size_t r = 0; r < tok.size(); ++r) {
+      std::vector<int32_t> prefix = hist[r];
+      Tensor s1 = narrow(src, 0, srcs[r], 1).contiguous();
+      Tensor t1 = Tensor::from_vector<int32_t>({1, static_cast<int64_t>(prefix.size())}, prefix);
+      Tensor full = m.forward(s1, t1);  // (1, T, V)
+      Tensor ref = narrow(full, 1, full.size(1) - 1, 1).contiguous().reshape({1, c.trg_vocab_size});
+      EXPECT_LE(testing::scaled_error(narrow(logits, 0, r, 1).contiguous(), ref), 1e-5)
+          << what << " row " << r;
+    }
+  };
+  step_and_check({1, 1}, "first step");
+  auto reorder = [&](const std::vector<int64_t>& rows, const std::vector<int32_t>& next) {
+    st.reorder(rows);
+    std::vector<std::vector<int32_t>> h;
+    std::vector<int64_t> s;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      h.push_back(hist[rows[i]]);
+      h.back().push_back(next[i]);
+      s.push_back(srcs[rows[i]]);
+    }
+    hist = h;
+    srcs = s;
+  };
+  reorder({0, 0, 1, 1}, {4, 5, 6, 7});  // two beams a source
+  const void* cross_k = st.layers[0].cross.k.storage().get();
+  step_and_check({4, 5, 6, 7}, "after expanding");
+  reorder({1, 0, 3, 3}, {8, 9, 10, 11});  // beams swap within their source
+  EXPECT_EQ(st.layers[0].cross.k.storage().get(), cross_k) << "cross caches were copied";
+  step_and_check({8, 9, 10, 11}, "after a reorder within sources");
+  reorder({2, 3}, {12, 13});  // source 0 finished
+  step_and_check({12, 13}, "after dropping a source");
+}
+
+// Greedy-style and beam-style decode steps in steady state reuse the allocator's cached blocks:
+// no block of a new size is asked for, so nothing reaches the system allocator.
+TEST(KVCache, SteadyStateDecodingTakesNoNewMemory) {
+  const ModelConfig c = small_model();
+  Transformer m(c, 4);
+  NoGradGuard ng;
+  const int64_t B = 4, steps = 40;
+  Tensor src = testing::random_ids({B, 7}, c.src_vocab_size - 3, 11);
+  for (int64_t i = 0; i < src.numel(); ++i) src.data<int32_t>()[i] += 3;
+  for (bool beam : {false, true}) {
+    DecoderState st = m.start(src);
+    st.reserve = steps;
+    uint64_t allocs_after_warmup = 0;
+    for (int64_t t = 0; t < steps; ++t) {
+      if (t == 4) allocs_after_warmup = cpu_allocator().stats().system_allocs;
+      std::vector<int32_t> tok(B, static_cast<int32_t>(3 + t % 10));
+      Tensor logits = m.step(st, Tensor::from_vector<int32_t>({B}, tok));
+      if (beam) st.reorder({1, 0, 3, static_cast<int64_t>(t % B)});
+    }
+    EXPECT_EQ(cpu_allocator().stats().system_allocs, allocs_after_warmup)
+        << (beam ? "beam" : "greedy") << " steps allocated";
+  }
+}
+
+}  // namespace
+}  // namespace tfm
