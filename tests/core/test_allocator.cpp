@@ -124,6 +124,37 @@ TEST(Allocator, EmptyCacheReturnsEverythingCached) {
   EXPECT_EQ(a.stats().system_allocs, 3u);
 }
 
+TEST(Allocator, CacheIsTrimmedWhenMissesFindItOverItsLimit) {
+  CpuCachingAllocator a;
+  a.set_cache_limit(1 << 20);
+  EXPECT_EQ(a.cache_limit(), size_t{1} << 20);
+  // Blocks of ever new sizes, each freed at once: without a limit the cache would hold them all.
+  size_t freed = 0;
+  for (size_t i = 0; i < 64; ++i) {
+    const size_t bytes = (size_t{64} << 10) + i * 8192;  // 64 KiB + a new class each time
+    a.allocate(bytes);
+    freed += CpuCachingAllocator::size_class(bytes);
+    EXPECT_LE(a.stats().cached_bytes, (size_t{1} << 20) + CpuCachingAllocator::size_class(bytes));
+  }
+  EXPECT_GT(freed, size_t{4} << 20);
+  EXPECT_GT(a.stats().trims, 0u);
+  // A steady loop over one size never misses, so it never trims.
+  a.allocate(100000);  // the loop's first request may miss (and trim)
+  const uint64_t trims = a.stats().trims, allocs = a.stats().system_allocs;
+  for (int i = 0; i < 100; ++i) a.allocate(100000);
+  EXPECT_EQ(a.stats().trims, trims);
+  EXPECT_EQ(a.stats().system_allocs, allocs);
+}
+
+TEST(Allocator, DefaultCacheLimitFollowsPeakUse) {
+  CpuCachingAllocator a;
+  EXPECT_EQ(a.cache_limit(), size_t{256} << 20);
+  {
+    auto big = a.allocate(size_t{300} << 20);
+    EXPECT_GE(a.cache_limit(), size_t{300} << 20);
+  }
+}
+
 TEST(Allocator, ConcurrentUseKeepsStatsConsistent) {
   CpuCachingAllocator a;
   auto work = [&] {

@@ -31,6 +31,13 @@ std::shared_ptr<void> CpuCachingAllocator::allocate(size_t bytes) {
     }
   }
   if (p == nullptr) {
+    bool trim = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      trim = stats_.cached_bytes > cache_limit_locked();
+      if (trim) stats_.trims++;
+    }
+    if (trim) empty_cache();
     p = std::aligned_alloc(kAlignment, cls);
     if (p == nullptr) {
       // One retry after giving the cache back: fragmentation across classes can starve us.
@@ -55,6 +62,22 @@ void CpuCachingAllocator::release(void* p, size_t cls) {
   stats_.in_use_bytes -= cls;
   stats_.cached_bytes += cls;
   free_[cls].push_back(p);
+}
+
+size_t CpuCachingAllocator::cache_limit_locked() const {
+  if (cache_limit_ > 0) return cache_limit_;
+  constexpr size_t kFloor = size_t{256} << 20;
+  return stats_.peak_in_use_bytes > kFloor ? stats_.peak_in_use_bytes : kFloor;
+}
+
+void CpuCachingAllocator::set_cache_limit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_limit_ = bytes;
+}
+
+size_t CpuCachingAllocator::cache_limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_limit_locked();
 }
 
 AllocatorStats CpuCachingAllocator::stats() const {
