@@ -76,7 +76,7 @@ if [[ -x $tfm ]]; then
   skip "build" "$tfm exists"
 else
   step "build: Release build of tfm" "look at the compiler errors above; scripts/setup.sh installs the dependencies; rm -rf $build_dir for a clean build"
-  BUILD_DIR=$build_dir "$root/scripts/build.sh" Release >&2
+  TARGET=tfm BUILD_DIR=$build_dir "$root/scripts/build.sh" Release >&2
 fi
 
 # 3. Corpus: train/valid/test.{de,en}.
