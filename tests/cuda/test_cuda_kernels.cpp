@@ -2,6 +2,8 @@
 // both sides do the same f32 operations in the same order (copies, dropout masks, Adam, embedding
 // sums, plain arithmetic); tolerances where the reduction order or the exp/erf implementation
 // differs. Every test skips with "no CUDA device" on machines without a GPU.
+// Compiled only where tfm_lib has the CUDA backend (TFM_WITH_CUDA); empty otherwise.
+#ifdef TFM_WITH_CUDA
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -316,6 +318,22 @@ TEST_F(CudaKernels, GemmAllTransposesAgainstF64) {
       EXPECT_LT(scaled_error(host(gc).to(DType::f64), ref), 1e-6);
     }
   }
+  // Operands one element past an allocation (4-byte aligned views) and a second call that finds
+  // the cached plan: same result, bit for bit.
+  {
+    const Tensor a = random_tensor({m * k + 1}, DType::f32, 73);
+    const Tensor b = random_tensor({k * n + 1}, DType::f32, 74);
+    Tensor ref = Tensor::zeros({m, n}, DType::f64);
+    const Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64);
+    cpu::gemm<double>(false, false, m, n, k, 1.0, d(a64) + 1, k, d(b64) + 1, n, 0.0, d(ref), n);
+    const Tensor ga = dev(a), gb = dev(b);
+    const Tensor c = dev_empty({m * n + 1}), c2 = dev_empty({m * n + 1});
+    cuda::gemm(false, false, m, n, k, 1.0f, f(ga) + 1, k, f(gb) + 1, n, 0.0f, f(c) + 1, n);
+    cuda::gemm(false, false, m, n, k, 1.0f, f(ga) + 1, k, f(gb) + 1, n, 0.0f, f(c2) + 1, n);
+    const Tensor hc = host(c);
+    EXPECT_LT(scaled_error(hc.slice(1, m * n + 1).reshape({m, n}).to(DType::f64), ref), 1e-6);
+    EXPECT_TRUE(bitwise_equal(hc.slice(1, m * n + 1), host(c2).slice(1, m * n + 1)));
+  }
   EXPECT_NE(testing::error_of([] {
               cuda::gemm(false, false, 2, 2, 2, 1.0f, nullptr, 1, nullptr, 2, 0.0f, nullptr, 2);
             }).find("leading dimensions"),
@@ -424,3 +442,5 @@ TEST_F(CudaKernels, AttentionForwardMatchesTheCpu) {
 
 }  // namespace
 }  // namespace tfm
+
+#endif  // TFM_WITH_CUDA

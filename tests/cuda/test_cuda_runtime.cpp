@@ -7,11 +7,25 @@
 #include <vector>
 
 #include "support/test_util.h"
+#include "tfm/core/device_copy.h"
+
+#ifndef TFM_WITH_CUDA
+// A build without the CUDA backend: asking for the device is a clear error, never a crash.
+namespace tfm {
+namespace {
+TEST(CudaNotBuilt, DeviceRequestsFailClearly) {
+  const std::string e = testing::error_of([] { Tensor::empty({4}, DType::f32, Device::cuda); });
+  EXPECT_NE(e.find("this build has no CUDA backend"), std::string::npos) << e;
+  const std::string c = testing::error_of([] { to_device(Tensor::ones({3}), Device::cuda); });
+  EXPECT_NE(c.find("this build has no CUDA backend"), std::string::npos) << c;
+}
+}  // namespace
+}  // namespace tfm
+#else
 #include "tfm/core/allocator.h"
 #include "tfm/core/cuda/check.h"
 #include "tfm/core/cuda/device_allocator.h"
 #include "tfm/core/cuda/runtime.h"
-#include "tfm/core/device_copy.h"
 #include "tfm/ops/cuda/launch.h"
 
 namespace tfm {
@@ -207,3 +221,4 @@ TEST_F(CudaDevice, StreamsWork) {
 
 }  // namespace
 }  // namespace tfm
+#endif  // TFM_WITH_CUDA

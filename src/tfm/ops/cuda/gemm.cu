@@ -1,7 +1,9 @@
 #include <cublasLt.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include "tfm/core/check.h"
 #include "tfm/core/cuda/device_allocator.h"
@@ -29,6 +31,31 @@ LtContext& lt_context() {
     return c;
   }();
   return *ctx;
+}
+
+// The largest power of two (at most 256, cuBLASLt's default assumption) dividing the address.
+// Views into a tensor (a head's slice of a fused projection, say) are often less aligned than
+// the allocator's blocks, and an algorithm chosen for 256-byte alignment would refuse them.
+uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 4 && a % align != 0) align /= 2;
+  return align;
+}
+
+// The heuristic query costs far more than a small GEMM, so its answer is kept per problem:
+// sizes, transposes, leading dimensions, epilogue and operand alignments decide the algorithm.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int,
+                           uint32_t, uint32_t, uint32_t>;
+
+struct PlanCache {
+  std::mutex mu;
+  std::map<PlanKey, cublasLtMatmulAlgo_t> algos;
+};
+
+PlanCache& plan_cache() {
+  static auto* c = new PlanCache();  // leaked with the handle it belongs to
+  return *c;
 }
 
 // RAII for the cuBLASLt descriptors of one call.
@@ -79,18 +106,45 @@ void lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   TFM_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&d.b, CUDA_R_32F, u(trans_a ? m : k), u(trans_a ? k : m), lda));
   TFM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_32F, u(n), u(m), ldc));
-  TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
   const size_t ws = kGemmWorkspaceBytes;
-  TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  TFM_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1,
-                                                  &heur, &found));
-  TFM_CHECK(found > 0) << "cuda gemm: cuBLASLt has no algorithm for " << m << "x" << n << "x" << k
-                       << " (trans_a=" << trans_a << ", trans_b=" << trans_b << ")";
+  const uint32_t align_first = alignment_of(b), align_second = alignment_of(a),
+                 align_c = alignment_of(c);
+  const PlanKey key{
+      trans_a,     trans_b,      m,      n, k, lda, ldb, ldc, static_cast<int>(epilogue),
+      align_first, align_second, align_c};
+  cublasLtMatmulAlgo_t algo{};
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(plan_cache().mu);
+    auto it = plan_cache().algos.find(key);
+    if (it != plan_cache().algos.end()) {
+      algo = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
+    TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_first},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_second},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+    for (const auto& [attr, value] : aligns)
+      TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &value, sizeof value));
+    cublasLtMatmulHeuristicResult_t heur{};
+    int found = 0;
+    TFM_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1,
+                                                    &heur, &found));
+    TFM_CHECK(found > 0) << "cuda gemm: cuBLASLt has no algorithm for " << m << "x" << n << "x" << k
+                         << " (trans_a=" << trans_a << ", trans_b=" << trans_b << ")";
+    algo = heur.algo;
+    std::lock_guard<std::mutex> lock(plan_cache().mu);
+    plan_cache().algos.emplace(key, algo);
+  }
   TFM_CUBLAS_CHECK(cublasLtMatmul(ctx.handle, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c,
-                                  &heur.algo, ctx.workspace.get(), ws, detail::native(stream)));
+                                  &algo, ctx.workspace.get(), ws, detail::native(stream)));
 }
 
 }  // namespace

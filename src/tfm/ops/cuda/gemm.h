@@ -1,6 +1,8 @@
 // GEMM on the device through cuBLASLt, row-major like ops/cpu/primitives.h: op(A) is M×K,
 // op(B) is K×N, C is M×N, lda/ldb/ldc are row strides. f32 in, f32 out, f32 accumulation
-// (CUBLAS_COMPUTE_32F: no TF32, so results track the CPU to f32 rounding).
+// (CUBLAS_COMPUTE_32F: no TF32, so results track the CPU to f32 rounding). Operands need only
+// 4-byte alignment (views at any element offset work). The algorithm cuBLASLt's heuristic picks
+// is cached per (sizes, transposes, leading dimensions, epilogue, operand alignments).
 #pragma once
 
 #include <cstdint>
