@@ -384,7 +384,7 @@ TEST_F(CudaKernels, LinearEpiloguesAndBackward) {
   return ::testing::AssertionSuccess();
 }
 
-TEST_F(CudaKernels, AttentionForwardMatchesTheCpu) {
+TEST_F(CudaKernels, AttentionForwardAndBackwardMatchTheCpu) {
   struct Case {
     int64_t B, H, T, S, D;
     bool causal, padding;
@@ -437,6 +437,19 @@ TEST_F(CudaKernels, AttentionForwardMatchesTheCpu) {
     cuda::attention_forward(gshape, gcfg, f(dev(q)), f(dev(k)), f(dev(v)), f(gout), f(glse));
     EXPECT_TRUE(all_close(host(gout), out, 1e-4, 2e-5));
     EXPECT_TRUE(lse_close(host(glse), lse));
+
+    // Backward from the forward's own out and lse, on both sides.
+    const Tensor gout_in = random_tensor({cs.B, cs.T, C}, DType::f32, 93);
+    Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()),
+           dv = Tensor::empty(v.shape());
+    cpu::attention_backward<float>(shape, cfg, f(q), f(k), f(v), f(out), f(lse), f(gout_in),
+                                   nullptr, nullptr, f(dq), f(dk), f(dv));
+    const Tensor gdq = dev_empty(q.shape()), gdk = dev_empty(k.shape()), gdv = dev_empty(v.shape());
+    cuda::attention_backward(gshape, gcfg, f(dev(q)), f(dev(k)), f(dev(v)), f(gout), f(glse),
+                             f(dev(gout_in)), f(gdq), f(gdk), f(gdv));
+    EXPECT_LT(scaled_error(host(gdq), dq), 5e-5);
+    EXPECT_LT(scaled_error(host(gdk), dk), 5e-5);
+    EXPECT_LT(scaled_error(host(gdv), dv), 5e-5);
   }
 }
 
