@@ -25,6 +25,7 @@
 #include "tfm/ops/cpu/layer_norm_cpu.h"
 #include "tfm/ops/cpu/linear_cpu.h"
 #include "tfm/ops/cpu/primitives.h"
+#include "tfm/ops/cpu/softmax_cpu.h"
 #include "tfm/ops/cuda/adam.h"
 #include "tfm/ops/cuda/attention.h"
 #include "tfm/ops/cuda/cross_entropy.h"
@@ -33,6 +34,7 @@
 #include "tfm/ops/cuda/embedding.h"
 #include "tfm/ops/cuda/gemm.h"
 #include "tfm/ops/cuda/layer_norm.h"
+#include "tfm/ops/cuda/softmax.h"
 #include "tfm/train/optimizer.h"
 
 namespace tfm {
@@ -177,6 +179,34 @@ TEST_F(CudaKernels, LayerNormForwardAndBackward) {
     cuda::layer_norm_backward(n, c, f(dev(dy)), f(gsum), d(gmean), d(grstd), f(ggamma), nullptr,
                               f(gdx), nullptr, nullptr);
     EXPECT_LT(scaled_error(host(gdx), dx), 1e-5);
+  }
+}
+
+TEST_F(CudaKernels, SoftmaxAndLogSoftmax) {
+  for (int64_t c : {int64_t{5}, int64_t{1000}, int64_t{32003}}) {
+    SCOPED_TRACE("C = " + std::to_string(c));
+    const int64_t n = 19;
+    const Tensor x = random_tensor({n, c}, DType::f32, 16, -20, 20);
+    const Tensor dy = random_tensor({n, c}, DType::f32, 17);
+    const Tensor gx = dev(x), gdy = dev(dy);
+    Tensor y = Tensor::empty({n, c}), dx = Tensor::empty({n, c});
+    const Tensor gy = dev_empty({n, c}), gdx = dev_empty({n, c});
+
+    cpu::softmax_forward(n, c, f(x), f(y));
+    cuda::softmax_forward(n, c, f(gx), f(gy));
+    EXPECT_TRUE(all_close(host(gy), y, 1e-5, 1e-7)) << "softmax";
+    // The backward from the same y on both sides isolates the backward kernel.
+    const Tensor ycpu = dev(y);
+    cpu::softmax_backward(n, c, f(dy), f(y), f(dx));
+    cuda::softmax_backward(n, c, f(gdy), f(ycpu), f(gdx));
+    EXPECT_LT(scaled_error(host(gdx), dx), 1e-6) << "softmax backward";
+
+    cpu::log_softmax_forward(n, c, f(x), f(y));
+    cuda::log_softmax_forward(n, c, f(gx), f(gy));
+    EXPECT_TRUE(all_close(host(gy), y, 1e-6, 1e-5)) << "log_softmax";
+    cpu::log_softmax_backward(n, c, f(dy), f(y), f(dx));
+    cuda::log_softmax_backward(n, c, f(gdy), f(dev(y)), f(gdx));
+    EXPECT_LT(scaled_error(host(gdx), dx), 1e-5) << "log_softmax backward";
   }
 }
 
