@@ -34,7 +34,9 @@
 #include "tfm/ops/cuda/embedding.h"
 #include "tfm/ops/cuda/gemm.h"
 #include "tfm/ops/cuda/layer_norm.h"
+#include "tfm/ops/cuda/reduce.h"
 #include "tfm/ops/cuda/softmax.h"
+#include "tfm/train/grad_norm.h"
 #include "tfm/train/optimizer.h"
 
 namespace tfm {
@@ -329,6 +331,32 @@ TEST_F(CudaKernels, FusedAdamIsTheCpuOptimizerBitForBit) {
       EXPECT_TRUE(bitwise_equal(host(is_m ? gm : gv), t)) << name;
     }
   }
+}
+
+TEST_F(CudaKernels, GlobalGradNormMatchesTheTrainers) {
+  std::vector<std::pair<std::string, Tensor>> params;
+  std::vector<Tensor> grads;
+  for (int64_t n : {int64_t{1}, int64_t{1000}, int64_t{300001}, int64_t{5} << 20}) {
+    Tensor p = Tensor::zeros({n});
+    p.set_requires_grad(true);
+    grads.push_back(random_tensor({n}, DType::f32, 100 + n, -3, 3));
+    p.autograd_meta()->grad = grads.back();
+    std::string name = "p";  // not "p" + ...: GCC 12 warns (-Wrestrict) on that
+    name += std::to_string(n);
+    params.emplace_back(name, p);
+  }
+  const double ref = global_grad_norm(params);
+  const Tensor acc = Tensor::zeros({1}, DType::f64, Device::cuda);
+  for (const Tensor& g : grads) cuda::accumulate_sum_of_squares(g.numel(), f(dev(g)), d(acc));
+  const double got = std::sqrt(host(acc).item());
+  EXPECT_NEAR(got, ref, 1e-12 * ref);
+  const Tensor g0 = dev(grads[2]);
+  EXPECT_EQ(cuda::sum_of_squares(g0.numel(), f(g0)), cuda::sum_of_squares(g0.numel(), f(g0)));
+  // A non-finite gradient makes the norm non-finite, as on the CPU.
+  std::vector<float> bad(100, 1.0f);
+  bad[37] = std::numeric_limits<float>::infinity();
+  const Tensor gb = dev(Tensor::from_vector<float>({100}, bad));
+  EXPECT_FALSE(std::isfinite(cuda::sum_of_squares(100, f(gb))));
 }
 
 TEST_F(CudaKernels, GemmAllTransposesAgainstF64) {
