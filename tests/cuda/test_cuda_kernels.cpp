@@ -333,6 +333,41 @@ TEST_F(CudaKernels, FusedAdamIsTheCpuOptimizerBitForBit) {
   }
 }
 
+TEST_F(CudaKernels, MultiTensorAdamIsTheCpuOptimizerBitForBit) {
+  AdamOptions opt;
+  opt.lr = 1e-3;
+  opt.weight_decay = 0.1;
+  opt.decoupled = true;
+  const std::vector<int64_t> sizes = {1, 4095, 4096, 4097, 100000, 0, 3};
+  std::vector<std::pair<std::string, Tensor>> params;
+  std::vector<Tensor> gp, gm, gv;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    Tensor p = random_tensor({sizes[k]}, DType::f32, 110 + k);
+    gp.push_back(dev(p));
+    gm.push_back(Tensor::zeros({sizes[k]}, DType::f32, Device::cuda));
+    gv.push_back(Tensor::zeros({sizes[k]}, DType::f32, Device::cuda));
+    p.set_requires_grad(true);
+    params.emplace_back(std::string("p") += std::to_string(k), p);
+  }
+  Adam adam(params, opt);
+  for (int64_t step = 1; step <= 3; ++step) {
+    std::vector<Tensor> dg;  // kept alive until the step has run
+    std::vector<cuda::AdamTensor> list;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const Tensor g = random_tensor({sizes[k]}, DType::f32, 200 + 10 * step + k);
+      params[k].second.autograd_meta()->grad = g;
+      dg.push_back(dev(g));
+      list.push_back({sizes[k], f(gp[k]), f(dg.back()), f(gm[k]), f(gv[k])});
+    }
+    adam.step(opt.lr, 1.0);
+    cuda::adam_step_multi(list, cuda::adam_step_params(step, opt.lr, opt.beta1, opt.beta2, opt.eps,
+                                                       opt.weight_decay, true, 1.0));
+    for (size_t k = 0; k < sizes.size(); ++k)
+      EXPECT_TRUE(bitwise_equal(host(gp[k]), params[k].second.detach()))
+          << "step " << step << " tensor " << k;
+  }
+}
+
 TEST_F(CudaKernels, GlobalGradNormMatchesTheTrainers) {
   std::vector<std::pair<std::string, Tensor>> params;
   std::vector<Tensor> grads;

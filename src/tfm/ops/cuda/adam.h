@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tfm/core/cuda/runtime.h"
 
@@ -27,5 +28,21 @@ AdamStepParams adam_step_params(int64_t step, double lr, double beta1, double be
 // One update of n parameters p with gradient g and moments m, v (device memory, f32).
 void adam_step(int64_t n, float* p, const float* g, float* m, float* v,
                const AdamStepParams& params, const Stream& stream = default_stream());
+
+// One parameter tensor's device buffers for the multi-tensor step.
+struct AdamTensor {
+  int64_t n = 0;
+  float* p = nullptr;
+  const float* g = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+};
+
+// The same update for every tensor in one launch (a model has hundreds of parameter tensors, and
+// a launch per tensor costs more than the update of a small one). Each block takes a fixed
+// 4096-element chunk of one tensor; the chunk table is built on the host and copied over.
+// Results are those of adam_step on each tensor, bit for bit.
+void adam_step_multi(const std::vector<AdamTensor>& tensors, const AdamStepParams& params,
+                     const Stream& stream = default_stream());
 
 }  // namespace tfm::cuda
