@@ -5,6 +5,9 @@
 #include <new>
 
 #include "tfm/core/check.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/device_allocator.h"
+#endif
 
 namespace tfm {
 
@@ -111,6 +114,9 @@ CpuCachingAllocator& cpu_allocator() {
 }
 
 Allocator& allocator_for(Device device) {
+#ifdef TFM_WITH_CUDA
+  if (device == Device::cuda) return cuda::device_allocator();
+#endif
   TFM_CHECK(device == Device::cpu)
       << "device " << device_name(device) << " is not available: this build has no CUDA backend";
   return cpu_allocator();

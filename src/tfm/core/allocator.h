@@ -62,7 +62,8 @@ class CpuCachingAllocator final : public Allocator {
   size_t cache_limit_ = 0;
 };
 
-// The process-wide allocator of a device. Only cpu exists in this build; asking for cuda throws.
+// The process-wide allocator of a device: cuda is cuda::device_allocator() where the CUDA backend
+// is built (throwing "no CUDA device" without a GPU); in a CPU-only build asking for it throws.
 Allocator& allocator_for(Device device);
 CpuCachingAllocator& cpu_allocator();
 

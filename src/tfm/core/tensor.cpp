@@ -5,6 +5,9 @@
 
 #include "tfm/core/allocator.h"
 #include "tfm/core/autograd_meta.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/memory.h"
+#endif
 
 namespace tfm {
 
@@ -33,6 +36,30 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 namespace {
+
+// Host code must never dereference device memory: say what to do instead of crashing.
+void check_host(const Tensor& t, const char* what) {
+  TFM_CHECK(t.device() == Device::cpu)
+      << what << ": tensor " << t.describe() << " is on " << device_name(t.device())
+      << "; copy it to the cpu first (to_device)";
+}
+
+// Copies nbytes between two contiguous blocks, at least one of them on a device.
+void copy_across_devices(void* dst, Device dst_dev, const void* src, Device src_dev,
+                         size_t nbytes) {
+#ifdef TFM_WITH_CUDA
+  if (dst_dev == Device::cuda && src_dev == Device::cuda) {
+    cuda::copy_device_to_device(dst, src, nbytes);
+  } else if (dst_dev == Device::cuda) {
+    cuda::copy_host_to_device(dst, src, nbytes);
+  } else {
+    cuda::copy_device_to_host(dst, src, nbytes);
+  }
+#else
+  TFM_FAIL() << "copy between " << device_name(src_dev) << " and " << device_name(dst_dev)
+             << ": this build has no CUDA backend";
+#endif
+}
 
 void check_shape(const Shape& shape) {
   int64_t n = 1;
@@ -87,7 +114,11 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  std::memset(t.raw_data(), 0, t.nbytes());
+  if (device == Device::cpu) {
+    std::memset(t.raw_data(), 0, t.nbytes());
+  } else {
+    t.fill_(0.0);
+  }
   return t;
 }
 
@@ -170,6 +201,7 @@ double Tensor::at(std::initializer_list<int64_t> index) const {
         << "at(): index " << i << " out of range on axis " << k << " of " << describe();
     off += i * strides_[k++];
   }
+  check_host(*this, "at()");
   double v = 0;
   dispatch_value(dtype_, [&](auto zero) {
     using T = decltype(zero);
@@ -180,6 +212,11 @@ double Tensor::at(std::initializer_list<int64_t> index) const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  if (device() != Device::cpu) {
+    Tensor host = empty(shape_, dtype_);
+    host.copy_(*this);
+    return host.to_vector<T>();
+  }
   Tensor c = contiguous();
   const T* p = c.data<T>();
   return std::vector<T>(p, p + c.numel());
@@ -277,8 +314,15 @@ void Tensor::copy_(const Tensor& src) {
   TFM_CHECK(src.shape_ == shape_) << "copy_: source " << src.describe() << " into " << describe();
   TFM_CHECK(src.dtype_ == dtype_) << "copy_: dtype " << dtype_name(src.dtype_) << " into "
                                   << dtype_name(dtype_) << "; use to()";
-  TFM_CHECK(device() == Device::cpu && src.device() == Device::cpu)
-      << "copy_: only cpu tensors in this build";
+  if (device() != Device::cpu || src.device() != Device::cpu) {
+    // Strided device copies need a kernel; contiguous ones are one cudaMemcpy.
+    TFM_CHECK(is_contiguous() && src.is_contiguous())
+        << "copy_: copies that involve a device need contiguous tensors, got " << src.describe()
+        << " on " << device_name(src.device()) << " into " << describe() << " on "
+        << device_name(device());
+    copy_across_devices(raw_data(), device(), src.raw_data(), src.device(), nbytes());
+    return;
+  }
   if (src.storage_ == storage_ && !(src.is_contiguous() && is_contiguous())) {
     // Element-by-element copying between overlapping strided views would read values it has
     // already overwritten: go through a private copy.
@@ -302,6 +346,7 @@ void Tensor::copy_(const Tensor& src) {
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return clone();
+  check_host(*this, "to(dtype)");
   Tensor src = contiguous();
   Tensor out = empty(shape_, dtype, device());
   const int64_t n = numel();
@@ -319,6 +364,15 @@ Tensor Tensor::to(DType dtype) const {
 
 void Tensor::fill_(double value) {
   TFM_CHECK(defined()) << "fill_ on an undefined tensor";
+  if (device() != Device::cpu) {
+    TFM_CHECK(value == 0.0 && is_contiguous())
+        << "fill_: on " << device_name(device()) << " only zero-filling a contiguous tensor is "
+        << "supported; got " << value << " for " << describe();
+#ifdef TFM_WITH_CUDA
+    cuda::memset_zero(raw_data(), nbytes());
+#endif
+    return;
+  }
   char* base = static_cast<char*>(storage_->data.get());
   dispatch_value(dtype_, [&](auto z) {
     using T = decltype(z);

@@ -1,0 +1,79 @@
+// Device helpers shared by the kernels (included only by .cu files).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "tfm/core/cuda/check.h"
+#include "tfm/core/cuda/runtime.h"
+
+namespace tfm::cuda::detail {
+
+inline cudaStream_t native(const Stream& s) {
+  return static_cast<cudaStream_t>(s.native());
+}
+
+// Launch errors (bad configuration) surface at once; faults inside the kernel at the next sync.
+#define TFM_CUDA_CHECK_LAUNCH() TFM_CUDA_CHECK(cudaGetLastError())
+
+__device__ __forceinline__ double warp_sum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+// The tree has a fixed shape, so the result is the same bits on every run. `scratch` holds 32.
+__device__ inline double block_sum(double v, double* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0;
+  return warp_sum(v);
+}
+
+__device__ inline float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return warp_max(v);
+}
+
+// Philox4x32-10, word for word the CPU's tfm::philox4x32 (core/rng.cpp): element i of stream
+// (seed, id) is the same bits on both.
+__device__ __forceinline__ uint4 philox4x32(uint4 ctr, uint2 key) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+#pragma unroll
+  for (int r = 0; r < 10; ++r) {
+    const uint32_t hi0 = __umulhi(kM0, ctr.x), lo0 = kM0 * ctr.x;
+    const uint32_t hi1 = __umulhi(kM1, ctr.z), lo1 = kM1 * ctr.z;
+    ctr = make_uint4(hi1 ^ ctr.y ^ key.x, lo1, hi0 ^ ctr.w ^ key.y, lo0);
+    key.x += kW0;
+    key.y += kW1;
+  }
+  return ctr;
+}
+
+// RandomStream(seed, stream).block(i).
+__device__ __forceinline__ uint4 philox_block(uint64_t seed, uint64_t stream, uint64_t i) {
+  return philox4x32(make_uint4(static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32),
+                               static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)),
+                    make_uint2(static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)));
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& w, int l) {
+  return l == 0 ? w.x : l == 1 ? w.y : l == 2 ? w.z : w.w;
+}
+
+}  // namespace tfm::cuda::detail

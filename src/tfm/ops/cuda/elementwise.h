@@ -1,0 +1,32 @@
+// CUDA kernels for elementwise arithmetic and activations over n contiguous f32 elements: the
+// device counterparts of ops/cpu/elementwise_cpu.h and activation_cpu.h, same semantics.
+// Pointers are device memory; inputs and outputs may alias; work is queued on `stream`.
+#pragma once
+
+#include <cstdint>
+
+#include "tfm/core/cuda/runtime.h"
+
+namespace tfm::cuda {
+
+void axpby(int64_t n, float alpha, const float* x, float beta, const float* y, float* out,
+           const Stream& stream = default_stream());  // out = αx + βy
+void mul(int64_t n, const float* a, const float* b, float* out,
+         const Stream& stream = default_stream());
+void scale(int64_t n, float s, const float* x, float* out, const Stream& stream = default_stream());
+
+// relu keeps NaN (x < 0 ? 0 : x); its backward passes gy where the output y > 0.
+void relu_forward(int64_t n, const float* x, float* y, const Stream& stream = default_stream());
+void relu_backward(int64_t n, const float* gy, const float* y, float* gx,
+                   const Stream& stream = default_stream());
+// Exact (erf) GELU, x·Φ(x), with CUDA's normcdff; gx = gy·(Φ(x) + x·φ(x)).
+void gelu_forward(int64_t n, const float* x, float* y, const Stream& stream = default_stream());
+void gelu_backward(int64_t n, const float* gy, const float* x, float* gx,
+                   const Stream& stream = default_stream());
+
+// out (N) = Σ_i a (M, N)[i, :], each column summed over rows in order in double (the bias
+// gradient of a linear layer, as cpu::column_sums).
+void column_sums(int64_t m, int64_t n, const float* a, float* out,
+                 const Stream& stream = default_stream());
+
+}  // namespace tfm::cuda

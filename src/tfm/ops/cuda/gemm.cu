@@ -1,0 +1,178 @@
+#include <cublasLt.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "tfm/core/check.h"
+#include "tfm/core/cuda/device_allocator.h"
+#include "tfm/ops/cuda/common.cuh"
+#include "tfm/ops/cuda/elementwise.h"
+#include "tfm/ops/cuda/gemm.h"
+
+namespace tfm::cuda {
+
+namespace {
+
+// One handle and one workspace for the process, made on first use. Leaked on purpose: they
+// may be needed by tensors released after main returns.
+struct LtContext {
+  cublasLtHandle_t handle = nullptr;
+  std::shared_ptr<void> workspace;
+};
+
+LtContext& lt_context() {
+  static LtContext* ctx = [] {
+    require_device("cuBLASLt");
+    auto* c = new LtContext();
+    TFM_CUBLAS_CHECK(cublasLtCreate(&c->handle));
+    c->workspace = device_allocator().allocate(kGemmWorkspaceBytes);
+    return c;
+  }();
+  return *ctx;
+}
+
+// The largest power of two (at most 256, cuBLASLt's default assumption) dividing the address.
+// Views into a tensor (a head's slice of a fused projection, say) are often less aligned than
+// the allocator's blocks, and an algorithm chosen for 256-byte alignment would refuse them.
+uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 4 && a % align != 0) align /= 2;
+  return align;
+}
+
+// The heuristic query costs far more than a small GEMM, so its answer is kept per problem:
+// sizes, transposes, leading dimensions, epilogue and operand alignments decide the algorithm.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int,
+                           uint32_t, uint32_t, uint32_t>;
+
+struct PlanCache {
+  std::mutex mu;
+  std::map<PlanKey, cublasLtMatmulAlgo_t> algos;
+};
+
+PlanCache& plan_cache() {
+  static auto* c = new PlanCache();  // leaked with the handle it belongs to
+  return *c;
+}
+
+// RAII for the cuBLASLt descriptors of one call.
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Descriptors() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+// Row-major C (M×N) = op(A)·op(B) is column-major Cᵀ (N×M) = op(B)ᵀ·op(A)ᵀ, and a row-major
+// matrix is its transpose read column-major: so cuBLAS sees B first, each with its own flag.
+// A bias (length N = rows of the column-major result) and activation go in the epilogue.
+void lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+               int64_t ldc, const float* bias, cublasLtEpilogue_t epilogue, const Stream& stream) {
+  TFM_CHECK(m >= 0 && n >= 0 && k > 0)
+      << "cuda gemm: sizes must be M, N >= 0 and K > 0, got " << m << "x" << n << "x" << k;
+  if (m == 0 || n == 0) return;
+  TFM_CHECK(ldc >= n && lda >= (trans_a ? m : k) && ldb >= (trans_b ? k : n))
+      << "cuda gemm: leading dimensions lda=" << lda << " ldb=" << ldb << " ldc=" << ldc
+      << " too small for " << m << "x" << n << "x" << k;
+  LtContext& ctx = lt_context();
+  Descriptors d;
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
+                                                  sizeof op_first));
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
+                                                  sizeof op_second));
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                  sizeof epilogue));
+  if (bias != nullptr) {
+    TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof bias));
+  }
+  // Stored (column-major) shapes: the first operand is B's storage, the second A's.
+  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  TFM_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&d.a, CUDA_R_32F, u(trans_b ? k : n), u(trans_b ? n : k), ldb));
+  TFM_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&d.b, CUDA_R_32F, u(trans_a ? m : k), u(trans_a ? k : m), lda));
+  TFM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_32F, u(n), u(m), ldc));
+  const size_t ws = kGemmWorkspaceBytes;
+  const uint32_t align_first = alignment_of(b), align_second = alignment_of(a),
+                 align_c = alignment_of(c);
+  const PlanKey key{
+      trans_a,     trans_b,      m,      n, k, lda, ldb, ldc, static_cast<int>(epilogue),
+      align_first, align_second, align_c};
+  cublasLtMatmulAlgo_t algo{};
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(plan_cache().mu);
+    auto it = plan_cache().algos.find(key);
+    if (it != plan_cache().algos.end()) {
+      algo = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
+    TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_first},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_second},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+    for (const auto& [attr, value] : aligns)
+      TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &value, sizeof value));
+    cublasLtMatmulHeuristicResult_t heur{};
+    int found = 0;
+    TFM_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1,
+                                                    &heur, &found));
+    TFM_CHECK(found > 0) << "cuda gemm: cuBLASLt has no algorithm for " << m << "x" << n << "x" << k
+                         << " (trans_a=" << trans_a << ", trans_b=" << trans_b << ")";
+    algo = heur.algo;
+    std::lock_guard<std::mutex> lock(plan_cache().mu);
+    plan_cache().algos.emplace(key, algo);
+  }
+  TFM_CUBLAS_CHECK(cublasLtMatmul(ctx.handle, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c,
+                                  &algo, ctx.workspace.get(), ws, detail::native(stream)));
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+          const Stream& stream) {
+  lt_matmul(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr,
+            CUBLASLT_EPILOGUE_DEFAULT, stream);
+}
+
+void linear_forward(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* bias, LinearEpilogue act, float* y, const Stream& stream) {
+  cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_DEFAULT;
+  if (act == LinearEpilogue::relu) {
+    ep = bias != nullptr ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  } else if (bias != nullptr) {
+    ep = CUBLASLT_EPILOGUE_BIAS;
+  }
+  lt_matmul(false, true, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n, bias, ep, stream);
+  if (act == LinearEpilogue::gelu) gelu_forward(m * n, y, y, stream);
+}
+
+void linear_backward(int64_t m, int64_t n, int64_t k, const float* dz, const float* x,
+                     const float* w, float* dx, float* dw, float* db, const Stream& stream) {
+  if (dx != nullptr) gemm(false, false, m, k, n, 1.0f, dz, n, w, k, 0.0f, dx, k, stream);
+  if (dw != nullptr) gemm(true, false, n, k, m, 1.0f, dz, n, x, k, 0.0f, dw, k, stream);
+  if (db != nullptr) column_sums(m, n, dz, db, stream);
+}
+
+}  // namespace tfm::cuda

@@ -1,0 +1,39 @@
+// GEMM on the device through cuBLASLt, row-major like ops/cpu/primitives.h: op(A) is M×K,
+// op(B) is K×N, C is M×N, lda/ldb/ldc are row strides. f32 in, f32 out, f32 accumulation
+// (CUBLAS_COMPUTE_32F: no TF32, so results track the CPU to f32 rounding). Operands need only
+// 4-byte alignment (views at any element offset work). The algorithm cuBLASLt's heuristic picks
+// is cached per (sizes, transposes, leading dimensions, epilogue, operand alignments).
+#pragma once
+
+#include <cstdint>
+
+#include "tfm/core/cuda/runtime.h"
+
+namespace tfm::cuda {
+
+// C = alpha * op(A) * op(B) + beta * C; op(X) = Xᵀ when trans_x. Device pointers.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+          const Stream& stream = default_stream());
+
+// What a linear layer applies to x·wᵀ + bias before storing it.
+enum class LinearEpilogue { none, relu, gelu };
+
+// y (M, N) = act(x (M, K) · w (N, K)ᵀ + bias (N)), bias nullable: nn.Linear's layout, as
+// cpu::linear_forward. Bias and ReLU run in cuBLASLt's epilogue. GELU is the exact erf form, as
+// on the CPU; cuBLASLt's GELU epilogue is the tanh approximation, so GELU runs as one extra
+// pass over y after a bias epilogue.
+void linear_forward(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* bias, LinearEpilogue act, float* y,
+                    const Stream& stream = default_stream());
+
+// From dz (M, N), the gradient at the pre-activation: dx (M, K) = dz·w, dw (N, K) = dzᵀ·x,
+// db (N) = column sums of dz. A null output is skipped.
+void linear_backward(int64_t m, int64_t n, int64_t k, const float* dz, const float* x,
+                     const float* w, float* dx, float* dw, float* db,
+                     const Stream& stream = default_stream());
+
+// Bytes of device workspace cuBLASLt may use per call (allocated once).
+inline constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
+
+}  // namespace tfm::cuda

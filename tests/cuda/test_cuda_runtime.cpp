@@ -1,0 +1,224 @@
+// The CUDA runtime layer: error formatting, size classes and launch geometry are checked on any
+// machine; device storage and copies where a GPU exists, and the "no CUDA device" errors where
+// none does.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/test_util.h"
+#include "tfm/core/device_copy.h"
+
+#ifndef TFM_WITH_CUDA
+// A build without the CUDA backend: asking for the device is a clear error, never a crash.
+namespace tfm {
+namespace {
+TEST(CudaNotBuilt, DeviceRequestsFailClearly) {
+  const std::string e = testing::error_of([] { Tensor::empty({4}, DType::f32, Device::cuda); });
+  EXPECT_NE(e.find("this build has no CUDA backend"), std::string::npos) << e;
+  const std::string c = testing::error_of([] { to_device(Tensor::ones({3}), Device::cuda); });
+  EXPECT_NE(c.find("this build has no CUDA backend"), std::string::npos) << c;
+}
+}  // namespace
+}  // namespace tfm
+#else
+#include "tfm/core/allocator.h"
+#include "tfm/core/cuda/check.h"
+#include "tfm/core/cuda/device_allocator.h"
+#include "tfm/core/cuda/runtime.h"
+#include "tfm/ops/cuda/launch.h"
+
+namespace tfm {
+namespace {
+
+using testing::error_of;
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// The full what() of the tfm::Error thrown by f (message and location), "" if none.
+std::string what_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int fake_cuda_call(int status) {
+  return status;
+}
+
+TEST(CudaCheck, SuccessDoesNotThrow) {
+  EXPECT_NO_THROW(TFM_CUDA_CHECK(fake_cuda_call(0)));
+  EXPECT_NO_THROW(TFM_CUBLAS_CHECK(fake_cuda_call(0)));
+}
+
+TEST(CudaCheck, CudaErrorNamesCallLocationAndRuntimeDescription) {
+  // 2 is cudaErrorMemoryAllocation; 1 is cudaErrorInvalidValue. The descriptions come from the
+  // CUDA runtime itself, which answers without a device.
+  const int line = __LINE__ + 1;
+  const std::string w = what_of([] { TFM_CUDA_CHECK(fake_cuda_call(2)); });
+  EXPECT_TRUE(contains(w, "fake_cuda_call(2) failed: out of memory")) << w;
+  EXPECT_TRUE(contains(w, "(CUDA cudaErrorMemoryAllocation = 2)")) << w;
+  EXPECT_TRUE(contains(w, "test_cuda_runtime.cpp:" + std::to_string(line))) << w;
+  const std::string m = error_of([] { TFM_CUDA_CHECK(fake_cuda_call(1)); });
+  EXPECT_EQ(
+      m.rfind("fake_cuda_call(1) failed: invalid argument (CUDA cudaErrorInvalidValue = 1)", 0), 0u)
+      << m;
+}
+
+TEST(CudaCheck, CublasErrorNamesTheStatus) {
+  // 7 is CUBLAS_STATUS_INVALID_VALUE, 3 CUBLAS_STATUS_ALLOC_FAILED.
+  const std::string m = error_of([] { TFM_CUBLAS_CHECK(fake_cuda_call(7)); });
+  EXPECT_TRUE(contains(m, "fake_cuda_call(7) failed: ")) << m;
+  EXPECT_TRUE(contains(m, "(cuBLAS CUBLAS_STATUS_INVALID_VALUE = 7)")) << m;
+  const std::string a = error_of([] { TFM_CUBLAS_CHECK(fake_cuda_call(3)); });
+  EXPECT_TRUE(contains(a, "CUBLAS_STATUS_ALLOC_FAILED = 3")) << a;
+}
+
+TEST(CudaCheck, FormatErrorByHand) {
+  EXPECT_EQ(cuda::detail::format_error("CUDA", "f(x)", 700, "cudaErrorIllegalAddress",
+                                       "an illegal memory access was encountered"),
+            "f(x) failed: an illegal memory access was encountered (CUDA "
+            "cudaErrorIllegalAddress = 700)");
+}
+
+TEST(CudaAllocator, SizeClasses) {
+  using A = cuda::CudaCachingAllocator;
+  size_t prev = 0;
+  for (size_t b :
+       {size_t{0}, size_t{1}, size_t{511}, size_t{512}, size_t{513}, size_t{4097}, size_t{100000},
+        A::kSmallLimit - 1, A::kSmallLimit, A::kSmallLimit + 1, size_t{3} << 20,
+        (size_t{3} << 20) + 1, size_t{1} << 30, (size_t{1} << 30) + 12345}) {
+    const size_t c = A::size_class(b);
+    EXPECT_GE(c, b);
+    EXPECT_GE(c, prev) << "classes must grow with the request, bytes " << b;
+    EXPECT_EQ(c % A::kGranule, 0u) << b;
+    if (b <= A::kSmallLimit) {
+      EXPECT_LT(c - std::max<size_t>(b, 1), A::kGranule) << b;
+    } else {
+      EXPECT_LE(c - b, b / 8) << "bytes " << b << " class " << c;
+    }
+    prev = c;
+  }
+  EXPECT_EQ(A::size_class(0), 512u);
+  EXPECT_EQ(A::size_class(513), 1024u);
+  // 3 MiB + 1: power-of-two floor 2 MiB, step 256 KiB -> 3.25 MiB.
+  EXPECT_EQ(A::size_class((size_t{3} << 20) + 1), (size_t{13} << 18));
+}
+
+TEST(CudaLaunch, Geometry) {
+  EXPECT_EQ(cuda::blocks_for(0), 1);
+  EXPECT_EQ(cuda::blocks_for(1), 1);
+  EXPECT_EQ(cuda::blocks_for(256), 1);
+  EXPECT_EQ(cuda::blocks_for(257), 2);
+  EXPECT_EQ(cuda::blocks_for(int64_t{1} << 40), cuda::kMaxBlocks);
+  EXPECT_EQ(cuda::blocks_for(1000, 128, 4), 4);
+  EXPECT_EQ(cuda::row_threads(1), 32);
+  EXPECT_EQ(cuda::row_threads(128), 32);
+  EXPECT_EQ(cuda::row_threads(129), 64);
+  EXPECT_EQ(cuda::row_threads(512), 128);
+  EXPECT_EQ(cuda::row_threads(32000), 1024);
+}
+
+TEST(CudaNoDevice, ClearErrors) {
+  if (cuda::has_device()) GTEST_SKIP() << "a CUDA device is present; this checks machines without";
+  EXPECT_EQ(cuda::device_count(), 0);
+  EXPECT_FALSE(cuda::no_device_reason().empty());
+  const std::string m = error_of([] { cuda::require_device("the test"); });
+  EXPECT_EQ(m.rfind("no CUDA device: the test needs one (", 0), 0u) << m;
+  const std::string e = error_of([] { Tensor::empty({4}, DType::f32, Device::cuda); });
+  EXPECT_TRUE(contains(e, "no CUDA device")) << e;
+  const std::string c = error_of([] { to_device(Tensor::ones({3}), Device::cuda); });
+  EXPECT_TRUE(contains(c, "no CUDA device")) << c;
+  EXPECT_TRUE(contains(error_of([] { cuda::device_info(0); }), "no CUDA device"));
+}
+
+// From here on a GPU is needed.
+class CudaDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::has_device()) GTEST_SKIP() << "no CUDA device: " << cuda::no_device_reason();
+  }
+};
+
+TEST_F(CudaDevice, InfoIsSane) {
+  const cuda::DeviceInfo d = cuda::device_info(0);
+  EXPECT_GE(d.major, 7);
+  EXPECT_GT(d.multiprocessors, 0);
+  EXPECT_GT(d.total_memory, size_t{1} << 30);
+  EXPECT_TRUE(contains(cuda::describe(d), d.name)) << cuda::describe(d);
+  EXPECT_TRUE(
+      contains(error_of([] { cuda::device_info(cuda::device_count()); }), "no CUDA device"));
+}
+
+TEST_F(CudaDevice, RoundTripCopiesAreExact) {
+  for (DType dt : {DType::f32, DType::f64, DType::i32}) {
+    const Tensor a = dt == DType::i32 ? testing::random_ids({7, 33}, 1000, 5)
+                                      : testing::random_tensor({7, 33}, dt, 5);
+    const Tensor d = to_device(a, Device::cuda);
+    EXPECT_EQ(d.device(), Device::cuda);
+    EXPECT_EQ(d.shape(), a.shape());
+    const Tensor d2 = d.clone();  // device to device
+    const Tensor back = to_device(d2, Device::cpu);
+    EXPECT_EQ(back.device(), Device::cpu);
+    EXPECT_TRUE(testing::bitwise_equal(back, a)) << dtype_name(dt);
+  }
+  // A strided host view is packed before the copy.
+  const Tensor a = testing::random_tensor({5, 9}, DType::f32, 6);
+  const Tensor at = a.transpose(0, 1);
+  EXPECT_TRUE(
+      testing::bitwise_equal(to_device(to_device(at, Device::cuda), Device::cpu), at.contiguous()));
+  // to_vector reads device tensors through a copy.
+  EXPECT_EQ(to_device(a, Device::cuda).to_vector<float>(), a.to_vector<float>());
+}
+
+TEST_F(CudaDevice, ZerosAndHostAccessErrors) {
+  const Tensor z = Tensor::zeros({1000}, DType::f32, Device::cuda);
+  for (float x : z.to_vector<float>()) ASSERT_EQ(x, 0.0f);
+  EXPECT_TRUE(contains(error_of([&] { (void)z.at({3}); }), "is on cuda; copy it to the cpu"));
+  EXPECT_TRUE(contains(error_of([&] { (void)z.to(DType::f64); }), "is on cuda"));
+  EXPECT_TRUE(contains(error_of([&] { Tensor::full({3}, 2.0, DType::f32, Device::cuda); }),
+                       "only zero-filling"));
+  const Tensor dev = Tensor::zeros({4, 6}, DType::f32, Device::cuda);
+  EXPECT_TRUE(contains(error_of([&] { (void)to_device(dev.transpose(0, 1), Device::cpu); }),
+                       "need contiguous tensors"));
+}
+
+TEST_F(CudaDevice, AllocatorReusesBlocks) {
+  auto& a = cuda::device_allocator();
+  a.empty_cache();
+  const AllocatorStats s0 = a.stats();
+  void* first = nullptr;
+  {
+    auto p = a.allocate(10000);
+    first = p.get();
+    EXPECT_EQ(a.stats().in_use_bytes, s0.in_use_bytes + 10240);
+  }
+  EXPECT_EQ(a.stats().cached_bytes, s0.cached_bytes + 10240);
+  auto q = a.allocate(10100);  // same class: the cached block comes back
+  EXPECT_EQ(q.get(), first);
+  EXPECT_EQ(a.stats().system_allocs, s0.system_allocs + 1);
+  q.reset();
+  a.empty_cache();
+  EXPECT_EQ(a.stats().cached_bytes, 0u);
+  // An impossible request fails with a clear message instead of crashing.
+  const std::string m = error_of([&] { a.allocate(size_t{1} << 50); });
+  EXPECT_TRUE(contains(m, "out of memory allocating")) << m;
+}
+
+TEST_F(CudaDevice, StreamsWork) {
+  cuda::Stream s = cuda::Stream::create();
+  EXPECT_NE(s.native(), nullptr);
+  EXPECT_NO_THROW(s.synchronize());
+  cuda::Stream moved = std::move(s);
+  EXPECT_NO_THROW(moved.synchronize());
+  EXPECT_NO_THROW(cuda::synchronize());
+}
+
+}  // namespace
+}  // namespace tfm
+#endif  // TFM_WITH_CUDA
