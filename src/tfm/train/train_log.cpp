@@ -65,7 +65,11 @@ std::string format_count(double n) {
 std::string progress_bar(double fraction, int width) {
   fraction = std::clamp(std::isfinite(fraction) ? fraction : 0.0, 0.0, 1.0);
   const int filled = static_cast<int>(fraction * width + 0.5);
-  return "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
+  std::string bar(static_cast<size_t>(width) + 2, '.');
+  bar.front() = '[';
+  bar.back() = ']';
+  std::fill_n(bar.begin() + 1, filled, '#');
+  return bar;
 }
 
 }  // namespace tfm
