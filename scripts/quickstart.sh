@@ -120,7 +120,7 @@ else
   fi
   "$tfm" train --model "$model" --train-src "$data/train.de" --train-trg "$data/train.en" \
     --valid-src "$data/valid.de" --valid-trg "$data/valid.en" --vocab "$workdir/vocab.model" \
-    --preset small --max-minutes "$minutes" --lr 1e-3 --warmup 800 --clip-norm 1.0 \
+    --preset small --max-minutes "$minutes" --lr 1e-3 --warmup 400 --clip-norm 1.0 \
     --save-every 250 --valid-every 500 --log-every 50 >&2
   touch "$model/.quickstart_trained"
 fi
@@ -145,7 +145,7 @@ step "eval: BLEU and chrF on the test split" "$hyp and $data/test.en must have t
 echo
 echo "Examples (source / model / reference):"
 paste "$data/test.de" "$hyp" "$data/test.en" |
-  awk -F'\t' '$1 ~ /[.!?]$/ && split($1, w, " ") >= 4 { print; if (++n == 8) exit }' |
+  awk -F'\t' 'n < 8 && $1 ~ /[.!?]$/ && split($1, w, " ") >= 4 { print; n++ }' |
   while IFS=$'\t' read -r de mt en; do
     printf '  DE:  %s\n  MT:  %s\n  REF: %s\n\n' "$de" "$mt" "$en"
   done
