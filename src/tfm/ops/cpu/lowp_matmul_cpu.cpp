@@ -1,5 +1,7 @@
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 
+#include "tfm/ops/cpu/dnnl_context.h"
+
 #include <immintrin.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -25,17 +27,6 @@ namespace {
 
 using dnnl::memory;
 using dt = memory::data_type;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-// oneDNN does not promise that one stream may be used by several threads at once.
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
 
 const char* kind_name(LowpKind kind) {
   return kind == LowpKind::bf16 ? "bf16" : "int8";
@@ -95,9 +86,9 @@ dnnl::matmul::primitive_desc make_pd(const Key& key, const memory::desc& weights
   if (key.bias) {
     *bias = memory::desc({1, key.n}, dt::f32, memory::format_tag::ab);
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(*src, weights, *bias, *dst), attr,
-                                        engine());
+                                        dnnl_engine());
   }
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(*src, weights, *dst), attr, engine());
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(*src, weights, *dst), attr, dnnl_engine());
 }
 
 // The few shapes a model uses, per row count: bounded, and simply emptied when full (decoding
@@ -302,10 +293,10 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
     packed->data = cpu_allocator().allocate(packed->bytes);
     // (K, N) view of the (N, K) row-major weight: strides (1, K).
     const memory::desc plain_desc({k, n}, weight_type(kind), memory::dims{1, k});
-    memory from(plain_desc, engine(), plain.get());
-    memory to(*desc, engine(), packed->data.get());
-    dnnl::reorder(from, to).execute(stream(), from, to);
-    stream().wait();
+    memory from(plain_desc, dnnl_engine(), plain.get());
+    memory to(*desc, dnnl_engine(), packed->data.get());
+    dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
+    dnnl_stream().wait();
     packed->desc = desc;
   } catch (const dnnl::error& e) {
     TFM_FAIL() << "packing " << kind_name(kind) << " weights (" << n << ", " << k
@@ -344,19 +335,19 @@ void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, cons
   try {
     auto entry = cache().get(key, wdesc);
     std::unordered_map<int, memory> args;
-    args.emplace(DNNL_ARG_SRC, memory(entry->src, engine(), src_buf.get()));
-    args.emplace(DNNL_ARG_WEIGHTS, memory(wdesc, engine(), w.data.get()));
+    args.emplace(DNNL_ARG_SRC, memory(entry->src, dnnl_engine(), src_buf.get()));
+    args.emplace(DNNL_ARG_WEIGHTS, memory(wdesc, dnnl_engine(), w.data.get()));
     args.emplace(DNNL_ARG_DST,
-                 memory(entry->dst, engine(), int8 ? acc_buf.get() : static_cast<void*>(y)));
+                 memory(entry->dst, dnnl_engine(), int8 ? acc_buf.get() : static_cast<void*>(y)));
     if (key.bias)
-      args.emplace(DNNL_ARG_BIAS, memory(entry->bias, engine(), const_cast<float*>(bias)));
+      args.emplace(DNNL_ARG_BIAS, memory(entry->bias, dnnl_engine(), const_cast<float*>(bias)));
     std::shared_ptr<void> scratch;
     if (entry->scratchpad_bytes > 0) {
       scratch = cpu_allocator().allocate(entry->scratchpad_bytes);
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(entry->scratchpad, engine(), scratch.get()));
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(entry->scratchpad, dnnl_engine(), scratch.get()));
     }
-    entry->primitive.execute(stream(), args);
-    stream().wait();
+    entry->primitive.execute(dnnl_stream(), args);
+    dnnl_stream().wait();
   } catch (const dnnl::error& e) {
     TFM_FAIL() << "oneDNN " << kind_name(w.kind) << " matmul (m=" << m << " n=" << n << " k=" << k
                << ") failed: " << e.what();

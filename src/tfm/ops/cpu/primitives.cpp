@@ -14,8 +14,19 @@
 #include "tfm/core/allocator.h"
 #include "tfm/core/check.h"
 #include "tfm/core/parallel.h"
+#include "tfm/ops/cpu/dnnl_context.h"
 
 namespace tfm::cpu {
+
+dnnl::engine& dnnl_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& dnnl_stream() {
+  thread_local dnnl::stream stream(dnnl_engine());
+  return stream;
+}
 
 namespace {
 
@@ -111,18 +122,6 @@ namespace tfm::cpu {
 
 namespace {
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// A CPU stream executes synchronously and holds no data, but oneDNN does not promise that one
-// stream object may be used from several threads at once: one per thread, on the shared engine.
-dnnl::stream& cpu_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-
 struct PrimitiveKey {
   int64_t m, n, k;
   bool bias;
@@ -178,10 +177,10 @@ std::shared_ptr<const PrimitiveEntry> create_primitive(const PrimitiveKey& key) 
     entry->bias = memory::desc(memory::dims{1, key.n}, dt::f32, memory::dims{key.n, 1});
     pd = dnnl::matmul::primitive_desc(
         dnnl::matmul::desc(entry->src, entry->weights, entry->bias, entry->dst), attr,
-        cpu_engine());
+        dnnl_engine());
   } else {
     pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(entry->src, entry->weights, entry->dst),
-                                      attr, cpu_engine());
+                                      attr, dnnl_engine());
   }
   entry->scratchpad = pd.scratchpad_desc();
   entry->scratchpad_bytes = entry->scratchpad.get_size();
@@ -269,7 +268,7 @@ void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const
   const PrimitiveKey key{m, n, k, bias != nullptr, post, threads};
   try {
     auto entry = primitive_cache().get(key);
-    const dnnl::engine& eng = cpu_engine();
+    const dnnl::engine& eng = dnnl_engine();
     std::unordered_map<int, dnnl::memory> args;
     args.emplace(DNNL_ARG_SRC, dnnl::memory(entry->src, eng, const_cast<float*>(x)));
     args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(entry->weights, eng, const_cast<float*>(w)));
@@ -281,8 +280,8 @@ void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const
       scratch = cpu_allocator().allocate(entry->scratchpad_bytes);
       args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(entry->scratchpad, eng, scratch.get()));
     }
-    entry->primitive.execute(cpu_stream(), args);
-    cpu_stream().wait();
+    entry->primitive.execute(dnnl_stream(), args);
+    dnnl_stream().wait();
   } catch (const dnnl::error& e) {
     TFM_FAIL() << "oneDNN matmul (m=" << m << " n=" << n << " k=" << k
                << " bias=" << (bias != nullptr) << " post=" << static_cast<int>(post)

@@ -1,0 +1,14 @@
+// The one oneDNN engine of the process and a stream per thread, shared by every oneDNN caller
+// (primitives.cpp for fp32, lowp_matmul_cpu.cpp for bf16/int8). Only ops/cpu sources include this.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace tfm::cpu {
+
+dnnl::engine& dnnl_engine();
+// A CPU stream executes synchronously and holds no data, but oneDNN does not promise that one
+// stream object may be used from several threads at once: one per thread, on the shared engine.
+dnnl::stream& dnnl_stream();
+
+}  // namespace tfm::cpu
