@@ -30,9 +30,9 @@ TEST(ConfigFile, YamlFlatMapWithListsCommentsAndUnderscores) {
                                  "vocab-src: [a.spm, 'b c.spm']\n"
                                  "train-src:\n"
                                  "  - x.de\n");
-  const Entries want = {{"preset", {"small"}},       {"batch-tokens", {"4096"}},
-                        {"valid-bleu", {"true"}},    {"lr", {"5e-4"}},
-                        {"vocab-src", {"a.spm", "b c.spm"}}, {"train-src", {"x.de"}}};
+  const Entries want = {
+      {"preset", {"small"}}, {"batch-tokens", {"4096"}},          {"valid-bleu", {"true"}},
+      {"lr", {"5e-4"}},      {"vocab-src", {"a.spm", "b c.spm"}}, {"train-src", {"x.de"}}};
   EXPECT_EQ(read_config_file(path), want);
   fs::remove(path);
 }

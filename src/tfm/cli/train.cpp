@@ -1,8 +1,8 @@
 // tfm train: a parallel corpus (+ SentencePiece vocabularies) -> a model directory. Reads the
 // data, builds (or, when DIR/train_state exists, resumes) the model and hands it to Trainer; a
 // first SIGINT/SIGTERM saves a checkpoint and stops cleanly, a second one kills.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -46,7 +46,9 @@ struct Flags {
 
 std::atomic<bool> g_stop{false};
 
-extern "C" void on_stop_signal(int) { g_stop.store(true); }
+extern "C" void on_stop_signal(int) {
+  g_stop.store(true);
+}
 
 void install_stop_handlers() {
   struct sigaction sa {};
@@ -186,7 +188,8 @@ void run_train(CLI::App* cmd, Flags& f) {
       << "give either --train-src and --train-trg, or --train-tsv";
   TFM_CHECK(tsv || (!f.train_src.empty() && !f.train_trg.empty()))
       << "--train-src and --train-trg go together";
-  TFM_CHECK(f.valid_src.empty() == f.valid_trg.empty()) << "--valid-src and --valid-trg go together";
+  TFM_CHECK(f.valid_src.empty() == f.valid_trg.empty())
+      << "--valid-src and --valid-trg go together";
   const bool joint = !f.vocab.empty();
   TFM_CHECK(joint != (!f.vocab_src.empty() || !f.vocab_trg.empty()))
       << "give either --vocab (joint) or --vocab-src and --vocab-trg";

@@ -36,9 +36,15 @@ int64_t Vocab::size() const {
   return sp_->GetPieceSize();
 }
 
-int64_t Vocab::pad_id() const { return sp_->pad_id(); }
-int64_t Vocab::bos_id() const { return sp_->bos_id(); }
-int64_t Vocab::eos_id() const { return sp_->eos_id(); }
+int64_t Vocab::pad_id() const {
+  return sp_->pad_id();
+}
+int64_t Vocab::bos_id() const {
+  return sp_->bos_id();
+}
+int64_t Vocab::eos_id() const {
+  return sp_->eos_id();
+}
 
 ModelVocabs load_model_vocabs(const std::string& dir) {
   namespace fs = std::filesystem;

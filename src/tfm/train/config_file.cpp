@@ -77,8 +77,8 @@ class YamlEvents {
     if (has_event_) yaml_event_delete(&event_);
     has_event_ = false;
     if (!yaml_parser_parse(&parser_, &event_)) {
-      TFM_FAIL() << path_ << ":" << parser_.problem_mark.line + 1 << ": invalid YAML: "
-                 << (parser_.problem ? parser_.problem : "parse error");
+      TFM_FAIL() << path_ << ":" << parser_.problem_mark.line + 1
+                 << ": invalid YAML: " << (parser_.problem ? parser_.problem : "parse error");
     }
     has_event_ = true;
     return event_;

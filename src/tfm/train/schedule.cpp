@@ -11,16 +11,18 @@ ScheduleKind parse_schedule(const std::string& name) {
   if (name == "noam") return ScheduleKind::noam;
   if (name == "inverse_sqrt") return ScheduleKind::inverse_sqrt;
   if (name == "constant") return ScheduleKind::constant;
-  TFM_FAIL() << "unknown learning-rate schedule \"" << name
-             << "\" (noam, inverse_sqrt, constant)";
+  TFM_FAIL() << "unknown learning-rate schedule \"" << name << "\" (noam, inverse_sqrt, constant)";
   return ScheduleKind::constant;
 }
 
 const char* to_string(ScheduleKind kind) {
   switch (kind) {
-    case ScheduleKind::noam: return "noam";
-    case ScheduleKind::inverse_sqrt: return "inverse_sqrt";
-    case ScheduleKind::constant: return "constant";
+    case ScheduleKind::noam:
+      return "noam";
+    case ScheduleKind::inverse_sqrt:
+      return "inverse_sqrt";
+    case ScheduleKind::constant:
+      return "constant";
   }
   return "?";
 }

@@ -17,9 +17,9 @@ enum class ScheduleKind { noam, inverse_sqrt, constant };
 
 struct ScheduleOptions {
   ScheduleKind kind = ScheduleKind::inverse_sqrt;
-  double lr = 5e-4;     // peak learning rate (inverse_sqrt, constant)
+  double lr = 5e-4;  // peak learning rate (inverse_sqrt, constant)
   int64_t warmup = 4000;
-  double factor = 1.0;  // noam's multiplier
+  double factor = 1.0;    // noam's multiplier
   int64_t d_model = 512;  // noam's scale
 };
 

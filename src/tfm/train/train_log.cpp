@@ -55,10 +55,14 @@ std::string format_duration(double seconds) {
 
 std::string format_count(double n) {
   char buf[32];
-  if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
-  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
-  else if (n >= 1e4) std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f", n);
+  if (n >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
+  else if (n >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  else if (n >= 1e4)
+    std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", n);
   return buf;
 }
 

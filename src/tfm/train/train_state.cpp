@@ -71,9 +71,9 @@ TrainProgress TrainProgress::from_json(const std::string& text) {
   }
   TFM_CHECK(j.is_object()) << "training progress is not a JSON object";
   const int version = field<int>(j, "format_version");
-  TFM_CHECK(version == kFormatVersion) << "training state format " << version
-                                       << " is not supported (this tfm reads " << kFormatVersion
-                                       << ")";
+  TFM_CHECK(version == kFormatVersion)
+      << "training state format " << version << " is not supported (this tfm reads "
+      << kFormatVersion << ")";
   TrainProgress p;
   p.updates = field<int64_t>(j, "updates");
   p.position.epoch = field<int64_t>(j, "epoch");

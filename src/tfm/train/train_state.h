@@ -30,10 +30,10 @@ struct LogWindow {
 };
 
 struct TrainProgress {
-  int64_t updates = 0;  // optimizer updates made (skipped ones not counted)
-  BatchPosition position;  // the next training batch
+  int64_t updates = 0;            // optimizer updates made (skipped ones not counted)
+  BatchPosition position;         // the next training batch
   uint64_t data_fingerprint = 0;  // Batcher::fingerprint() of the run that saved this
-  uint64_t dropout_seed = 0, dropout_stream = 0;  // the dropout Generator's state
+  uint64_t dropout_seed = 0, dropout_stream = 0;          // the dropout Generator's state
   int64_t sentences = 0, src_tokens = 0, trg_tokens = 0;  // totals
   int64_t nonfinite_skipped = 0, nonfinite_in_a_row = 0;
   double best_metric = 0;  // valid only when best_update > 0

@@ -53,10 +53,14 @@ ValidMetric parse_valid_metric(const std::string& name) {
 
 const char* to_string(ValidMetric m) {
   switch (m) {
-    case ValidMetric::loss: return "loss";
-    case ValidMetric::ppl: return "ppl";
-    case ValidMetric::accuracy: return "accuracy";
-    case ValidMetric::bleu: return "bleu";
+    case ValidMetric::loss:
+      return "loss";
+    case ValidMetric::ppl:
+      return "ppl";
+    case ValidMetric::accuracy:
+      return "accuracy";
+    case ValidMetric::bleu:
+      return "bleu";
   }
   return "?";
 }
@@ -104,8 +108,8 @@ bool Trainer::resume() {
   run_start_elapsed_ = p_.elapsed_seconds;
   last_saved_update_ = p_.updates;
   log_.line("resuming from update " + std::to_string(p_.updates) + " (epoch " +
-            std::to_string(p_.position.epoch + 1) + ", batch " +
-            std::to_string(p_.position.index) + ")");
+            std::to_string(p_.position.epoch + 1) + ", batch " + std::to_string(p_.position.index) +
+            ")");
   return true;
 }
 
@@ -155,8 +159,7 @@ bool Trainer::train_update() {
       TFM_FAIL() << "stopping: " << p_.nonfinite_in_a_row
                  << " non-finite updates in a row (--max-nonfinite " << o_.max_nonfinite
                  << "). Lower the learning rate (--lr) or raise --warmup, set --clip-norm, "
-                 << "or check the training data; the last good state is saved in "
-                 << o_.model_dir;
+                 << "or check the training data; the last good state is saved in " << o_.model_dir;
     }
     return false;
   }
@@ -188,16 +191,16 @@ void Trainer::log_window() {
   const double t = now_seconds();
   const double secs = std::max(1e-9, t - window_start_);
   const double tok = static_cast<double>(std::max<int64_t>(w.trg_tokens, 1));
-  std::string s = "epoch " + std::to_string(train_.position().epoch + 1) + " | update " +
-                  std::to_string(p_.updates) + " | sents " +
-                  format_count(static_cast<double>(p_.sentences)) + " | trg tok " +
-                  format_count(static_cast<double>(p_.trg_tokens)) + " | loss " +
-                  fmt("%.4f", w.loss_sum / tok) + " | ppl " + fmt("%.2f", std::exp(w.nll_sum / tok)) +
-                  " | acc " + fmt("%.1f%%", 100.0 * static_cast<double>(w.correct) / tok) +
-                  " | lr " + fmt("%.3e", learning_rate(o_.schedule, std::max<int64_t>(1, p_.updates))) +
-                  " | gnorm " + fmt("%.3f", w.gnorm_sum / static_cast<double>(w.updates)) + " | " +
-                  format_count(static_cast<double>(w.src_tokens + w.trg_tokens) / secs) +
-                  " tok/s | " + format_duration(run_start_elapsed_ + (t - run_start_));
+  std::string s =
+      "epoch " + std::to_string(train_.position().epoch + 1) + " | update " +
+      std::to_string(p_.updates) + " | sents " + format_count(static_cast<double>(p_.sentences)) +
+      " | trg tok " + format_count(static_cast<double>(p_.trg_tokens)) + " | loss " +
+      fmt("%.4f", w.loss_sum / tok) + " | ppl " + fmt("%.2f", std::exp(w.nll_sum / tok)) +
+      " | acc " + fmt("%.1f%%", 100.0 * static_cast<double>(w.correct) / tok) + " | lr " +
+      fmt("%.3e", learning_rate(o_.schedule, std::max<int64_t>(1, p_.updates))) + " | gnorm " +
+      fmt("%.3f", w.gnorm_sum / static_cast<double>(w.updates)) + " | " +
+      format_count(static_cast<double>(w.src_tokens + w.trg_tokens) / secs) + " tok/s | " +
+      format_duration(run_start_elapsed_ + (t - run_start_));
   log_.line(s);
   p_.window = LogWindow{};
   window_start_ = t;
@@ -205,10 +208,14 @@ void Trainer::log_window() {
 
 double Trainer::metric_value(double loss, double ppl, double accuracy, double bleu) const {
   switch (o_.metric) {
-    case ValidMetric::loss: return loss;
-    case ValidMetric::ppl: return ppl;
-    case ValidMetric::accuracy: return accuracy;
-    case ValidMetric::bleu: return bleu;
+    case ValidMetric::loss:
+      return loss;
+    case ValidMetric::ppl:
+      return ppl;
+    case ValidMetric::accuracy:
+      return accuracy;
+    case ValidMetric::bleu:
+      return bleu;
   }
   return ppl;
 }
@@ -348,14 +355,14 @@ TrainResult Trainer::run(const std::atomic<bool>* stop) {
             format_count(static_cast<double>(p_.sentences)) + " sentences, " +
             format_count(static_cast<double>(p_.trg_tokens)) + " target tokens in " +
             format_duration(p_.elapsed_seconds) +
-            (p_.nonfinite_skipped ? "; " + std::to_string(p_.nonfinite_skipped) +
-                                        " non-finite updates skipped"
-                                  : std::string()) +
-            (p_.best_update > 0 ? "; best " + std::string(to_string(o_.metric)) + " " +
-                                      fmt("%.4g", p_.best_metric) + " at update " +
-                                      std::to_string(p_.best_update) + " (" + o_.model_dir +
-                                      "/best)"
-                                : std::string()));
+            (p_.nonfinite_skipped
+                 ? "; " + std::to_string(p_.nonfinite_skipped) + " non-finite updates skipped"
+                 : std::string()) +
+            (p_.best_update > 0
+                 ? "; best " + std::string(to_string(o_.metric)) + " " +
+                       fmt("%.4g", p_.best_metric) + " at update " +
+                       std::to_string(p_.best_update) + " (" + o_.model_dir + "/best)"
+                 : std::string()));
   return r;
 }
 

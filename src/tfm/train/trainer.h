@@ -29,10 +29,10 @@ const char* to_string(ValidMetric m);
 
 struct TrainerOptions {
   std::string model_dir;
-  int64_t update_freq = 1;     // batches whose gradients one update sums
-  int64_t max_updates = 0;     // 0: no limit (the limits below still apply)
-  int64_t max_epochs = 0;      // 0: no limit
-  double max_minutes = 0;      // wall time of this run; 0: no limit
+  int64_t update_freq = 1;  // batches whose gradients one update sums
+  int64_t max_updates = 0;  // 0: no limit (the limits below still apply)
+  int64_t max_epochs = 0;   // 0: no limit
+  double max_minutes = 0;   // wall time of this run; 0: no limit
   ScheduleOptions schedule;
   AdamOptions adam;
   double label_smoothing = 0.1;
@@ -43,7 +43,7 @@ struct TrainerOptions {
   int64_t keep_last = 3;       // DIR/checkpoints/update-N kept (0: none)
   int64_t early_stopping = 0;  // stop after this many validations without improvement; 0: off
   ValidMetric metric = ValidMetric::ppl;  // best checkpoint and early stopping
-  int64_t max_nonfinite = 10;  // stop after this many non-finite updates in a row
+  int64_t max_nonfinite = 10;             // stop after this many non-finite updates in a row
   int64_t valid_batch_tokens = 8192;
   uint64_t dropout_seed = 0;
   std::vector<std::string> files_to_copy;  // copied into best/ and checkpoints/ (vocabularies)
@@ -54,7 +54,7 @@ using BleuHook = std::function<double(const Transformer&)>;
 
 struct TrainResult {
   int64_t updates = 0;
-  std::string stop_reason;  // "max updates", "max epochs", "time limit", "early stopping", ...
+  std::string stop_reason;   // "max updates", "max epochs", "time limit", "early stopping", ...
   bool interrupted = false;  // stopped by the stop flag (SIGINT/SIGTERM)
   double last_valid_ppl = 0, best_metric = 0;
   int64_t best_update = 0;
@@ -97,7 +97,7 @@ class Trainer {
   Adam adam_;
   TrainProgress p_;
   std::vector<double> update_losses_;
-  double window_start_ = 0;  // run seconds at the start of the log window
+  double window_start_ = 0;       // run seconds at the start of the log window
   double run_start_ = 0;          // clock at the start of this run
   double run_start_elapsed_ = 0;  // training seconds of earlier runs
   bool validated_since_save_ = false;

@@ -8,7 +8,9 @@
 
 namespace tfm {
 
-double ValidLoss::perplexity() const { return std::exp(loss()); }
+double ValidLoss::perplexity() const {
+  return std::exp(loss());
+}
 
 ValidLoss validation_loss(Transformer& model, const std::vector<Example>& examples,
                           int64_t batch_tokens) {

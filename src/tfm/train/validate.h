@@ -13,7 +13,7 @@ struct ValidLoss {
   int64_t sentences = 0, tokens = 0, correct = 0;  // tokens: targets incl. EOS
   double nll_sum = 0;
   double loss() const { return tokens ? nll_sum / tokens : 0.0; }  // nats per token
-  double perplexity() const;                                        // exp(loss)
+  double perplexity() const;                                       // exp(loss)
   double accuracy() const { return tokens ? static_cast<double>(correct) / tokens : 0.0; }
 };
 
