@@ -20,9 +20,10 @@ size_t CpuCachingAllocator::size_class(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-std::shared_ptr<void> CpuCachingAllocator::allocate(size_t bytes) {
-  const size_t cls = size_class(bytes);
+std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
+  const size_t cls = class_of(bytes);
   void* p = nullptr;
+  bool trim = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.requests++;
@@ -31,23 +32,23 @@ std::shared_ptr<void> CpuCachingAllocator::allocate(size_t bytes) {
       p = it->second.back();
       it->second.pop_back();
       stats_.cached_bytes -= cls;
+    } else if (stats_.cached_bytes > cache_limit_locked()) {
+      trim = true;
+      stats_.trims++;
     }
   }
   if (p == nullptr) {
-    bool trim = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      trim = stats_.cached_bytes > cache_limit_locked();
-      if (trim) stats_.trims++;
-    }
     if (trim) empty_cache();
-    p = std::aligned_alloc(kAlignment, cls);
+    p = system_alloc(cls);
     if (p == nullptr) {
-      // One retry after giving the cache back: fragmentation across classes can starve us.
+      // One retry after giving the cache back: blocks cached in other classes may be what is
+      // missing.
       empty_cache();
-      p = std::aligned_alloc(kAlignment, cls);
+      p = system_alloc(cls);
     }
-    TFM_CHECK(p != nullptr) << "out of memory allocating " << bytes << " bytes on cpu";
+    TFM_CHECK(p != nullptr) << "out of memory allocating " << bytes << " bytes on "
+                            << device_name(device()) << " (" << stats().in_use_bytes
+                            << " bytes in use by tensors)";
     std::lock_guard<std::mutex> lock(mu_);
     stats_.system_allocs++;
   }
@@ -60,49 +61,58 @@ std::shared_ptr<void> CpuCachingAllocator::allocate(size_t bytes) {
   return std::shared_ptr<void>(p, [this, cls](void* q) { release(q, cls); });
 }
 
-void CpuCachingAllocator::release(void* p, size_t cls) {
+void CachingAllocator::release(void* p, size_t cls) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.in_use_bytes -= cls;
   stats_.cached_bytes += cls;
   free_[cls].push_back(p);
 }
 
-size_t CpuCachingAllocator::cache_limit_locked() const {
+size_t CachingAllocator::cache_limit_locked() const {
   if (cache_limit_ > 0) return cache_limit_;
   constexpr size_t kFloor = size_t{256} << 20;
   return stats_.peak_in_use_bytes > kFloor ? stats_.peak_in_use_bytes : kFloor;
 }
 
-void CpuCachingAllocator::set_cache_limit(size_t bytes) {
+void CachingAllocator::set_cache_limit(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   cache_limit_ = bytes;
 }
 
-size_t CpuCachingAllocator::cache_limit() const {
+size_t CachingAllocator::cache_limit() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cache_limit_locked();
 }
 
-AllocatorStats CpuCachingAllocator::stats() const {
+AllocatorStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
 
-void CpuCachingAllocator::reset_peak() {
+void CachingAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.peak_in_use_bytes = stats_.in_use_bytes;
 }
 
-void CpuCachingAllocator::empty_cache() {
+void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [cls, blocks] : free_) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) system_free(p);
     stats_.cached_bytes -= cls * blocks.size();
-    blocks.clear();
   }
   free_.clear();
 }
 
+void* CpuCachingAllocator::system_alloc(size_t bytes) {
+  return std::aligned_alloc(kAlignment, bytes);
+}
+
+void CpuCachingAllocator::system_free(void* p) noexcept {
+  std::free(p);
+}
+
+// Derived classes empty the cache themselves: the base destructor can no longer reach
+// system_free.
 CpuCachingAllocator::~CpuCachingAllocator() {
   empty_cache();
 }

@@ -30,13 +30,11 @@ class Allocator {
   virtual Device device() const = 0;
 };
 
-class CpuCachingAllocator final : public Allocator {
+// Blocks recycled by size class, whatever the device: the free lists, the statistics and the
+// cache limit live here; a device supplies only its size classes and its system allocator.
+class CachingAllocator : public Allocator {
  public:
-  static constexpr size_t kAlignment = 64;
-
-  std::shared_ptr<void> allocate(size_t bytes) override;
-  Device device() const override { return Device::cpu; }
-
+  std::shared_ptr<void> allocate(size_t bytes) final;
   AllocatorStats stats() const;
   void reset_peak();
   // Gives every cached block back to the system.
@@ -48,18 +46,35 @@ class CpuCachingAllocator final : public Allocator {
   // never miss, so they never trim.
   void set_cache_limit(size_t bytes);
   size_t cache_limit() const;
-  ~CpuCachingAllocator() override;
 
-  static size_t size_class(size_t bytes);
+ protected:
+  // The class (the block size actually allocated) of a request of `bytes`.
+  virtual size_t class_of(size_t bytes) const = 0;
+  // A new block of `bytes`, or nullptr when the device is out of memory (other failures throw).
+  virtual void* system_alloc(size_t bytes) = 0;
+  virtual void system_free(void* p) noexcept = 0;
 
  private:
   void release(void* p, size_t cls);
+  size_t cache_limit_locked() const;
 
   mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
-  size_t cache_limit_locked() const;
   AllocatorStats stats_;
   size_t cache_limit_ = 0;
+};
+
+class CpuCachingAllocator final : public CachingAllocator {
+ public:
+  static constexpr size_t kAlignment = 64;
+  Device device() const override { return Device::cpu; }
+  ~CpuCachingAllocator() override;
+  static size_t size_class(size_t bytes);
+
+ private:
+  size_t class_of(size_t bytes) const override { return size_class(bytes); }
+  void* system_alloc(size_t bytes) override;
+  void system_free(void* p) noexcept override;
 };
 
 // The process-wide allocator of a device: cuda is cuda::device_allocator() where the CUDA backend

@@ -18,72 +18,24 @@ size_t CudaCachingAllocator::size_class(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-std::shared_ptr<void> CudaCachingAllocator::allocate(size_t bytes) {
-  const size_t cls = size_class(bytes);
+void* CudaCachingAllocator::system_alloc(size_t bytes) {
   void* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.requests++;
-    auto it = free_.find(cls);
-    if (it != free_.end() && !it->second.empty()) {
-      p = it->second.back();
-      it->second.pop_back();
-      stats_.cached_bytes -= cls;
-    }
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // clear the sticky-free error so later calls do not report it
+    return nullptr;
   }
-  if (p == nullptr) {
-    cudaError_t e = cudaMalloc(&p, cls);
-    if (e == cudaErrorMemoryAllocation) {
-      // Blocks cached in other classes may be what is missing: give them back and retry once.
-      (void)cudaGetLastError();
-      empty_cache();
-      e = cudaMalloc(&p, cls);
-    }
-    if (e == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();
-      const AllocatorStats s = stats();
-      TFM_FAIL() << "out of memory allocating " << bytes << " bytes on cuda (" << s.in_use_bytes
-                 << " bytes in use by tensors)";
-    }
-    TFM_CUDA_CHECK(e);
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.system_allocs++;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.in_use_bytes += cls;
-    if (stats_.in_use_bytes > stats_.peak_in_use_bytes)
-      stats_.peak_in_use_bytes = stats_.in_use_bytes;
-  }
-  return std::shared_ptr<void>(p, [this, cls](void* q) { release(q, cls); });
+  TFM_CUDA_CHECK(e);
+  return p;
 }
 
-void CudaCachingAllocator::release(void* p, size_t cls) {
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.in_use_bytes -= cls;
-  stats_.cached_bytes += cls;
-  free_[cls].push_back(p);
+void CudaCachingAllocator::system_free(void* p) noexcept {
+  // cudaFree can only fail here if the context is already broken; the block is lost either way.
+  (void)cudaFree(p);
 }
 
-AllocatorStats CudaCachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
-
-void CudaCachingAllocator::reset_peak() {
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.peak_in_use_bytes = stats_.in_use_bytes;
-}
-
-void CudaCachingAllocator::empty_cache() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [cls, blocks] : free_) {
-    // cudaFree can only fail here if the context is already broken; the block is lost either way.
-    for (void* p : blocks) (void)cudaFree(p);
-    stats_.cached_bytes -= cls * blocks.size();
-    blocks.clear();
-  }
-  free_.clear();
+CudaCachingAllocator::~CudaCachingAllocator() {
+  empty_cache();
 }
 
 CudaCachingAllocator& device_allocator() {

@@ -8,39 +8,28 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
-#include <unordered_map>
-#include <vector>
 
 #include "tfm/core/allocator.h"
 
 namespace tfm::cuda {
 
-class CudaCachingAllocator final : public Allocator {
+class CudaCachingAllocator final : public CachingAllocator {
  public:
   // cudaMalloc returns 256-byte aligned memory; classes are multiples of 512 bytes.
   static constexpr size_t kGranule = 512;
   static constexpr size_t kSmallLimit = size_t{1} << 20;
 
-  std::shared_ptr<void> allocate(size_t bytes) override;
   Device device() const override { return Device::cuda; }
-
-  AllocatorStats stats() const;
-  void reset_peak();
-  // Gives every cached block back with cudaFree.
-  void empty_cache();
-  ~CudaCachingAllocator() override = default;
+  ~CudaCachingAllocator() override;
 
   // Up to 1 MiB: the next multiple of 512 bytes. Above: eight classes per power of two (waste
   // at most 1/8), rounded to 512 bytes.
   static size_t size_class(size_t bytes);
 
  private:
-  void release(void* p, size_t cls);
-
-  mutable std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
-  AllocatorStats stats_;
+  size_t class_of(size_t bytes) const override { return size_class(bytes); }
+  void* system_alloc(size_t bytes) override;  // cudaMalloc; nullptr on out of memory
+  void system_free(void* p) noexcept override;
 };
 
 // The process-wide device allocator (device 0). Throws "no CUDA device: ..." without one.
