@@ -190,8 +190,10 @@ TEST_F(CorpusTest, ReadExamplesEncodesFiltersAndCounts) {
   CorpusReader r = CorpusReader::parallel(src, trg);
   FilterOptions o;
   o.max_length = 5;
-  const auto ex = read_examples(r, words, words, o);
+  std::vector<std::string> kept;
+  const auto ex = read_examples(r, words, words, o, &kept);
   ASSERT_EQ(ex.size(), 2u);
+  EXPECT_EQ(kept, (std::vector<std::string>{"a b c", "k l m"}));
   EXPECT_EQ(ex[0].src.size(), 2u);
   EXPECT_EQ(ex[0].trg.size(), 3u);
   EXPECT_EQ(ex[1].src.size(), 3u);

@@ -119,13 +119,9 @@ ValidSet read_valid(const Flags& f, const Vocab& src, const Vocab& trg, TrainLog
   FilterOptions fo;
   fo.max_length = std::max<int64_t>(f.max_length, 1024);  // validation keeps long sentences
   fo.max_ratio = 0;
-  TextPair pair;
-  while (reader.next(pair)) {
-    Example e{src.encode(pair.src), trg.encode(pair.trg)};
-    if (filter_pair(e.src, e.trg, fo, &reader.stats()) != SkipReason::none) continue;
-    v.examples.push_back(std::move(e));
-    v.refs.push_back(pair.trg);
-  }
+  v.examples = read_examples(
+      reader, [&](const std::string& x) { return src.encode(x); },
+      [&](const std::string& y) { return trg.encode(y); }, fo, &v.refs);
   log.line("valid " + reader.name() + ": " + reader.stats().summary());
   TFM_CHECK(!v.examples.empty()) << "validation set " << reader.name() << " has no usable pairs";
   return v;

@@ -189,13 +189,15 @@ SkipReason filter_pair(const Ids& src, const Ids& trg, const FilterOptions& opti
 }
 
 std::vector<Example> read_examples(CorpusReader& reader, const Encoder& encode_src,
-                                   const Encoder& encode_trg, const FilterOptions& options) {
+                                   const Encoder& encode_trg, const FilterOptions& options,
+                                   std::vector<std::string>* kept_targets) {
   std::vector<Example> out;
   TextPair pair;
   while (reader.next(pair)) {
     Example e{encode_src(pair.src), encode_trg(pair.trg)};
     if (filter_pair(e.src, e.trg, options, &reader.stats()) == SkipReason::none) {
       out.push_back(std::move(e));
+      if (kept_targets != nullptr) kept_targets->push_back(std::move(pair.trg));
     }
   }
   return out;

@@ -110,7 +110,10 @@ using Encoder = std::function<Ids(const std::string&)>;
 // Reads the rest of the corpus, encodes each side and keeps the pairs that pass filter_pair.
 // The examples are held in memory (training shuffles them); the text is not. Every count ends
 // up in reader.stats().
+// With kept_targets, the target text of every kept example is appended there too (validation
+// BLEU scores against the raw references).
 std::vector<Example> read_examples(CorpusReader& reader, const Encoder& encode_src,
-                                   const Encoder& encode_trg, const FilterOptions& options);
+                                   const Encoder& encode_trg, const FilterOptions& options,
+                                   std::vector<std::string>* kept_targets = nullptr);
 
 }  // namespace tfm
