@@ -100,22 +100,25 @@ else
   "$tfm" prepare-ding --input "$ding" --out "$data" >&2
 fi
 
-# The Ding training split is 95 % dictionary phrases, its valid/test splits mostly sentences: the
-# training input repeats the full-sentence pairs (German ends in . ! ? and has >= 4 words) four
-# more times, so a budget of minutes sees them often enough to learn sentence structure. Your own
-# corpus (--corpus) is used as it is.
+# The Ding training split is 95 % dictionary entries, its valid/test splits mostly sentences: the
+# training input repeats each full-sentence pair (German ends in . ! ? and has >= 4 words) 12 times
+# and each multi-word phrase twice, single words once, so a budget of minutes sees the sentences
+# often enough to learn sentence structure and still sees the whole dictionary
+# (docs/performance.md, "Quick start", has the runs behind these weights). Your own corpus
+# (--corpus) is used as it is.
 train_src=$data/train.de train_trg=$data/train.en
 if [[ -z $corpus_src ]]; then
-  train_src=$data/train_mix.de train_trg=$data/train_mix.en
+  train_src=$data/train_weighted.de train_trg=$data/train_weighted.en
   if [[ ! -s $train_trg ]]; then
-    step "corpus: training mix (full sentences x5)" "check that $data/train.de and train.en exist"
+    step "corpus: weighted training mix (sentences x12, phrases x2, words x1)" "check that $data/train.de and train.en exist"
     paste "$data/train.de" "$data/train.en" |
-      awk -F'\t' '{ print } $1 ~ /[.!?]$/ && split($1, w, " ") >= 4 { for (i = 0; i < 4; i++) print }' \
-        >"$data/train_mix.tsv.tmp"
-    cut -f1 "$data/train_mix.tsv.tmp" >"$train_src.tmp"
-    cut -f2 "$data/train_mix.tsv.tmp" >"$train_trg.tmp"
+      awk -F'\t' '{ n = split($1, w, " "); r = 1
+                    if ($1 ~ /[.!?]$/ && n >= 4) r = 12; else if (n >= 2) r = 2
+                    for (i = 0; i < r; i++) print }' >"$data/train_weighted.tsv.tmp"
+    cut -f1 "$data/train_weighted.tsv.tmp" >"$train_src.tmp"
+    cut -f2 "$data/train_weighted.tsv.tmp" >"$train_trg.tmp"
     mv "$train_src.tmp" "$train_src" && mv "$train_trg.tmp" "$train_trg"
-    rm -f "$data/train_mix.tsv.tmp"
+    rm -f "$data/train_weighted.tsv.tmp"
   fi
 fi
 
@@ -132,14 +135,14 @@ fi
 if [[ -f $model/.quickstart_trained ]]; then
   skip "train" "$model/.quickstart_trained exists; delete it to train on"
 else
-  step "train: preset small for $minutes minutes" "see the trainer's message above; a re-run resumes from the last checkpoint"
+  step "train: preset quick for $minutes minutes" "see the trainer's message above; a re-run resumes from the last checkpoint"
   if ! "$tfm" --help 2>/dev/null | grep -qE "^ +train( |$)"; then
     echo "quickstart: $tfm has no 'train' subcommand: update the sources and rebuild (rm $tfm; re-run)" >&2
     false
   fi
   "$tfm" train --model "$model" --train-src "$train_src" --train-trg "$train_trg" \
     --valid-src "$data/valid.de" --valid-trg "$data/valid.en" --vocab "$workdir/vocab.model" \
-    --preset small --max-minutes "$minutes" --lr 1e-3 --warmup 400 --clip-norm 1.0 \
+    --preset quick --max-minutes "$minutes" --lr 2e-3 --warmup 400 --clip-norm 1.0 \
     --save-every 250 --valid-every 500 --log-every 50 >&2
   touch "$model/.quickstart_trained"
 fi

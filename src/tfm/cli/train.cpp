@@ -307,7 +307,7 @@ void add_train(CLI::App& app) {
   cmd->add_option("--vocab-src", f.vocab_src, "Source SentencePiece model");
   cmd->add_option("--vocab-trg", f.vocab_trg, "Target SentencePiece model");
   cmd->add_option("--preset", f.preset, "Model size")
-      ->check(CLI::IsMember({"tiny", "small", "base", "big"}));
+      ->check(CLI::IsMember({"tiny", "small", "quick", "base", "big"}));
   cmd->add_option("--model-config", f.model_config,
                   "A config.json with every model option (instead of --preset)");
   cmd->add_option("--config", f.config, "YAML or JSON file of these options (flags override)");

@@ -219,13 +219,19 @@ ModelConfig ModelConfig::preset(const std::string& name) {
     c.max_length = 256;
   } else if (name == "small") {
     c.d_model = 256, c.heads = 4, c.d_ff = 1024, c.encoder_layers = 3, c.decoder_layers = 3;
+  } else if (name == "quick") {
+    // small's shape for training budgets of minutes: pre-norm tolerates a learning rate of
+    // 2e-3 from the first updates, and nothing is worth dropping out in one or two epochs
+    // (docs/performance.md, "Quick start").
+    c.d_model = 256, c.heads = 4, c.d_ff = 1024, c.encoder_layers = 3, c.decoder_layers = 3;
+    c.norm = NormPlacement::pre, c.final_norm = true, c.dropout = 0.0;
   } else if (name == "base") {
     c.d_model = 512, c.heads = 8, c.d_ff = 2048, c.encoder_layers = 6, c.decoder_layers = 6;
   } else if (name == "big") {
     c.d_model = 1024, c.heads = 16, c.d_ff = 4096, c.encoder_layers = 6, c.decoder_layers = 6;
     c.dropout = 0.3;
   } else {
-    TFM_FAIL() << "unknown preset \"" << name << "\" (tiny, small, base, big)";
+    TFM_FAIL() << "unknown preset \"" << name << "\" (tiny, small, quick, base, big)";
   }
   return c;
 }
