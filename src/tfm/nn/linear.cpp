@@ -13,6 +13,12 @@ void PrecisionSwitch::set_precision(Precision p) {
   precision_ = p;
 }
 
+void PrecisionSwitch::set_fp32_packing(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (on != pack_fp32_ && precision_ == Precision::fp32) prepared_.reset();
+  pack_fp32_ = on;
+}
+
 void PrecisionSwitch::invalidate() const {
   std::lock_guard<std::mutex> lock(mu_);
   prepared_.reset();
@@ -37,7 +43,7 @@ PrecisionSwitch::Fingerprint PrecisionSwitch::fingerprint(const Tensor& w) {
 
 std::shared_ptr<const LowpWeight> PrecisionSwitch::prepared(const Tensor& w) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (precision_ == Precision::fp32) return nullptr;
+  if (precision_ == Precision::fp32 && !pack_fp32_) return nullptr;
   Fingerprint now = fingerprint(w);
   if (!prepared_ || !(now == prepared_from_)) {
     prepared_ = std::make_shared<const LowpWeight>(w, precision_);
@@ -48,12 +54,16 @@ std::shared_ptr<const LowpWeight> PrecisionSwitch::prepared(const Tensor& w) con
 
 Tensor PrecisionSwitch::linear(const Tensor& x, const Tensor& w, const Tensor& b,
                                Activation act) const {
-  // f64 (reference checks) has no lower-precision path.
-  if (precision_ == Precision::fp32 || x.dtype() != DType::f32) return tfm::linear(x, w, b, act);
+  // f64 (reference checks) has no prepared path.
+  if (x.dtype() != DType::f32) return tfm::linear(x, w, b, act);
+  const bool fp32 = precision_ == Precision::fp32;
+  if (fp32 && !pack_fp32_) return tfm::linear(x, w, b, act);
   if (autograd::needs_grad({&x, &w, &b})) {
     invalidate();  // training: the weights are about to move
     return tfm::linear(x, w, b, act);
   }
+  const int64_t rows = x.dim() == 0 || x.size(-1) == 0 ? 0 : x.numel() / x.size(-1);
+  if (fp32 && (rows == 0 || rows > kPackedMaxRows)) return tfm::linear(x, w, b, act);
   return linear_lowp(x, *prepared(w), b, act);
 }
 
