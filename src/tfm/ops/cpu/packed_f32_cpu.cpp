@@ -27,7 +27,11 @@ constexpr int64_t kMR = 8;
 // Writes one tile row: acc + bias, the post-op (ReLU in registers; GELU by the shared serial
 // routine afterwards), only the `cols` valid columns.
 #ifdef __AVX512F__
-template <int MR>
+// k steps ahead that the first row tile of a panel prefetches its weights: they stream from L3
+// or memory (a model's weights outgrow L2), and the stalls on them were the kernel's hot spot.
+constexpr int64_t kPrefetch = 16;
+
+template <int MR, bool Prefetch>
 void tile_avx512(int64_t k, const float* x, int64_t ldx, const float* panel, const float* bias,
                  GemmPostOp post, int64_t cols, float* y, int64_t ldy) {
   __m512 acc[MR][3];
@@ -36,6 +40,13 @@ void tile_avx512(int64_t k, const float* x, int64_t ldx, const float* panel, con
     for (int c = 0; c < 3; ++c) acc[r][c] = _mm512_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
     const float* wp = panel + p * kNR;
+    if constexpr (Prefetch) {
+      // Past the panel's end this reaches into the next panel (or harmlessly past the buffer).
+      const char* ahead = reinterpret_cast<const char*>(wp + kPrefetch * kNR);
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+      _mm_prefetch(ahead + 128, _MM_HINT_T0);
+    }
     const __m512 w0 = _mm512_loadu_ps(wp), w1 = _mm512_loadu_ps(wp + 16),
                  w2 = _mm512_loadu_ps(wp + 32);
 #pragma GCC unroll 8
@@ -85,11 +96,11 @@ void tile_portable(int64_t k, const float* x, int64_t ldx, const float* panel, c
     }
 }
 
-template <int MR>
+template <int MR, bool Prefetch>
 void tile(int64_t k, const float* x, int64_t ldx, const float* panel, const float* bias,
           GemmPostOp post, int64_t cols, float* y, int64_t ldy) {
 #ifdef __AVX512F__
-  tile_avx512<MR>(k, x, ldx, panel, bias, post, cols, y, ldy);
+  tile_avx512<MR, Prefetch>(k, x, ldx, panel, bias, post, cols, y, ldy);
 #else
   tile_portable<MR>(k, x, ldx, panel, bias, post, cols, y, ldy);
 #endif
@@ -97,8 +108,12 @@ void tile(int64_t k, const float* x, int64_t ldx, const float* panel, const floa
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, const float*, GemmPostOp,
                         int64_t, float*, int64_t);
-constexpr TileFn kTiles[kMR + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>,
-                                    tile<5>, tile<6>, tile<7>, tile<8>};
+// [prefetch][rows]: the first row tile of a panel fetches it, the others find it in cache.
+constexpr TileFn kTiles[2][kMR + 1] = {
+    {nullptr, tile<1, false>, tile<2, false>, tile<3, false>, tile<4, false>, tile<5, false>,
+     tile<6, false>, tile<7, false>, tile<8, false>},
+    {nullptr, tile<1, true>, tile<2, true>, tile<3, true>, tile<4, true>, tile<5, true>,
+     tile<6, true>, tile<7, true>, tile<8, true>}};
 
 // Panels [p0, p1) for every row.
 void run_panels(int64_t m, const float* x, const PackedF32& w, const float* bias, GemmPostOp post,
@@ -110,7 +125,7 @@ void run_panels(int64_t m, const float* x, const PackedF32& w, const float* bias
     const float* b = bias != nullptr ? bias + j0 : nullptr;
     for (int64_t i = 0; i < m; i += kMR) {
       const int64_t rows = std::min(kMR, m - i);
-      kTiles[rows](k, x + i * k, k, panel, b, post, cols, y + i * n + j0, n);
+      kTiles[i == 0][rows](k, x + i * k, k, panel, b, post, cols, y + i * n + j0, n);
     }
     if (post == GemmPostOp::gelu_erf)
       for (int64_t i = 0; i < m; ++i)
