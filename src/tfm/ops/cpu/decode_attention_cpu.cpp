@@ -1,5 +1,6 @@
 #include "tfm/ops/cpu/decode_attention_cpu.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <vector>
@@ -14,6 +15,24 @@ namespace {
 using attn::kNegInf;
 using V = attn::Vec<float>;
 constexpr int L = attn::Simd<float>::L;
+
+// Positions ahead that the score loop prefetches keys.
+constexpr int64_t kAhead = 4;
+
+// acc[0, 16 vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of 16 vectors of the C
+// columns starting at column c0 (v already offset to it); h(c) = (c0 + c) / Dh.
+void weighted_sum_block(int64_t S, int64_t C, int64_t Dh, int64_t spad, const float* p,
+                        const float* v, int64_t c0, float* acc) {
+  V o[16] = {};
+  const float* ph[16];
+  for (int j = 0; j < 16; ++j) ph[j] = p + ((c0 + j * L) / Dh) * spad;
+  for (int64_t s = 0; s < S; ++s) {
+    const float* vs = v + s * C;
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) o[j] += ph[j][s] * attn::vload(vs + j * L);
+  }
+  for (int j = 0; j < 16; ++j) attn::vstore(acc + j * L, o[j]);
+}
 
 // All heads of batch row b. Keys and values are walked position by position, each position's
 // C values (every head) at once: for a cache that is one sequential stream the prefetchers
@@ -34,6 +53,12 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
   // Scores; masked keys and the padding past S at -inf, so the vector exp below gives 0 there.
   for (int64_t s = 0; s < S; ++s) {
     const float* ks = k + s * C;
+    // The cache is read once a step and usually evicted since (the weights streamed through):
+    // fetch the keys a few positions ahead, and this position's values for the sum below.
+    for (int64_t c = 0; c < C; c += 64 / sizeof(float)) {
+      _mm_prefetch(reinterpret_cast<const char*>(ks + kAhead * C + c), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(v + s * C + c), _MM_HINT_T1);
+    }
     for (int64_t h = 0; h < H; ++h) {
       if (mask && mask[s]) {
         p[h * spad + s] = kNegInf<float>;
@@ -66,20 +91,18 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
     inv[h] = 1.f / attn::exp_shifted_sum(ph, spad, mx);
   }
 
-  // out_h = Σ_s p_hs · v_s,h / Σ_s p_hs.
-  std::fill(acc, acc + C, 0.f);
-  for (int64_t s = 0; s < S; ++s) {
+  // out_h = Σ_s p_hs · v_s,h / Σ_s p_hs: blocks of 16 vectors summed in registers, the rest
+  // (C not a multiple of 256, or Dh of the vector width) in memory.
+  int64_t c0 = 0;
+  if (vec)
+    for (; c0 + 16 * L <= C; c0 += 16 * L)
+      weighted_sum_block(S, C, Dh, spad, p, v + c0, c0, acc + c0);
+  std::fill(acc + c0, acc + C, 0.f);
+  for (int64_t s = 0; s < S && c0 < C; ++s) {
     const float* vs = v + s * C;
-    for (int64_t h = 0; h < H; ++h) {
+    for (int64_t h = c0 / Dh; h < H; ++h) {
       const float w = p[h * spad + s];
-      float* ah = acc + h * Dh;
-      const float* vh = vs + h * Dh;
-      if (vec) {
-        for (int64_t d = 0; d < Dh; d += L)
-          attn::vstore(ah + d, attn::vload(ah + d) + w * attn::vload(vh + d));
-      } else {
-        for (int64_t d = 0; d < Dh; ++d) ah[d] += w * vh[d];
-      }
+      for (int64_t c = std::max(c0, h * Dh); c < (h + 1) * Dh; ++c) acc[c] += w * vs[c];
     }
   }
   for (int64_t h = 0; h < H; ++h)
