@@ -25,18 +25,22 @@ constexpr int64_t kNR = kPackedF32Panel;
 // broadcast, of the 32 zmm registers.
 constexpr int64_t kMR = 8;
 
-// Writes one tile row: acc + bias, the post-op (ReLU in registers; GELU by the shared serial
-// routine afterwards), only the `cols` valid columns.
+// What a tile prefetches: nothing, its own panel ahead (the first row tile of a panel), or the
+// next panel (the second row tile: it computes from cache, so the memory bus is free).
+constexpr int kNoPrefetch = 0, kOwnPanel = 1, kNextPanel = 2;
+
 #ifdef __AVX512F__
 // k steps (18 KiB) ahead that the first row tile of a panel prefetches its weights: they stream
 // from L3 or memory (a model's weights outgrow L2), and the stalls on them were the kernel's hot
 // spot. bench small greedy, 1 thread: 16 steps 0.128 s, 48 0.114 s, 96 0.111 s, 192 0.113 s.
 constexpr int64_t kPrefetch = 96;
 
-// NV of the panel's three column vectors: the last panel of a weight whose N is not a multiple
+// One register tile: MR rows × NV of the panel's three column vectors, then acc + bias and the
+// post-op (ReLU in registers; GELU by the shared serial routine afterwards) stored to the `cols`
+// valid columns. NV < 3: the last panel of a weight whose N is not a multiple
 // of 48 computes only the vectors it has (N = 256: 5 panels and one of 16 columns, where three
 // vectors would waste 11 % of the multiply-adds).
-template <int MR, int NV, bool Prefetch>
+template <int MR, int NV, int Prefetch>
 void tile_avx512(int64_t k, const float* x, int64_t ldx, const float* panel, const float* bias,
                  GemmPostOp post, int64_t cols, float* y, int64_t ldy) {
   __m512 acc[MR][NV];
@@ -46,11 +50,17 @@ void tile_avx512(int64_t k, const float* x, int64_t ldx, const float* panel, con
     for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
     const float* wp = panel + p * kNR;
-    if constexpr (Prefetch) {
+    if constexpr (Prefetch == kOwnPanel) {
       // Past the panel's end this reaches into the next panel (or harmlessly past the buffer).
       const char* ahead = reinterpret_cast<const char*>(wp + kPrefetch * kNR);
 #pragma GCC unroll 3
       for (int c = 0; c < NV; ++c) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
+    } else if constexpr (Prefetch == kNextPanel) {
+      // The same k of the next panel, into L2: its first tile then computes from cache.
+      const char* next = reinterpret_cast<const char*>(wp + k * kNR);
+      _mm_prefetch(next, _MM_HINT_T1);
+      _mm_prefetch(next + 64, _MM_HINT_T1);
+      _mm_prefetch(next + 128, _MM_HINT_T1);
     }
     __m512 w[NV];
 #pragma GCC unroll 3
@@ -101,7 +111,7 @@ void tile_portable(int64_t k, const float* x, int64_t ldx, const float* panel, c
     }
 }
 
-template <int MR, int NV, bool Prefetch>
+template <int MR, int NV, int Prefetch>
 void tile(int64_t k, const float* x, int64_t ldx, const float* panel, const float* bias,
           GemmPostOp post, int64_t cols, float* y, int64_t ldy) {
 #ifdef __AVX512F__
@@ -114,7 +124,7 @@ void tile(int64_t k, const float* x, int64_t ldx, const float* panel, const floa
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, const float*, GemmPostOp,
                         int64_t, float*, int64_t);
 
-template <int NV, bool Prefetch>
+template <int NV, int Prefetch>
 constexpr std::array<TileFn, kMR + 1> tiles_of() {
   return {nullptr,
           tile<1, NV, Prefetch>,
@@ -128,9 +138,10 @@ constexpr std::array<TileFn, kMR + 1> tiles_of() {
 }
 // [prefetch][vectors - 1][rows]: the first row tile of a panel fetches it, the others find it
 // in cache.
-constexpr std::array<TileFn, kMR + 1> kTiles[2][3] = {
-    {tiles_of<1, false>(), tiles_of<2, false>(), tiles_of<3, false>()},
-    {tiles_of<1, true>(), tiles_of<2, true>(), tiles_of<3, true>()}};
+constexpr std::array<TileFn, kMR + 1> kTiles[3][3] = {
+    {tiles_of<1, kNoPrefetch>(), tiles_of<2, kNoPrefetch>(), tiles_of<3, kNoPrefetch>()},
+    {tiles_of<1, kOwnPanel>(), tiles_of<2, kOwnPanel>(), tiles_of<3, kOwnPanel>()},
+    {tiles_of<1, kNextPanel>(), tiles_of<2, kNextPanel>(), tiles_of<3, kNextPanel>()}};
 
 // Panels [p0, p1) for every row.
 void run_panels(int64_t m, const float* x, const PackedF32& w, const float* bias, GemmPostOp post,
@@ -142,8 +153,9 @@ void run_panels(int64_t m, const float* x, const PackedF32& w, const float* bias
     const float* b = bias != nullptr ? bias + j0 : nullptr;
     for (int64_t i = 0; i < m; i += kMR) {
       const int64_t rows = std::min(kMR, m - i);
-      kTiles[i == 0][(cols + 15) / 16 - 1][rows](k, x + i * k, k, panel, b, post, cols,
-                                                 y + i * n + j0, n);
+      const int pf = i == 0 ? kOwnPanel : i == kMR && p + 1 < p1 ? kNextPanel : kNoPrefetch;
+      kTiles[pf][(cols + 15) / 16 - 1][rows](k, x + i * k, k, panel, b, post, cols, y + i * n + j0,
+                                             n);
     }
     if (post == GemmPostOp::gelu_erf)
       for (int64_t i = 0; i < m; ++i)
