@@ -1,6 +1,5 @@
 #include "tfm/ops/cpu/decode_attention_cpu.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <vector>
@@ -56,8 +55,8 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
     // The cache is read once a step and usually evicted since (the weights streamed through):
     // fetch the keys a few positions ahead, and this position's values for the sum below.
     for (int64_t c = 0; c < C; c += 64 / sizeof(float)) {
-      _mm_prefetch(reinterpret_cast<const char*>(ks + kAhead * C + c), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(v + s * C + c), _MM_HINT_T1);
+      __builtin_prefetch(ks + kAhead * C + c, 0, 3);  // to L1
+      __builtin_prefetch(v + s * C + c, 0, 2);        // to L2
     }
     for (int64_t h = 0; h < H; ++h) {
       if (mask && mask[s]) {
