@@ -124,6 +124,7 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& k
   AttentionResult r;
   // One new position per row, inference: a decoding step (causal changes nothing at T = 1).
   if (q.dim() == 3 && q.size(1) == 1 && q.dtype() == DType::f32 && q.device() == Device::cpu &&
+      kv.k.dtype() == DType::f32 && kv.v.dtype() == DType::f32 && kv.k.device() == Device::cpu &&
       !return_weights && opt.dropout == 0.0 && !autograd::needs_grad({&q, &kv.k, &kv.v}))
     r.out = decode_attention(q, kv.k, kv.v, heads_, key_padding_mask);
   else
