@@ -37,9 +37,9 @@ constexpr int64_t kPrefetch = 96;
 
 // One register tile: MR rows × NV of the panel's three column vectors, then acc + bias and the
 // post-op (ReLU in registers; GELU by the shared serial routine afterwards) stored to the `cols`
-// valid columns. NV < 3: the last panel of a weight whose N is not a multiple
-// of 48 computes only the vectors it has (N = 256: 5 panels and one of 16 columns, where three
-// vectors would waste 11 % of the multiply-adds).
+// valid columns. NV < 3 for the last panel of a weight whose N is not a multiple of 48: it
+// computes only the vectors it has (N = 256: 5 panels and one of 16 columns, where three vectors
+// would waste 11 % of the multiply-adds).
 template <int MR, int NV, int Prefetch>
 void tile_avx512(int64_t k, const float* x, int64_t ldx, const float* panel, const float* bias,
                  GemmPostOp post, int64_t cols, float* y, int64_t ldy) {
