@@ -56,7 +56,13 @@ TEST(LinearPrecision, SwitchPreparesOnceAndNoticesChanges) {
   Generator gen(8);
   nn::Linear layer(24, 8, true, gen);
   nn::PrecisionSwitch sw;
-  EXPECT_EQ(sw.prepared(layer.weight_), nullptr);  // fp32 needs no copy
+  sw.set_fp32_packing(false);
+  EXPECT_EQ(sw.prepared(layer.weight_), nullptr);  // fp32 on the training path needs no copy
+  sw.set_fp32_packing(true);
+  const auto packed = sw.prepared(layer.weight_);  // fp32 inference: the same values, packed
+  ASSERT_NE(packed, nullptr);
+  EXPECT_EQ(packed->precision(), Precision::fp32);
+  EXPECT_EQ(packed->bytes(), static_cast<size_t>(24 * 48) * sizeof(float));  // one (24, 48) panel
   sw.set_precision(Precision::bf16);
   const auto a = sw.prepared(layer.weight_);
   ASSERT_NE(a, nullptr);

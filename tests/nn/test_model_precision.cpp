@@ -136,6 +136,26 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
   for (size_t i = 0; i < test.size(); ++i) copied += fp32[i][0].tokens == test[i];
   std::printf("[ precision] fp32 copies %d/%zu\n", copied, test.size());
   ASSERT_GE(copied, 38) << "the model did not learn to copy";
+  // fp32 decoding runs its linear maps on packed weights; the training path's GEMMs must give
+  // the same translations, greedy and beam, with log-probabilities equal to rounding.
+  for (int64_t beam : {1, 4}) {
+    decode::SearchOptions so;
+    so.beam_size = beam;
+    const auto fast = decode::make_search(so)->run(model, test);
+    model.set_fp32_packing(false);
+    const auto plain = decode::make_search(so)->run(model, test);
+    model.set_fp32_packing(true);
+    int same = 0;
+    double worst = 0;
+    for (size_t i = 0; i < test.size(); ++i) {
+      same += fast[i][0].tokens == plain[i][0].tokens;
+      worst = std::max(worst, std::abs(fast[i][0].log_prob - plain[i][0].log_prob));
+    }
+    std::printf("[ precision] fp32 packed vs plain, beam %ld: %d/%zu same, worst |Δ log P| %.2e\n",
+                static_cast<long>(beam), same, test.size(), worst);
+    EXPECT_EQ(same, static_cast<int>(test.size())) << "beam " << beam;
+    EXPECT_LT(worst, 1e-4) << "beam " << beam;
+  }
   // The last entry keeps the output projection (the vocabulary-sized one) at fp32.
   for (auto [p, out] :
        {std::pair{Precision::bf16, Precision::bf16}, std::pair{Precision::int8, Precision::int8},

@@ -284,7 +284,8 @@ TEST(LinearLowp, RejectsBadOperands) {
                    "out_features 4");
   EXPECT_TFM_ERROR(LowpWeight(random_tensor({4, 6}, DType::f64, 1), Precision::bf16),
                    "expected an f32 CPU weight");
-  EXPECT_TFM_ERROR(LowpWeight(w, Precision::fp32), "fp32 needs no prepared copy");
+  EXPECT_TFM_ERROR(LowpWeight(random_tensor({4, 6}, DType::f64, 1), Precision::fp32),
+                   "expected an f32 CPU weight");  // fp32 packs too (test_packed_linear.cpp)
   Tensor bad = random_tensor({2, 6}, DType::f32, 3);
   bad.data<float>()[4] = NAN;
   EXPECT_TFM_ERROR(linear_lowp(bad, lw), "row 0 of the input holds inf or NaN");

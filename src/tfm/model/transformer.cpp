@@ -140,6 +140,13 @@ void Transformer::set_precision(Precision p, std::optional<Precision> output) {
   output_precision_.set_precision(output.value_or(p));
 }
 
+void Transformer::set_fp32_packing(bool on) {
+  apply([on](nn::Module& m) {
+    if (auto* linear = dynamic_cast<nn::Linear*>(&m)) linear->set_fp32_packing(on);
+  });
+  output_precision_.set_fp32_packing(on);
+}
+
 Tensor Transformer::padding_mask(const Tensor& ids) const {
   TFM_CHECK(ids.defined() && ids.dtype() == DType::i32 && ids.dim() == 2)
       << "padding_mask: expected i32 ids (B, L), got " << ids.describe();

@@ -73,6 +73,9 @@ class Transformer : public nn::Module {
   // Inference precision of every linear layer and of the output projection (training always
   // runs fp32; see nn::PrecisionSwitch). `output` overrides it for the output projection alone.
   void set_precision(Precision p, std::optional<Precision> output = std::nullopt);
+  // fp32 inference of few rows (decoding steps) on weights packed once (on by default; see
+  // nn::PrecisionSwitch). Off: fp32 inference runs exactly the training path's GEMMs.
+  void set_fp32_packing(bool on);
 
  private:
   // ids (B, L) at positions [offset, offset + L) -> (B, L, C), dropout and embed_norm applied.

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tfm/autograd/tape.h"
+#include "tfm/ops/decode_attention.h"
+
 namespace tfm::nn {
 
 namespace {
@@ -117,7 +120,15 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& k
   opt.dropout = training() ? attention_dropout_ : 0.0;
   opt.generator = gen;
   opt.return_weights = return_weights;
-  AttentionResult r = attention(q_proj_(query), kv.k, kv.v, heads_, key_padding_mask, opt);
+  const Tensor q = q_proj_(query);
+  AttentionResult r;
+  // One new position per row, inference: a decoding step (causal changes nothing at T = 1).
+  if (q.dim() == 3 && q.size(1) == 1 && q.dtype() == DType::f32 && q.device() == Device::cpu &&
+      kv.k.dtype() == DType::f32 && kv.v.dtype() == DType::f32 && kv.k.device() == Device::cpu &&
+      !return_weights && opt.dropout == 0.0 && !autograd::needs_grad({&q, &kv.k, &kv.v}))
+    r.out = decode_attention(q, kv.k, kv.v, heads_, key_padding_mask);
+  else
+    r = attention(q, kv.k, kv.v, heads_, key_padding_mask, opt);
   r.out = out_proj_(r.out);
   return r;
 }

@@ -14,17 +14,26 @@ namespace tfm::nn {
 
 // The precision a linear map runs in when no gradient is needed, and its weight prepared for
 // it. The fp32 parameters stay the truth (training, saving); the bf16/int8 copy is made on first
-// use, kept, and made again when the weight changes. A change is noticed by the weight's address
-// and shape, a sample of its values, and any forward that needs gradients (training is about to
-// update it); after editing weights in place some other way, call invalidate().
+// use, kept, and made again when the weight changes. fp32 inference of at most kPackedMaxRows
+// rows (decoding steps) runs on a packed copy of the same values (ops/cpu/packed_f32_cpu.h):
+// same maths, its own summation order, so results may differ from the training path in the
+// last bits; set_fp32_packing(false) keeps fp32 inference on the training path. A change is noticed
+// by the weight's address and shape, a sample of its values, and any forward that needs gradients
+// (training is about to update it); after editing weights in place some other way, call
+// invalidate().
 class PrecisionSwitch {
  public:
+  // Above this many rows (an encoder batch, validation) the plain path is as fast.
+  static constexpr int64_t kPackedMaxRows = 128;
+
   void set_precision(Precision p);
   Precision precision() const { return precision_; }
+  void set_fp32_packing(bool on);
+  bool fp32_packing() const { return pack_fp32_; }
   // act(x·wᵀ + b): in the set precision when no input needs a gradient, in fp32 otherwise.
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
   void invalidate() const;
-  // The prepared copy, made now if missing or stale (null for fp32).
+  // The prepared copy, made now if missing or stale (null for fp32 without packing).
   std::shared_ptr<const LowpWeight> prepared(const Tensor& w) const;
 
  private:
@@ -37,6 +46,7 @@ class PrecisionSwitch {
   static Fingerprint fingerprint(const Tensor& w);
 
   Precision precision_ = Precision::fp32;
+  bool pack_fp32_ = true;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const LowpWeight> prepared_;
   mutable Fingerprint prepared_from_;
@@ -52,6 +62,7 @@ class Linear : public Module {
   // Inference precision (see PrecisionSwitch); training always runs fp32.
   void set_precision(Precision p) { precision_.set_precision(p); }
   Precision precision() const { return precision_.precision(); }
+  void set_fp32_packing(bool on) { precision_.set_fp32_packing(on); }
   void invalidate_prepared() const { precision_.invalidate(); }
 
   Tensor weight_;  // (out, in)

@@ -41,16 +41,15 @@ Precision parse_precision(std::string_view name) {
 }
 
 LowpWeight::LowpWeight(const Tensor& weight, Precision precision) : precision_(precision) {
-  TFM_CHECK(precision != Precision::fp32)
-      << "LowpWeight: fp32 needs no prepared copy; use linear()";
   TFM_CHECK(weight.defined() && weight.dim() == 2 && weight.dtype() == DType::f32 &&
             weight.device() == Device::cpu)
       << "LowpWeight: expected an f32 CPU weight (out, in), got "
       << (weight.defined() ? weight.describe() : std::string("an undefined tensor"));
   const Tensor w = weight.contiguous();
-  packed_ =
-      cpu::pack_weights(precision == Precision::bf16 ? cpu::LowpKind::bf16 : cpu::LowpKind::int8,
-                        w.size(0), w.size(1), w.data<float>());
+  const cpu::LowpKind kind = precision == Precision::bf16   ? cpu::LowpKind::bf16
+                             : precision == Precision::int8 ? cpu::LowpKind::int8
+                                                            : cpu::LowpKind::f32;
+  packed_ = cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>());
 }
 
 int64_t LowpWeight::out_features() const {

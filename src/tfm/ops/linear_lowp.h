@@ -1,5 +1,6 @@
-// Linear layers in lower precision for inference: bf16 and int8 weights prepared once, used by
-// nn::Linear and the output projection when a model runs with --precision bf16|int8.
+// Linear layers for inference with weights prepared once: bf16 and int8 (--precision bf16|int8)
+// and, for fp32, the same values packed into panels for the few-row GEMMs of decoding. Used by
+// nn::Linear and the output projection when no gradient is needed.
 #pragma once
 
 #include <memory>
@@ -22,7 +23,8 @@ const char* precision_name(Precision p);
 // "fp32" | "bf16" | "int8"; anything else is a TFM_CHECK error naming the choices.
 Precision parse_precision(std::string_view name);
 
-// A linear weight converted for `precision` (bf16 or int8). Immutable once made; a copy shares it.
+// A linear weight converted for `precision`: bf16 or int8, or fp32 packed (values unchanged).
+// Immutable once made; a copy shares it.
 class LowpWeight {
  public:
   // weight f32 (out, in).

@@ -29,7 +29,15 @@ using dnnl::memory;
 using dt = memory::data_type;
 
 const char* kind_name(LowpKind kind) {
-  return kind == LowpKind::bf16 ? "bf16" : "int8";
+  switch (kind) {
+    case LowpKind::bf16:
+      return "bf16";
+    case LowpKind::int8:
+      return "int8";
+    case LowpKind::f32:
+      return "f32";
+  }
+  return "?";
 }
 
 dt src_type(LowpKind kind) {
@@ -245,6 +253,11 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
   packed->kind = kind;
   packed->n = n;
   packed->k = k;
+  if (kind == LowpKind::f32) {
+    packed->f32 = pack_f32(n, k, w);
+    packed->bytes = packed->f32.bytes;
+    return packed;
+  }
   // Plain (N, K) in the target type first, then oneDNN's reorder into its blocked layout.
   std::shared_ptr<void> plain;
   if (kind == LowpKind::bf16) {
@@ -309,6 +322,10 @@ void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, cons
                          GemmPostOp post, float* y) {
   if (m == 0) return;
   TFM_CHECK(m > 0) << "lowp_linear_forward: negative row count " << m;
+  if (w.kind == LowpKind::f32) {
+    packed_f32_linear_forward(m, x, w.f32, bias, post, y);
+    return;
+  }
   const int64_t n = w.n, k = w.k;
   const bool int8 = w.kind == LowpKind::int8;
   // Inside another op's parallel region oneDNN runs on the calling thread only.

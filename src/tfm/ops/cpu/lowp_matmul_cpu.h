@@ -1,17 +1,19 @@
-// Lower-precision inference GEMMs for linear layers: bf16 (AVX512-BF16) and int8 (VNNI), on
-// oneDNN matmul primitives with weights converted and packed once. Row-major, contiguous; w is
-// (N, K) as in nn.Linear; x and y stay f32 at the interface.
+// Inference GEMMs for linear layers with weights converted and packed once: bf16 (AVX512-BF16)
+// and int8 (VNNI) on oneDNN matmul primitives, and f32 on tfm's own few-row kernel
+// (packed_f32_cpu.h). Row-major, contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at
+// the interface.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "tfm/ops/cpu/packed_f32_cpu.h"
 #include "tfm/ops/cpu/primitives.h"
 
 namespace tfm::cpu {
 
-enum class LowpKind : uint8_t { bf16, int8 };
+enum class LowpKind : uint8_t { bf16, int8, f32 };
 
 // A weight in oneDNN's blocked layout for its matmul (the layout does not depend on M, so one
 // packed copy serves every row count). int8 also keeps the per output channel scales and the
@@ -24,10 +26,12 @@ struct PackedWeights {
   std::shared_ptr<const void> desc;  // the oneDNN memory descriptor of `data`
   std::vector<float> scales;         // int8: (N) max|w[n, :]| / 127
   std::vector<int32_t> sums;         // int8: (N) Σ_k q[n, k]
+  PackedF32 f32;                     // f32: the panels (data and desc unused)
 };
 
-// Converts w f32 (N, K) once. bf16 rounds to nearest even; int8 is symmetric per output channel
-// (q = round(w / scale), scale = max|w[n, :]| / 127, an all-zero row gets scale 1).
+// Converts w f32 (N, K) once. f32 keeps the values and only reorders them into panels. bf16 rounds
+// to nearest even; int8 is symmetric per output channel (q = round(w / scale), scale = max|w[n, :]|
+// / 127, an all-zero row gets scale 1).
 std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int64_t k,
                                                   const float* w);
 

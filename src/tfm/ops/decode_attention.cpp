@@ -1,0 +1,69 @@
+#include "tfm/ops/decode_attention.h"
+
+#include <cmath>
+
+#include "tfm/core/check.h"
+#include "tfm/ops/cpu/decode_attention_cpu.h"
+
+namespace tfm {
+
+namespace {
+
+constexpr const char* kOp = "decode_attention";
+
+// Keys/values read in place: f32 CPU (B, S, C) whose batch rows are each contiguous.
+Tensor rows_readable(const Tensor& t, const char* name) {
+  TFM_CHECK(t.defined() && t.dim() == 3 && t.dtype() == DType::f32 && t.device() == Device::cpu)
+      << kOp << ": " << name << " must be an f32 CPU tensor (B, S, C), got "
+      << (t.defined() ? t.describe() : std::string("an undefined tensor"));
+  const bool in_place =
+      t.strides()[2] == 1 && t.strides()[1] == t.size(2) && t.strides()[0] >= t.size(1) * t.size(2);
+  return in_place ? t : t.contiguous();
+}
+
+}  // namespace
+
+Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, int64_t heads,
+                        const Tensor& key_padding_mask, double scale) {
+  TFM_CHECK(q_in.defined() && q_in.dim() == 3 && q_in.size(1) == 1 && q_in.dtype() == DType::f32 &&
+            q_in.device() == Device::cpu)
+      << kOp << ": q must be an f32 CPU tensor (B, 1, C), got "
+      << (q_in.defined() ? q_in.describe() : std::string("an undefined tensor"));
+  const Tensor q = q_in.contiguous();
+  const Tensor k = rows_readable(k_in, "k"), v = rows_readable(v_in, "v");
+  const int64_t B = q.size(0), C = q.size(2), S = k.size(1);
+  TFM_CHECK(k.size(0) == B && v.size(0) == B && v.size(1) == S && k.size(2) == C &&
+            v.size(2) == C && k.strides()[0] == v.strides()[0])
+      << kOp << ": q " << q.describe() << ", k " << k.describe() << ", v " << v.describe()
+      << " do not match as (B, 1, C), (B, S, C), (B, S, C)";
+  TFM_CHECK(heads > 0 && C > 0 && C % heads == 0)
+      << kOp << ": " << heads << " heads do not divide the width " << C;
+  Tensor mask;
+  if (key_padding_mask.defined()) {
+    TFM_CHECK(key_padding_mask.dtype() == DType::u8 && key_padding_mask.dim() == 2 &&
+              key_padding_mask.size(0) == B && key_padding_mask.size(1) == S &&
+              key_padding_mask.device() == Device::cpu)
+        << kOp << ": key_padding_mask must be u8 (" << B << ", " << S << "), got "
+        << key_padding_mask.describe();
+    mask = key_padding_mask.contiguous();
+  }
+  TFM_CHECK(std::isfinite(scale)) << kOp << ": scale must be finite, got " << scale;
+  const int64_t Dh = C / heads;
+  Tensor out = Tensor::empty({B, 1, C});
+  cpu::DecodeAttentionArgs a;
+  a.batch = B;
+  a.heads = heads;
+  a.kv_len = S;
+  a.head_dim = Dh;
+  a.q = q.data<float>();
+  a.k = k.data<float>();
+  a.v = v.data<float>();
+  a.kv_batch_stride = k.strides()[0];
+  a.mask = mask.defined() ? mask.data<uint8_t>() : nullptr;
+  a.scale = static_cast<float>(scale != 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(Dh)));
+  a.out = out.data<float>();
+  cpu::decode_attention_forward(a);
+  return out;
+}
+
+}  // namespace tfm
