@@ -266,19 +266,23 @@ TEST(Config, JsonRoundTripAndErrors) {
   EXPECT_TFM_ERROR(ModelConfig::preset("huge"), "unknown preset");
 }
 
-// quick is small's shape with the training-speed choices the quick start relies on: a model built
-// from it has exactly small's parameters plus the two final norms.
-TEST(Config, QuickPresetIsSmallWithPreNorm) {
+// quick is small's width with the training-speed choices the quick start relies on: a model built
+// from it has exactly the parameters of small cut to two layers a stack, plus the final norms.
+TEST(Config, QuickPresetIsTwoLayerSmallWithPreNorm) {
   ModelConfig quick = ModelConfig::preset("quick"), small = ModelConfig::preset("small");
   EXPECT_EQ(quick.norm, NormPlacement::pre);
   EXPECT_TRUE(quick.final_norm);
-  EXPECT_EQ(quick.dropout, 0.0);
+  EXPECT_EQ(quick.dropout, small.dropout);
+  EXPECT_EQ(quick.d_model, small.d_model);
+  EXPECT_EQ(quick.encoder_layers, 2);
+  EXPECT_EQ(quick.decoder_layers, 2);
+  small.encoder_layers = small.decoder_layers = 2;
   quick.src_vocab_size = quick.trg_vocab_size = small.src_vocab_size = small.trg_vocab_size = 100;
   quick.validate();
   Transformer a(quick), b(small);
   int64_t na = 0, nb = 0;
-  for (const auto& [name, p] : a.named_parameters()) na += p.numel();
-  for (const auto& [name, p] : b.named_parameters()) nb += p.numel();
+  for (const auto& [name, p] : a.named_parameters()) na += p->numel();
+  for (const auto& [name, p] : b.named_parameters()) nb += p->numel();
   EXPECT_EQ(na - nb, 2 * 2 * quick.d_model);  // encoder + decoder final norm: weight and bias
 }
 
