@@ -123,6 +123,8 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& k
   const Tensor q = q_proj_(query);
   AttentionResult r;
   // One new position per row, inference: a decoding step (causal changes nothing at T = 1).
+  // The choice is made here, not inside attention(): that op keeps one kernel per call so its
+  // output is bitwise the same whether or not the weights are asked for (test_attention).
   if (q.dim() == 3 && q.size(1) == 1 && q.dtype() == DType::f32 && q.device() == Device::cpu &&
       kv.k.dtype() == DType::f32 && kv.v.dtype() == DType::f32 && kv.k.device() == Device::cpu &&
       !return_weights && opt.dropout == 0.0 && !autograd::needs_grad({&q, &kv.k, &kv.v}))
