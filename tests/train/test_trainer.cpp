@@ -76,8 +76,10 @@ class TrainerTest : public ::testing::Test {
   // Runs a fresh Trainer (new model from `seed`, so resumed weights must come from the state).
   TrainResult train(const TrainerOptions& o, const std::vector<Example>& data,
                     const std::vector<Example>& valid, double dropout, uint64_t seed,
-                    std::vector<double>* losses = nullptr, BleuHook bleu = {}) {
+                    std::vector<double>* losses = nullptr, BleuHook bleu = {},
+                    MatmulPrecision precision = MatmulPrecision::fp32) {
     Transformer model(toy_config(24, dropout), seed);
+    model.set_train_precision(precision);
     TrainLog log((fs::path(o.model_dir).parent_path() / "log.txt").string(), false);
     Trainer t(o, model, batcher(data), valid, log, std::move(bleu));
     TrainResult r = t.run();
@@ -88,43 +90,52 @@ class TrainerTest : public ::testing::Test {
 };
 
 TEST_F(TrainerTest, MemorisesATinyCorpus) {
-  const auto data = toy_corpus(12, 24, 1);
-  TrainerOptions o = options("m");
-  o.max_updates = 400;
-  o.label_smoothing = 0.0;
-  train(o, data, {}, 0.0, 1);
-  auto model = load_model(o.model_dir);
-  const ValidLoss v = validation_loss(*model, data, 4096);
-  EXPECT_GE(v.accuracy(), 0.99) << "token accuracy on the training corpus";
-  EXPECT_LT(v.loss(), 0.1);
+  // fp32, and bf16 mixed precision (bf16 GEMMs, f32 master weights) to the same standard.
+  for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
+    SCOPED_TRACE(matmul_precision_name(precision));
+    const auto data = toy_corpus(12, 24, 1);
+    TrainerOptions o = options(std::string("m_") + matmul_precision_name(precision));
+    o.max_updates = 400;
+    o.label_smoothing = 0.0;
+    train(o, data, {}, 0.0, 1, nullptr, {}, precision);
+    auto model = load_model(o.model_dir);
+    const ValidLoss v = validation_loss(*model, data, 4096);
+    EXPECT_GE(v.accuracy(), 0.99) << "token accuracy on the training corpus";
+    EXPECT_LT(v.loss(), 0.1);
+  }
 }
 
 TEST_F(TrainerTest, ResumeIsBitExactWithDropoutAndAccumulation) {
-  const auto data = toy_corpus(40, 24, 2);
-  TrainerOptions o = options("straight");
-  o.update_freq = 2;
-  o.save_every = 7;
-  o.clip_norm = 0.5;
-  o.max_updates = 30;
-  std::vector<double> straight, first, second;
-  train(o, data, {}, 0.1, 5, &straight);
-  o.model_dir = (dir_ / "resumed").string();
-  o.max_updates = 15;
-  train(o, data, {}, 0.1, 5, &first);
-  o.max_updates = 30;
-  train(o, data, {}, 0.1, 99, &second);  // another init seed: the weights must come from the state
-  ASSERT_EQ(straight.size(), 30u);
-  ASSERT_EQ(first.size() + second.size(), 30u);
-  for (size_t i = 0; i < 30; ++i) {
-    const double resumed = i < first.size() ? first[i] : second[i - first.size()];
-    EXPECT_EQ(straight[i], resumed) << "loss of update " << i + 1;
-  }
-  auto a = load_model((dir_ / "straight").string());
-  auto b = load_model(o.model_dir);
-  const auto pa = a->named_parameters(), pb = b->named_parameters();
-  ASSERT_EQ(pa.size(), pb.size());
-  for (size_t k = 0; k < pa.size(); ++k) {
-    EXPECT_TRUE(testing::bitwise_equal(*pa[k].second, *pb[k].second)) << pa[k].first;
+  for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
+    SCOPED_TRACE(matmul_precision_name(precision));
+    const auto data = toy_corpus(40, 24, 2);
+    TrainerOptions o = options(std::string("straight_") + matmul_precision_name(precision));
+    o.update_freq = 2;
+    o.save_every = 7;
+    o.clip_norm = 0.5;
+    o.max_updates = 30;
+    std::vector<double> straight, first, second;
+    train(o, data, {}, 0.1, 5, &straight, {}, precision);
+    o.model_dir = (dir_ / (std::string("resumed_") + matmul_precision_name(precision))).string();
+    o.max_updates = 15;
+    train(o, data, {}, 0.1, 5, &first, {}, precision);
+    o.max_updates = 30;
+    // Another init seed: the weights must come from the state.
+    train(o, data, {}, 0.1, 99, &second, {}, precision);
+    ASSERT_EQ(straight.size(), 30u);
+    ASSERT_EQ(first.size() + second.size(), 30u);
+    for (size_t i = 0; i < 30; ++i) {
+      const double resumed = i < first.size() ? first[i] : second[i - first.size()];
+      EXPECT_EQ(straight[i], resumed) << "loss of update " << i + 1;
+    }
+    auto a =
+        load_model((dir_ / (std::string("straight_") + matmul_precision_name(precision))).string());
+    auto b = load_model(o.model_dir);
+    const auto pa = a->named_parameters(), pb = b->named_parameters();
+    ASSERT_EQ(pa.size(), pb.size());
+    for (size_t k = 0; k < pa.size(); ++k) {
+      EXPECT_TRUE(testing::bitwise_equal(*pa[k].second, *pb[k].second)) << pa[k].first;
+    }
   }
 }
 

@@ -1,4 +1,5 @@
-// tfm bench --preset small|base [--mode train|greedy|beam] [--threads N] [--json] [--repeat K]:
+// tfm bench --preset small|base [--mode train|greedy|beam] [--precision P] [--threads N] [--json]
+// [--repeat K]:
 // whole-model throughput on random ids (tfm/perf/model_bench.h). With --json the last stdout
 // line is one JSON object.
 #include <CLI/CLI.hpp>
@@ -32,6 +33,9 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--shard-size", o.shard_size,
                   "Decoding: sentences per shard, shards decoded in parallel (0: one batch)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--precision", o.precision,
+                  "train: fp32 or bf16 (mixed precision); greedy/beam: fp32, bf16 or int8")
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   cmd->add_option("--seed", o.seed, "Seed of the weights and the random ids");
   cmd->add_flag("--no-ceiling", no_ceiling, "Skip the sgemm ceiling run (MFU reported as 0)");
   cmd->add_flag("--json", json, "End with one JSON line");
@@ -42,9 +46,9 @@ void add_bench(CLI::App& app) {
     const perf::ModelBenchResult r = perf::run_model_bench(o);
     const perf::ModelBenchOptions& ro = r.options;
     std::printf(
-        "bench %s %s: %lld sentences x %lld tokens%s, %d threads, %lld parameters\n",
-        ro.preset.c_str(), perf::to_string(ro.mode), static_cast<long long>(ro.batch_size),
-        static_cast<long long>(ro.seq_len),
+        "bench %s %s (%s): %lld sentences x %lld tokens%s, %d threads, %lld parameters\n",
+        ro.preset.c_str(), perf::to_string(ro.mode), ro.precision.c_str(),
+        static_cast<long long>(ro.batch_size), static_cast<long long>(ro.seq_len),
         ro.mode == perf::BenchMode::beam ? (", beam " + std::to_string(ro.beam_size)).c_str() : "",
         r.threads, static_cast<long long>(r.parameters));
     std::printf("  times (s):");
@@ -53,6 +57,9 @@ void add_bench(CLI::App& app) {
                 r.tokens_per_second, r.gflops);
     if (r.sgemm_gflops > 0)
       std::printf("  sgemm ceiling %.1f GFLOP/s  MFU %.1f %%", r.sgemm_gflops, 100 * r.mfu);
+    if (r.bf16_gemm_gflops > 0)
+      std::printf("  bf16 ceiling %.1f GFLOP/s  MFU(bf16) %.1f %%", r.bf16_gemm_gflops,
+                  100 * r.mfu_bf16);
     std::printf("\n  peak RSS %.1f MiB\n", r.peak_rss_mb);
     if (json) std::printf("%s\n", r.to_json().c_str());
   });

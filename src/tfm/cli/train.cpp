@@ -36,6 +36,7 @@ struct Flags {
   double lr = 5e-4, lr_factor = 1.0, label_smoothing = 0.1, clip_norm = 0.0, weight_decay = 0.0;
   double dropout = -1, max_ratio = 3.0;
   std::string schedule = "inverse_sqrt", optimizer = "adam", metric, device = "cpu";
+  std::string precision = "fp32";
   int64_t warmup = 4000, max_length = 256, save_every = 1000, valid_every = 1000;
   int64_t keep_last = 3, early_stopping = 0, log_every = 100, max_nonfinite = 10;
   int64_t valid_batch_tokens = 8192;
@@ -270,6 +271,9 @@ void run_train(CLI::App* cmd, Flags& f) {
   o.files_to_copy = vocab_files;
 
   Transformer model(config, f.seed);
+  model.set_train_precision(parse_matmul_precision(f.precision));
+  if (model.train_precision() == MatmulPrecision::bf16)
+    log.line("training GEMMs in bf16 (mixed precision: f32 parameters, gradients and optimiser)");
   BleuHook bleu;
   if (f.valid_bleu) {
     TFM_CHECK(!valid->examples.empty()) << "--valid-bleu needs --valid-src and --valid-trg";
@@ -335,6 +339,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--seed", f.seed, "Seed of initialisation, batching and dropout");
   cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
   cmd->add_option("--device", f.device, "cpu (cuda: not in this build)");
+  cmd->add_option("--precision", f.precision,
+                  "GEMMs of training: fp32, or bf16 mixed precision (f32 master weights)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--save-every", f.save_every, "Checkpoint every N updates (0: at the end)");
   cmd->add_option("--valid-every", f.valid_every, "Validate every N updates (0: at the end)");
   cmd->add_option("--valid-batch-tokens", f.valid_batch_tokens, "Batch size for validation");

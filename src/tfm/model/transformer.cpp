@@ -147,6 +147,13 @@ void Transformer::set_fp32_packing(bool on) {
   output_precision_.set_fp32_packing(on);
 }
 
+void Transformer::set_train_precision(MatmulPrecision p) {
+  apply([p](nn::Module& m) {
+    if (auto* linear = dynamic_cast<nn::Linear*>(&m)) linear->set_train_precision(p);
+  });
+  output_precision_.set_train_precision(p);
+}
+
 Tensor Transformer::padding_mask(const Tensor& ids) const {
   TFM_CHECK(ids.defined() && ids.dtype() == DType::i32 && ids.dim() == 2)
       << "padding_mask: expected i32 ids (B, L), got " << ids.describe();

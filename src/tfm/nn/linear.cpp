@@ -63,15 +63,15 @@ Tensor PrecisionSwitch::linear(const Tensor& x, const Tensor& w, const Tensor& b
                                Activation act) const {
   // f64 (reference checks) has no prepared path.
   if (x.dtype() != DType::f32) return tfm::linear(x, w, b, act);
+  if (autograd::needs_grad({&x, &w, &b})) {
+    invalidate();  // training: the weights are about to move
+    return tfm::linear(x, w, b, act, train_precision_);
+  }
   const bool fp32 = precision_ == Precision::fp32;
   // The packed copy is of an f32 CPU weight; anything else keeps the op's own path.
   const bool packable = x.device() == Device::cpu && w.dtype() == DType::f32 &&
                         w.device() == Device::cpu && (!b.defined() || b.dtype() == DType::f32);
   if (fp32 && (!pack_fp32_ || !packable)) return tfm::linear(x, w, b, act);
-  if (autograd::needs_grad({&x, &w, &b})) {
-    invalidate();  // training: the weights are about to move
-    return tfm::linear(x, w, b, act);
-  }
   const int64_t rows = x.dim() == 0 || x.size(-1) == 0 ? 0 : x.numel() / x.size(-1);
   if (fp32 && (rows == 0 || rows > kPackedMaxRows)) return tfm::linear(x, w, b, act);
   return linear_lowp(x, *prepared(w), b, act);

@@ -20,7 +20,8 @@ namespace tfm::nn {
 // last bits; set_fp32_packing(false) keeps fp32 inference on the training path. A change is noticed
 // by the weight's address and shape, a sample of its values, and any forward that needs gradients
 // (training is about to update it); after editing weights in place some other way, call
-// invalidate().
+// invalidate(). Forwards that need gradients (training) run their GEMMs in the training matmul
+// precision instead: fp32, or bf16 mixed precision (ops/linear.h, MatmulPrecision).
 class PrecisionSwitch {
  public:
   // Above this many rows (an encoder batch, validation) the plain path is as fast.
@@ -30,6 +31,8 @@ class PrecisionSwitch {
   Precision precision() const { return precision_; }
   void set_fp32_packing(bool on);
   bool fp32_packing() const { return pack_fp32_; }
+  void set_train_precision(MatmulPrecision p) { train_precision_ = p; }
+  MatmulPrecision train_precision() const { return train_precision_; }
   // act(x·wᵀ + b): in the set precision when no input needs a gradient, in fp32 otherwise.
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
   void invalidate() const;
@@ -46,6 +49,7 @@ class PrecisionSwitch {
   static Fingerprint fingerprint(const Tensor& w);
 
   Precision precision_ = Precision::fp32;
+  MatmulPrecision train_precision_ = MatmulPrecision::fp32;
   bool pack_fp32_ = true;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const LowpWeight> prepared_;
@@ -59,8 +63,10 @@ class Linear : public Module {
   Tensor operator()(const Tensor& x, Activation act = Activation::none) const {
     return precision_.linear(x, weight_, bias_, act);
   }
-  // Inference precision (see PrecisionSwitch); training always runs fp32.
+  // Inference precision (see PrecisionSwitch); training runs in the training precision.
   void set_precision(Precision p) { precision_.set_precision(p); }
+  void set_train_precision(MatmulPrecision p) { precision_.set_train_precision(p); }
+  MatmulPrecision train_precision() const { return precision_.train_precision(); }
   Precision precision() const { return precision_.precision(); }
   void set_fp32_packing(bool on) { precision_.set_fp32_packing(on); }
   void invalidate_prepared() const { precision_.invalidate(); }

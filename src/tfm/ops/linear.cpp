@@ -3,11 +3,91 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/activation_cpu.h"
 #include "tfm/ops/cpu/linear_cpu.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/dispatch.h"
 
 namespace tfm {
 
-Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activation act) {
+const char* matmul_precision_name(MatmulPrecision p) {
+  return p == MatmulPrecision::bf16 ? "bf16" : "fp32";
+}
+
+MatmulPrecision parse_matmul_precision(std::string_view name) {
+  if (name == "fp32") return MatmulPrecision::fp32;
+  if (name == "bf16") return MatmulPrecision::bf16;
+  TFM_FAIL() << "unknown training precision '" << name << "' (choices: fp32, bf16)";
+  return MatmulPrecision::fp32;
+}
+
+namespace {
+
+// x rounded to bf16, as a bf16 tensor of the same shape (contiguous f32 in).
+Tensor round_to_bf16(const Tensor& x) {
+  Tensor r = Tensor::empty(x.shape(), DType::bf16);
+  cpu::float_to_bf16(x.numel(), x.data<float>(), static_cast<uint16_t*>(r.raw_data()));
+  return r;
+}
+
+const uint16_t* bf16_data(const Tensor& t) {
+  return t.defined() ? static_cast<const uint16_t*>(t.raw_data()) : nullptr;
+}
+
+Tensor linear_bf16(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const Tensor& x,
+                   const Tensor& w, const Tensor& b, Activation act, const Shape& out_shape,
+                   int64_t rows) {
+  TFM_CHECK(x.dtype() == DType::f32 && x.device() == Device::cpu && w.device() == Device::cpu)
+      << "linear: bf16 matmuls need f32 CPU tensors, got x " << x.describe() << " on "
+      << device_name(x.device()) << ", weight on " << device_name(w.device());
+  const int64_t out = w.size(0), in = w.size(1);
+  const bool grad = autograd::needs_grad({&x_in, &w_in, &b_in});
+  const bool split_gelu = grad && act == Activation::gelu;
+  Tensor xb = round_to_bf16(x), wb = round_to_bf16(w);
+  Tensor z = Tensor::empty(out_shape);
+  const float* bias = b.defined() ? b.data<float>() : nullptr;
+  cpu::linear_forward_bf16(rows, out, in, bf16_data(xb), bf16_data(wb), bias,
+                           split_gelu ? Activation::none : act, z.data<float>());
+  Tensor y = z;
+  if (split_gelu) {
+    y = Tensor::empty(out_shape);
+    cpu::gelu_forward<float>(z.numel(), z.data<float>(), y.data<float>());
+  }
+  if (!grad) return y;
+
+  Tensor saved_x = w_in.requires_grad() ? xb : Tensor();
+  Tensor saved_w = x_in.requires_grad() ? wb : Tensor();
+  Tensor saved_act = act == Activation::relu   ? y.detach()
+                     : act == Activation::gelu ? z.detach()
+                                               : Tensor();
+  autograd::record(
+      "linear(bf16)", {&x_in, &w_in, &b_in}, {&y},
+      [saved_x, saved_w, saved_act, act, rows, out, in, x_shape = x.shape()](
+          const autograd::Grads& g, const autograd::Needs& needs) {
+        Tensor gy = g[0].contiguous();
+        TFM_CHECK(gy.dtype() == DType::f32) << "linear(bf16) backward: gradient " << gy.describe();
+        Tensor dz = gy;  // (M, out): gradient at the pre-activation
+        if (act != Activation::none) dz = Tensor::empty(gy.shape());
+        if (act == Activation::relu)
+          cpu::relu_backward<float>(gy.numel(), gy.data<float>(), saved_act.data<float>(),
+                                    dz.data<float>());
+        if (act == Activation::gelu)
+          cpu::gelu_backward<float>(gy.numel(), gy.data<float>(), saved_act.data<float>(),
+                                    dz.data<float>());
+        Tensor dx = needs[0] ? Tensor::empty(x_shape) : Tensor();
+        Tensor dw = needs[1] ? Tensor::empty({out, in}) : Tensor();
+        Tensor db = needs[2] ? Tensor::empty({out}) : Tensor();
+        cpu::linear_backward_bf16(
+            rows, out, in, dz.data<float>(), dw.defined() ? bf16_data(saved_x) : nullptr,
+            dx.defined() ? bf16_data(saved_w) : nullptr, dx.defined() ? dx.data<float>() : nullptr,
+            dw.defined() ? dw.data<float>() : nullptr, db.defined() ? db.data<float>() : nullptr);
+        return autograd::Grads{dx, dw, db};
+      });
+  return y;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activation act,
+              MatmulPrecision precision) {
   Tensor x = check_float_input(x_in, "linear", "x");
   Tensor w = check_float_input(w_in, "linear", "weight");
   TFM_CHECK(x.dim() >= 1) << "linear: x must have at least one dimension, got " << x.describe();
@@ -30,6 +110,8 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   Shape out_shape = x.shape();
   out_shape.back() = out;
   const int64_t rows = shape_numel(Shape(out_shape.begin(), out_shape.end() - 1));  // M of (M, in)
+  if (precision == MatmulPrecision::bf16)
+    return linear_bf16(x_in, w_in, b_in, x, w, b, act, out_shape, rows);
   const bool grad = autograd::needs_grad({&x_in, &w_in, &b_in});
   // gelu's derivative needs its input: in grad mode the GEMM stops at the bias and keeps z.
   const bool split_gelu = grad && act == Activation::gelu;

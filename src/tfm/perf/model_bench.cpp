@@ -15,7 +15,11 @@
 #include "tfm/core/rng.h"
 #include "tfm/decode/search.h"
 #include "tfm/model/transformer.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
+#include "tfm/ops/cpu/primitives.h"
 #include "tfm/ops/cross_entropy.h"
+#include "tfm/ops/linear.h"
+#include "tfm/ops/linear_lowp.h"
 #include "tfm/train/optimizer.h"
 
 namespace tfm::perf {
@@ -244,6 +248,27 @@ double sgemm_ceiling_gflops(int64_t n, int runs) {
   return best;
 }
 
+double bf16_gemm_ceiling_gflops(int64_t n, int runs) {
+  TFM_CHECK(n > 0 && runs > 0) << "bf16_gemm_ceiling_gflops: n and runs must be positive";
+  std::vector<float> a(n * n), b(n * n), c(n * n, 0.f);
+  for (int64_t i = 0; i < n * n; ++i) {
+    a[i] = static_cast<float>((i * 7) % 13) * 0.01f;
+    b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
+  }
+  std::vector<uint16_t> ab(n * n), bb(n * n);
+  cpu::float_to_bf16(n * n, a.data(), ab.data());
+  cpu::float_to_bf16(n * n, b.data(), bb.data());
+  double best = 0;
+  for (int r = 0; r <= runs; ++r) {  // the first run warms up (and builds the primitive)
+    const Clock::time_point t0 = Clock::now();
+    cpu::matmul_primitive_bf16(false, false, n, n, n, ab.data(), bb.data(), nullptr,
+                               cpu::GemmPostOp::none, c.data());
+    const double sec = seconds_since(t0);
+    if (r > 0) best = std::max(best, 2.0 * static_cast<double>(n * n * n) / sec / 1e9);
+  }
+  return best;
+}
+
 double peak_rss_mb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -259,6 +284,10 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& in) {
   const ModelConfig c = bench_config(o);
   Transformer model(c, o.seed);
   res.parameters = model.parameter_count();
+  if (o.mode == BenchMode::train)
+    model.set_train_precision(parse_matmul_precision(o.precision));
+  else
+    model.set_precision(parse_precision(o.precision));
   std::unique_ptr<Workload> work;
   if (o.mode == BenchMode::train)
     work = std::make_unique<TrainWorkload>(model, o);
@@ -278,6 +307,10 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& in) {
   if (o.measure_ceiling) {
     res.sgemm_gflops = sgemm_ceiling_gflops();
     res.mfu = res.gflops / res.sgemm_gflops;
+    if (o.precision == "bf16") {
+      res.bf16_gemm_gflops = bf16_gemm_ceiling_gflops();
+      res.mfu_bf16 = res.gflops / res.bf16_gemm_gflops;
+    }
   }
   return res;
 }
@@ -293,6 +326,11 @@ std::string ModelBenchResult::to_json() const {
   j["mfu"] = mfu;
   j["gflops"] = gflops;
   j["sgemm_gflops"] = sgemm_gflops;
+  j["precision"] = options.precision;
+  if (bf16_gemm_gflops > 0) {
+    j["bf16_gemm_gflops"] = bf16_gemm_gflops;
+    j["mfu_bf16"] = mfu_bf16;
+  }
   j["gemm_flops_per_repeat"] = gemm_flops;
   j["tokens_per_repeat"] = tokens;
   j["times_s"] = seconds;

@@ -56,7 +56,7 @@ void backward_task(const BackwardArgs<T>& a, int64_t bh) {
   const uint8_t* mask = cfg.key_padding_mask ? cfg.key_padding_mask + b * S : nullptr;
 
   const bool dropout = cfg.dropout > 0;
-  const uint32_t threshold = attn::dropout_threshold(cfg.dropout);
+  const uint32_t threshold = dropout_threshold(cfg.dropout);
   const T keep_scale = dropout ? static_cast<T>(1.0 / (1.0 - cfg.dropout)) : T(1);
 
   const int64_t bq = std::min(Tq, kBlockQ);

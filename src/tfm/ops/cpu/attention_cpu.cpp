@@ -114,7 +114,7 @@ void forward_task(const ForwardArgs<T>& a, int64_t task, int64_t block_q, int64_
   if (wh) std::fill(wh, wh + rows * S, kNegInf<T>);
 
   const bool dropout = cfg.dropout > 0;
-  const uint32_t threshold = attn::dropout_threshold(cfg.dropout);
+  const uint32_t threshold = dropout_threshold(cfg.dropout);
   const T keep_scale = dropout ? static_cast<T>(1.0 / (1.0 - cfg.dropout)) : T(1);
 
   // Keys past the last row's diagonal are invisible to the whole block.

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "tfm/core/allocator.h"
 #include "tfm/core/check.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/activation_cpu.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/cpu/primitives.h"
 
 namespace tfm::cpu {
@@ -104,6 +106,41 @@ void linear_backward(int64_t m, int64_t n, int64_t k, const T* dz, const T* x, c
     gemm<T>(true, false, n, k, m, T(1), dz, ldn, x, ldk, T(0), dw, ldk);
   }
   if (db != nullptr) column_sums<T>(m, n, dz, db);
+}
+
+void linear_forward_bf16(int64_t m, int64_t n, int64_t k, const uint16_t* x, const uint16_t* w,
+                         const float* bias, Activation act, float* y) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: y = act(bias)
+    std::fill(y, y + m * n, 0.f);
+    bias_activation_rows<float>(m, n, bias, act, y);
+    return;
+  }
+  matmul_primitive_bf16(false, true, m, n, k, x, w, bias, post_op_of(act), y);
+}
+
+void linear_backward_bf16(int64_t m, int64_t n, int64_t k, const float* dz, const uint16_t* x,
+                          const uint16_t* w, float* dx, float* dw, float* db) {
+  if (db != nullptr) column_sums<float>(m, n, dz, db);
+  if (dx == nullptr && dw == nullptr) return;
+  // Empty sums: dx over N, dw over M.
+  if (n == 0 || k == 0) {
+    if (dx != nullptr) std::fill(dx, dx + m * k, 0.f);
+    return;
+  }
+  if (m == 0) {
+    if (dw != nullptr) std::fill(dw, dw + n * k, 0.f);
+    return;
+  }
+  std::shared_ptr<void> dz_buf = cpu_allocator().allocate(static_cast<size_t>(m * n) * 2);
+  auto* dzb = static_cast<uint16_t*>(dz_buf.get());
+  float_to_bf16(m * n, dz, dzb);
+  // dx (M, K) = dz (M, N) · w (N, K): w row-major is already op(B).
+  if (dx != nullptr)
+    matmul_primitive_bf16(false, false, m, k, n, dzb, w, nullptr, GemmPostOp::none, dx);
+  // dw (N, K) = dzᵀ (N, M) · x (M, K): the batch's rows are this GEMM's reduction.
+  if (dw != nullptr)
+    matmul_primitive_bf16(true, false, n, k, m, dzb, x, nullptr, GemmPostOp::none, dw);
 }
 
 #define TFM_INSTANTIATE(T)                                                                      \

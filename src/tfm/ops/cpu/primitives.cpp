@@ -128,6 +128,8 @@ struct PrimitiveKey {
   GemmPostOp post;
   // oneDNN fixes its work split when the primitive is created, from the thread count then.
   int threads;
+  // f32: (M, K) · (N, K)ᵀ. bf16: op(A) · op(B) with the layouts the flags say.
+  bool bf16 = false, trans_a = false, trans_b = true;
   bool operator==(const PrimitiveKey&) const = default;
 };
 
@@ -141,6 +143,8 @@ struct PrimitiveKeyHash {
     mix(static_cast<uint64_t>(key.bias));
     mix(static_cast<uint64_t>(key.post));
     mix(static_cast<uint64_t>(key.threads));
+    mix(static_cast<uint64_t>(key.bf16) | static_cast<uint64_t>(key.trans_a) << 1 |
+        static_cast<uint64_t>(key.trans_b) << 2);
     return static_cast<size_t>(h);
   }
 };
@@ -156,9 +160,13 @@ std::shared_ptr<const PrimitiveEntry> create_primitive(const PrimitiveKey& key) 
   using dt = memory::data_type;
   const memory::dims src_dims{key.m, key.k}, w_dims{key.k, key.n}, dst_dims{key.m, key.n};
   auto entry = std::make_shared<PrimitiveEntry>();
-  entry->src = memory::desc(src_dims, dt::f32, memory::dims{key.k, 1});
-  // (K, N) view of the (N, K) row-major weight: strides (1, K), no copy.
-  entry->weights = memory::desc(w_dims, dt::f32, memory::dims{1, key.k});
+  const dt in = key.bf16 ? dt::bf16 : dt::f32;
+  // Transposed operands are read through their strides, no copy: op(A) (M, K) of a row-major
+  // (K, M) is strides (1, M); op(B) (K, N) of a row-major (N, K) (nn.Linear's weight) is (1, K).
+  entry->src =
+      memory::desc(src_dims, in, key.trans_a ? memory::dims{1, key.m} : memory::dims{key.k, 1});
+  entry->weights =
+      memory::desc(w_dims, in, key.trans_b ? memory::dims{1, key.k} : memory::dims{key.n, 1});
   entry->dst = memory::desc(dst_dims, dt::f32, memory::dims{key.n, 1});
   dnnl::primitive_attr attr;
   // The caller hands in scratch memory per call: the primitive then holds no mutable state and
@@ -259,20 +267,17 @@ PrimitiveCache& primitive_cache() {
 
 }  // namespace
 
-void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
-                          const float* bias, GemmPostOp post, float* y) {
-  TFM_CHECK(m > 0 && n > 0 && k > 0)
-      << "matmul_primitive_f32: empty problem m=" << m << " n=" << n << " k=" << k;
-  // Inside another op's parallel region oneDNN runs on the calling thread only.
-  const int threads = omp_in_parallel() ? 1 : get_threads();
-  const PrimitiveKey key{m, n, k, bias != nullptr, post, threads};
+namespace {
+
+void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const float* bias,
+                   float* c) {
   try {
     auto entry = primitive_cache().get(key);
     const dnnl::engine& eng = dnnl_engine();
     std::unordered_map<int, dnnl::memory> args;
-    args.emplace(DNNL_ARG_SRC, dnnl::memory(entry->src, eng, const_cast<float*>(x)));
-    args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(entry->weights, eng, const_cast<float*>(w)));
-    args.emplace(DNNL_ARG_DST, dnnl::memory(entry->dst, eng, y));
+    args.emplace(DNNL_ARG_SRC, dnnl::memory(entry->src, eng, const_cast<void*>(a)));
+    args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(entry->weights, eng, const_cast<void*>(b)));
+    args.emplace(DNNL_ARG_DST, dnnl::memory(entry->dst, eng, c));
     if (bias != nullptr)
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(entry->bias, eng, const_cast<float*>(bias)));
     std::shared_ptr<void> scratch;
@@ -283,10 +288,34 @@ void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const
     entry->primitive.execute(dnnl_stream(), args);
     dnnl_stream().wait();
   } catch (const dnnl::error& e) {
-    TFM_FAIL() << "oneDNN matmul (m=" << m << " n=" << n << " k=" << k
-               << " bias=" << (bias != nullptr) << " post=" << static_cast<int>(post)
-               << ") failed: " << e.what();
+    TFM_FAIL() << "oneDNN " << (key.bf16 ? "bf16" : "f32") << " matmul (m=" << key.m
+               << " n=" << key.n << " k=" << key.k << " trans_a=" << key.trans_a
+               << " trans_b=" << key.trans_b << " bias=" << key.bias
+               << " post=" << static_cast<int>(key.post) << ") failed: " << e.what();
   }
+}
+
+// Inside another op's parallel region oneDNN runs on the calling thread only.
+int primitive_threads() {
+  return omp_in_parallel() ? 1 : get_threads();
+}
+
+}  // namespace
+
+void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
+                          const float* bias, GemmPostOp post, float* y) {
+  TFM_CHECK(m > 0 && n > 0 && k > 0)
+      << "matmul_primitive_f32: empty problem m=" << m << " n=" << n << " k=" << k;
+  run_primitive({m, n, k, bias != nullptr, post, primitive_threads()}, x, w, bias, y);
+}
+
+void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                           const uint16_t* a, const uint16_t* b, const float* bias, GemmPostOp post,
+                           float* c) {
+  TFM_CHECK(m > 0 && n > 0 && k > 0)
+      << "matmul_primitive_bf16: empty problem m=" << m << " n=" << n << " k=" << k;
+  run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), true, trans_a, trans_b}, a, b,
+                bias, c);
 }
 
 PrimitiveCacheStats matmul_primitive_cache_stats() {

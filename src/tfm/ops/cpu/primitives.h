@@ -31,6 +31,14 @@ enum class GemmPostOp { none, relu, gelu_erf };
 void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
                           const float* bias, GemmPostOp post, float* y);
 
+// c (M, N) = post(op(a) · op(b) + bias) with bf16 operands, f32 accumulation and an f32 result:
+// the GEMMs of mixed-precision training (linear_cpu.h). a is (M, K) row-major, or (K, M) when
+// trans_a; b is (K, N), or (N, K) when trans_b (nn.Linear's weight); both contiguous, as bf16 bit
+// patterns (the upper half of an f32's). bias (N) may be null. Same cache as the f32 primitive.
+void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                           const uint16_t* a, const uint16_t* b, const float* bias, GemmPostOp post,
+                           float* c);
+
 struct PrimitiveCacheStats {
   size_t entries = 0;
   size_t capacity = 0;
