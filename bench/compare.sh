@@ -9,16 +9,21 @@
 # one warm-up. Both sides run under the same OMP_WAIT_POLICY (--wait-policy, default passive:
 # on a machine shared with other jobs, spinning OpenMP threads wait for a descheduled partner
 # at every barrier and both sides lose 3-4x; "default" leaves the variable unset).
+# --precisions adds rows for tfm at bf16 (training: mixed precision; decoding: bf16 linear
+# layers) and int8 (decoding only). Each bf16 row is compared with the fp32 PyTorch models (the
+# baseline the targets name) and with seed004 under torch.autocast(bf16), PyTorch's own mixed
+# precision (like for like); int8 has no PyTorch counterpart here.
 #
 #   bench/compare.sh [--build-dir build] [--threads 2] [--rounds 3] [--repeat 3]
 #                    [--torch-decode-repeat 1] [--wait-policy passive|active|default]
-#                    [--presets "small base"] [--modes "train greedy beam"] [--keep DIR]
+#                    [--presets "small base"] [--modes "train greedy beam"]
+#                    [--precisions "fp32 bf16"] [--keep DIR]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="$here/../build"
 threads=2 rounds=3 repeat=3 torch_decode_repeat=1 wait_policy=passive
-presets="small base" modes="train greedy beam" keep=""
+presets="small base" modes="train greedy beam" precisions="fp32 bf16" keep=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
@@ -29,8 +34,9 @@ while [[ $# -gt 0 ]]; do
     --wait-policy) wait_policy="$2"; shift 2 ;;
     --presets) presets="$2"; shift 2 ;;
     --modes) modes="$2"; shift 2 ;;
+    --precisions) precisions="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -60,14 +66,21 @@ for preset in $presets; do
   for mode in $modes; do
     for ((r = 1; r <= rounds; ++r)); do
       echo "# $preset $mode round $r/$rounds" >&2
-      "$tfm" bench --preset "$preset" --mode "$mode" --threads "$threads" --repeat "$repeat" \
-          --json | tail -n 1 | sed 's/^{/{"side":"tfm",/' >> "$results"
       torch_runs=(--repeat "$repeat" --warmup 1)
       [[ $mode == train ]] || torch_runs=(--repeat "$torch_decode_repeat" --warmup 0)
-      for model in seed004 torch-nn; do
-        "$py" "$here/compare_pytorch.py" --model "$model" --preset "$preset" --mode "$mode" \
-            --threads "$threads" "${torch_runs[@]}" --json | tail -n 1 \
-            | sed "s/^{/{\"side\":\"$model\",/" >> "$results"
+      for precision in $precisions; do
+        [[ $mode == train && $precision == int8 ]] && continue
+        "$tfm" bench --preset "$preset" --mode "$mode" --threads "$threads" --repeat "$repeat" \
+            --precision "$precision" --json | tail -n 1 | sed 's/^{/{"side":"tfm",/' >> "$results"
+        # PyTorch: both models in fp32, and seed004 under autocast for bf16.
+        models=()
+        [[ $precision == fp32 ]] && models=(seed004 torch-nn)
+        [[ $precision == bf16 ]] && models=(seed004)
+        for model in "${models[@]}"; do
+          "$py" "$here/compare_pytorch.py" --model "$model" --preset "$preset" --mode "$mode" \
+              --threads "$threads" --precision "$precision" "${torch_runs[@]}" --json | tail -n 1 \
+              | sed "s/^{/{\"side\":\"$model\",/" >> "$results"
+        done
       done
     done
   done
@@ -79,24 +92,36 @@ import collections, json, statistics, sys
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    rows[(r["preset"], r["mode"], r["side"])].append(r)
+    rows[(r["preset"], r["mode"], r.get("precision", "fp32"), r["side"])].append(r)
 med = lambda rs, k: statistics.median(r[k] for r in rs)
-keys = sorted({(p, m) for p, m, _ in rows}, key=lambda k: (k[0], ["train", "greedy", "beam"].index(k[1])))
-print("| preset | mode | tfm tokens/s | seed004 tokens/s | nn.Transformer tokens/s "
-      "| tfm / seed004 | tfm / nn.Transformer | MFU tfm | MFU seed004 | MFU nn.Transformer |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for preset, mode in keys:
-    t, s, n = (rows.get((preset, mode, side), []) for side in ("tfm", "seed004", "torch-nn"))
-    if not (t and s and n):
-        continue
+order = lambda k: (k[0], ["train", "greedy", "beam"].index(k[1]), ["fp32", "bf16", "int8"].index(k[2]))
+keys = sorted({(p, m, q) for p, m, q, side in rows if side == "tfm"}, key=order)
+print("| preset | mode | tfm precision | tfm tokens/s | seed004 tokens/s | nn.Transformer tokens/s "
+      "| tfm / seed004 | tfm / nn.Transformer | seed004 bf16 tokens/s | tfm / seed004 bf16 "
+      "| MFU tfm | MFU seed004 | MFU nn.Transformer |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+fmt = lambda x, f: f.format(x) if x is not None else "–"
+for preset, mode, prec in keys:
+    t = rows[(preset, mode, prec, "tfm")]
+    s, n = rows.get((preset, mode, "fp32", "seed004"), []), rows.get((preset, mode, "fp32", "torch-nn"), [])
+    sb = rows.get((preset, mode, prec, "seed004"), []) if prec == "bf16" else []
     ceiling = med(t, "sgemm_gflops")
-    tt, ts, tn = med(t, "tokens_per_second"), med(s, "tokens_per_second"), med(n, "tokens_per_second")
-    print(f"| {preset} | {mode} | {tt:.0f} | {ts:.0f} | {tn:.0f} | **{tt / ts:.2f}x** | "
-          f"{tt / tn:.2f}x | {100 * med(t, 'gflops') / ceiling:.1f} % | "
-          f"{100 * med(s, 'gflops') / ceiling:.1f} % | {100 * med(n, 'gflops') / ceiling:.1f} % |")
-t_all = [r for (p, m, side), rs in rows.items() if side == "tfm" for r in rs]
+    tt = med(t, "tokens_per_second")
+    ts = med(s, "tokens_per_second") if s else None
+    tn = med(n, "tokens_per_second") if n else None
+    tb = med(sb, "tokens_per_second") if sb else None
+    mfu = lambda rs: f"{100 * med(rs, 'gflops') / ceiling:.1f} %" if rs else "–"
+    print(f"| {preset} | {mode} | {prec} | {tt:.0f} | {fmt(ts, '{:.0f}')} | {fmt(tn, '{:.0f}')} | "
+          f"**{fmt(tt / ts if ts else None, '{:.2f}x')}** | {fmt(tt / tn if tn else None, '{:.2f}x')} | "
+          f"{fmt(tb, '{:.0f}')} | {fmt(tt / tb if tb else None, '{:.2f}x')} | "
+          f"{mfu(t)} | {mfu(s)} | {mfu(n)} |")
+t_all = [r for (p, m, q, side), rs in rows.items() if side == "tfm" for r in rs]
 if t_all:
     print(f"\ndnnl_sgemm ceiling (median of tfm's runs): {med(t_all, 'sgemm_gflops'):.1f} GFLOP/s; "
           f"load average over the runs: {min(r['load_average_1m'] for r in t_all):.2f}"
           f"-{max(r['load_average_1m'] for r in t_all):.2f}")
+    b = [r for r in t_all if r.get("bf16_gemm_gflops")]
+    if b:
+        print(f"bf16 GEMM ceiling (median of tfm's bf16 runs): {med(b, 'bf16_gemm_gflops'):.1f} GFLOP/s; "
+              "MFU above is over the fp32 sgemm ceiling for every row, as the issue defines it")
 PY

@@ -15,13 +15,14 @@ Modes:
             decoder re-run over each row's prefix, parents gathered with index_select).
 
     /usr/bin/python3 bench/compare_pytorch.py --model seed004 --preset small --mode train \
-        --threads 2 [--repeat 5] [--json]
+        --threads 2 [--repeat 5] [--precision fp32|bf16] [--json]
 
 The useful GEMM FLOPs are counted as tfm counts them (incremental decoding: the work a KV-cached
 decoder needs), so `mfu` is comparable; its denominator here is torch.mm's 2048^3 rate in this
 process (`bench/compare.sh` also divides by tfm's dnnl_sgemm ceiling).
 """
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -188,6 +189,9 @@ def main():
     ap.add_argument("--seq-len", type=int, default=32)
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--beam-size", type=int, default=4)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: torch.autocast('cpu', torch.bfloat16) around the forward and "
+                         "loss (training) or the search (decoding), PyTorch's mixed precision")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.repeat < 1 or args.seq_len < 1 or args.vocab <= 4:
@@ -197,7 +201,16 @@ def main():
     p, V, L = PRESETS[args.preset], args.vocab, args.seq_len
     B = args.batch_size or (64 if args.mode == "train" else 32)
     model = build(args.model, p, V, dropout=0.1)
+    if args.precision == "bf16":
+        # PyTorch 1.13's CPU autocast leaves layer_norm out of its fp32 list, and the seeds'
+        # in-place residual add (q += residual) hands it a bf16 input with f32 weights, which
+        # it rejects; later PyTorch runs layer_norm in f32 under autocast, as done here.
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.LayerNorm):
+                mod.register_forward_pre_hook(lambda _m, inp: tuple(i.float() for i in inp))
     ids = lambda *shape: torch.randint(4, V, shape)
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) \
+        if args.precision == "bf16" else contextlib.nullcontext
 
     if args.mode == "train":
         model.train()
@@ -209,9 +222,10 @@ def main():
               (lambda: model.logits(src, trg_in))
 
         def run():
-            logits = fwd()
-            loss = F.cross_entropy(logits.reshape(-1, V), trg_out.reshape(-1),
-                                   ignore_index=PAD, label_smoothing=0.1)
+            with autocast():
+                logits = fwd()
+                loss = F.cross_entropy(logits.reshape(-1, V), trg_out.reshape(-1),
+                                       ignore_index=PAD, label_smoothing=0.1)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -224,7 +238,7 @@ def main():
         k = args.beam_size if args.mode == "beam" else 1
 
         def run():
-            with torch.no_grad():
+            with torch.no_grad(), autocast():
                 out = greedy(dec, src, L) if k == 1 else beam(dec, src, L, k)
             return out.numel()
         flops = decode_flops(p, V, B, L + 1, [B] + [B * k] * L)
@@ -240,6 +254,7 @@ def main():
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ceiling = mm_ceiling()
     res = dict(mode=args.mode, preset=args.preset, model=args.model, device="cpu",
+               precision=args.precision,
                threads=args.threads, tokens_per_second=tokens / med, peak_rss_mb=rss,
                gflops=flops / med / 1e9, mm_gflops=ceiling, mfu=flops / med / 1e9 / ceiling,
                gemm_flops_per_repeat=flops, tokens_per_repeat=tokens, times_s=times, median_s=med,
@@ -250,7 +265,7 @@ def main():
                omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", ""))
     if args.mode == "beam":
         res["beam_size"] = args.beam_size
-    print(f"{args.model} {args.preset} {args.mode}: median {med:.4f} s, "
+    print(f"{args.model} {args.preset} {args.mode} ({args.precision}): median {med:.4f} s, "
           f"{res['tokens_per_second']:.1f} tokens/s, {res['gflops']:.1f} GFLOP/s, "
           f"MFU {100 * res['mfu']:.1f} % of torch.mm {ceiling:.1f} GFLOP/s, "
           f"peak RSS {rss:.0f} MiB")
