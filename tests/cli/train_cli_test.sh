@@ -99,6 +99,21 @@ last=$(losses "$tmp/e/train.log" | tail -1 | cut -d' ' -f1)
 [[ -n "$last" && $(updates_in_state "$tmp/e") == "$last" ]] && ok ||
   bad "SIGTERM: state holds update $(updates_in_state "$tmp/e"), last logged $last"
 
+# bf16 mixed precision: it says so, learns like fp32 (final logged loss within 10 %, not equal:
+# the GEMMs really ran in bf16), resumes exactly, and the saved weights are f32 as always.
+train "$tmp/p" 24 --precision bf16 >/dev/null 2>"$tmp/p.err" || bad "bf16 run failed: $(cat "$tmp/p.err")"
+grep -q "training GEMMs in bf16" "$tmp/p.err" && ok || bad "bf16 run does not say so"
+last_a=$(losses "$tmp/a/train.log" | tail -1 | cut -d' ' -f2)
+last_p=$(losses "$tmp/p/train.log" | tail -1 | cut -d' ' -f2)
+awk -v a="$last_a" -v p="$last_p" 'BEGIN { exit !(p != a && (p - a) / a < 0.1 && (a - p) / a < 0.1) }' &&
+  ok || bad "bf16 final loss $last_p vs fp32 $last_a"
+train "$tmp/q" 10 --precision bf16 >/dev/null 2>&1 && train "$tmp/q" 24 --precision bf16 >/dev/null 2>&1 ||
+  bad "bf16 stop/resume failed"
+cmp -s "$tmp/p/model.safetensors" "$tmp/q/model.safetensors" && ok ||
+  bad "bf16 stop at 10 + resume: weights differ from the straight run"
+header=$(head -c 8192 "$tmp/p/model.safetensors" | tr -c '[:print:]' ' ')
+[[ $header == *'"F32"'* && $header != *BF16* ]] && ok || bad "bf16 run: checkpoint not all F32"
+
 # A YAML config file supplies options; the command line overrides it.
 printf 'max-updates: 3\nlog_every: 1\n' >"$tmp/cfg.yaml"
 train "$tmp/f" "" --config "$tmp/cfg.yaml" >/dev/null 2>&1 || bad "config run failed"
@@ -138,6 +153,7 @@ cp -r "$tmp/a" "$tmp/corrupt"
 truncate -s 100 "$tmp/corrupt/train_state/state.safetensors"
 expect_error "cannot resume from" "${base[@]}" --model "$tmp/corrupt" --train-trg "$tmp/train.en"
 expect_error "--device cuda" "${base[@]}" --model "$tmp/x3" --train-trg "$tmp/train.en" --device cuda
+expect_error "precision" "${base[@]}" --model "$tmp/x8" --train-trg "$tmp/train.en" --precision int8
 printf 'no-such-option: 1\n' >"$tmp/badcfg.yaml"
 expect_error "unknown option \"no-such-option\"" "${base[@]}" --model "$tmp/x4" \
   --train-trg "$tmp/train.en" --config "$tmp/badcfg.yaml"

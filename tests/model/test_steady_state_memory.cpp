@@ -11,12 +11,16 @@
 namespace tfm {
 namespace {
 
-TEST(SteadyStateMemory, TrainingStepsTakeNoNewMemory) {
+// fp32, and bf16 mixed precision (its bf16 copies of x, w and dz come from the same free lists).
+class SteadyStateMemory : public ::testing::TestWithParam<MatmulPrecision> {};
+
+TEST_P(SteadyStateMemory, TrainingStepsTakeNoNewMemory) {
   ModelConfig c = ModelConfig::preset("tiny");
   c.src_vocab_size = c.trg_vocab_size = 37;
   c.dropout = 0.1;
   Transformer m(c, 2);
   m.set_training(true);
+  m.set_train_precision(GetParam());
   Tensor src = testing::random_ids({6, 9}, 30, 1), trg_in = testing::random_ids({6, 7}, 30, 2);
   Tensor trg_out = testing::random_ids({6, 7}, 30, 3);
   for (Tensor* t : {&src, &trg_in, &trg_out})
@@ -39,6 +43,10 @@ TEST(SteadyStateMemory, TrainingStepsTakeNoNewMemory) {
   EXPECT_EQ(cpu_allocator().stats().system_allocs, allocs);
   EXPECT_EQ(cpu_allocator().stats().in_use_bytes, in_use);
 }
+
+INSTANTIATE_TEST_SUITE_P(Precisions, SteadyStateMemory,
+                         ::testing::Values(MatmulPrecision::fp32, MatmulPrecision::bf16),
+                         [](const auto& info) { return matmul_precision_name(info.param); });
 
 }  // namespace
 }  // namespace tfm
