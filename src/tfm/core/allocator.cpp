@@ -21,16 +21,22 @@ size_t CpuCachingAllocator::size_class(size_t bytes) {
 }
 
 std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
-  const size_t cls = class_of(bytes);
+  size_t cls = class_of(bytes);
   void* p = nullptr;
   bool trim = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.requests++;
-    auto it = free_.find(cls);
-    if (it != free_.end() && !it->second.empty()) {
+    // The request's class, or failing that the smallest cached class at most a quarter larger:
+    // batches of varying length ask for sizes a class or two apart from step to step, and a
+    // block that is a little too big beats a trip to the system (page faults on fresh memory
+    // were 10 % of a Multi30k training step before).
+    auto it = free_.lower_bound(cls);
+    if (it != free_.end() && it->first <= cls + cls / 4) {
+      cls = it->first;
       p = it->second.back();
       it->second.pop_back();
+      if (it->second.empty()) free_.erase(it);
       stats_.cached_bytes -= cls;
     } else if (stats_.cached_bytes > cache_limit_locked()) {
       trim = true;

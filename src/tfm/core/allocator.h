@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -59,7 +60,8 @@ class CachingAllocator : public Allocator {
   size_t cache_limit_locked() const;
 
   mutable std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
+  // Free blocks by class, ordered so that a miss can take the next larger cached class.
+  std::map<size_t, std::vector<void*>> free_;
   AllocatorStats stats_;
   size_t cache_limit_ = 0;
 };
