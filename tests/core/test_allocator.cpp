@@ -77,6 +77,25 @@ TEST(Allocator, FreedBlockIsHandedOutAgain) {
   EXPECT_EQ(a.stats().system_allocs, 2u);
 }
 
+TEST(Allocator, AMissTakesACachedBlockAtMostAQuarterLarger) {
+  CpuCachingAllocator a;
+  const size_t big = CpuCachingAllocator::size_class(100000);
+  void* first = a.allocate(100000).get();  // freed at once
+  const size_t near = 90000;               // another class, within 25 % below `big`
+  ASSERT_NE(CpuCachingAllocator::size_class(near), big);
+  ASSERT_LE(big, CpuCachingAllocator::size_class(near) * 5 / 4);
+  {
+    auto again = a.allocate(near);
+    EXPECT_EQ(again.get(), first);
+    EXPECT_EQ(a.stats().system_allocs, 1u);
+    EXPECT_EQ(a.stats().in_use_bytes, big);  // accounted at the block's own class
+  }
+  EXPECT_EQ(a.stats().cached_bytes, big);
+  auto small = a.allocate(60000);  // `big` would waste more than a quarter: a new block
+  EXPECT_NE(small.get(), first);
+  EXPECT_EQ(a.stats().system_allocs, 2u);
+}
+
 TEST(Allocator, StatsAreConsistent) {
   CpuCachingAllocator a;
   const size_t c1 = CpuCachingAllocator::size_class(1000);
