@@ -1,13 +1,14 @@
-// Inference GEMMs for linear layers with weights converted and packed once: bf16 (AVX512-BF16)
-// and int8 (VNNI) on oneDNN matmul primitives, and f32 on tfm's own few-row kernel
-// (packed_f32_cpu.h). Row-major, contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at
-// the interface.
+// Inference GEMMs for linear layers with weights converted and packed once: int8 (VNNI) on oneDNN
+// matmul primitives, f32 on tfm's own few-row kernel (packed_f32_cpu.h), and bf16 (AVX512-BF16)
+// on tfm's own kernel for the few rows of decoding (packed_bf16_cpu.h) and oneDNN above. Row-major,
+// contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at the interface.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "tfm/ops/cpu/packed_bf16_cpu.h"
 #include "tfm/ops/cpu/packed_f32_cpu.h"
 #include "tfm/ops/cpu/primitives.h"
 
@@ -27,7 +28,12 @@ struct PackedWeights {
   std::vector<float> scales;         // int8: (N) max|w[n, :]| / 127
   std::vector<int32_t> sums;         // int8: (N) Σ_k q[n, k]
   PackedF32 f32;                     // f32: the panels (data and desc unused)
+  PackedBf16 bf16;                   // bf16: tfm's panels, for m <= kBf16PanelMaxRows
 };
+
+// bf16 products of up to this many rows run on tfm's panels (a decode step: 16 rows, 64 for
+// beam 4), larger ones on oneDNN's blocked copy. Measured in docs/performance.md.
+inline constexpr int64_t kBf16PanelMaxRows = 128;
 
 // Converts w f32 (N, K) once. f32 keeps the values and only reorders them into panels. bf16 rounds
 // to nearest even; int8 is symmetric per output channel (q = round(w / scale), scale = max|w[n, :]|
@@ -41,6 +47,11 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
 // and one pass dequantises with row × channel scales, adds bias and applies the post-op.
 void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
                          GemmPostOp post, float* y);
+
+// The oneDNN matmul on the blocked copy alone, whatever M (bf16 or int8), for tests and
+// benchmarks that compare it with tfm's kernels.
+void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
+                           GemmPostOp post, float* y);
 
 // The conversions, exposed for tests. bf16 values are the upper 16 bits of the f32 pattern.
 void float_to_bf16(int64_t n, const float* src, uint16_t* dst);
