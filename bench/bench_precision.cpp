@@ -125,12 +125,13 @@ BENCHMARK_CAPTURE(BM_kernel, f32_packed, Kernel::f32_packed)->Apply(decode_shape
 BENCHMARK_CAPTURE(BM_kernel, onednn_bf16, Kernel::onednn_bf16)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_kernel, tfm_bf16, Kernel::tfm_bf16)->Apply(decode_shapes);
 
-// End to end: a `small`-sized random model (d 256, ff 1024, 3 + 3 layers, vocab 8000) encodes
-// 32 sources of 32 tokens and decodes exactly 32 steps for each (fixed input tokens, so every
-// precision does the same work); counter tok/s = generated tokens per second.
-void BM_decode(benchmark::State& st, Precision precision) {
+// End to end: a random model of the `small` (d 256, ff 1024, 3 + 3 layers) or `base` (d 512,
+// ff 2048, 6 + 6 layers) preset with a vocabulary of 8000 encodes 32 sources of 32 tokens and
+// decodes exactly 32 steps for each (fixed input tokens, so every precision does the same work);
+// counter tok/s = generated tokens per second.
+void BM_decode(benchmark::State& st, const char* preset, Precision precision) {
   constexpr int64_t kBatch = 32, kLen = 32, kVocab = 8000;
-  ModelConfig c = ModelConfig::preset("small");
+  ModelConfig c = ModelConfig::preset(preset);
   c.dropout = 0.0;
   c.src_vocab_size = c.trg_vocab_size = kVocab;
   c.max_length = 256;
@@ -160,9 +161,16 @@ void BM_decode(benchmark::State& st, Precision precision) {
                          benchmark::Counter::kIsRate);
 }
 
-BENCHMARK_CAPTURE(BM_decode, fp32, Precision::fp32)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_decode, bf16, Precision::bf16)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_decode, int8, Precision::int8)->Unit(benchmark::kMillisecond)->UseRealTime();
+#define TFM_DECODE_BENCH(preset, prec)                                    \
+  BENCHMARK_CAPTURE(BM_decode, preset##_##prec, #preset, Precision::prec) \
+      ->Unit(benchmark::kMillisecond)                                     \
+      ->UseRealTime()
+TFM_DECODE_BENCH(small, fp32);
+TFM_DECODE_BENCH(small, bf16);
+TFM_DECODE_BENCH(small, int8);
+TFM_DECODE_BENCH(base, fp32);
+TFM_DECODE_BENCH(base, bf16);
+TFM_DECODE_BENCH(base, int8);
 
 }  // namespace
 
