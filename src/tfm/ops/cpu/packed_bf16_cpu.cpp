@@ -72,9 +72,10 @@ void convert_rows(int64_t m, int64_t k, const float* x, uint16_t* out) {
 }
 
 #ifdef __AVX512BF16__
-// k pairs (18 KiB) ahead that the first row tile of a panel prefetches its weights, as the f32
-// kernel's 96 k steps (the same bytes); tuned below in docs/performance.md.
-constexpr int64_t kPrefetch = 96;
+// k pairs (9 KiB) ahead that the first row tile of a panel prefetches its weights. BM_decode
+// bf16, 1 thread, medians of 3 (small / base): 24 pairs 47.0 / 327 ms, 48 46.2 / 325, 96
+// 48.1 / 336, 192 47.8 / 329 — flat within the noise; 48 it is.
+constexpr int64_t kPrefetch = 48;
 
 // One register tile: MR rows × NV of the panel's three column vectors, then acc + bias and the
 // post-op (ReLU in registers; GELU by the shared serial routine afterwards) stored to the `cols`
