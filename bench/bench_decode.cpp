@@ -5,6 +5,8 @@
 //
 //   build/bench/bench_decode --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
+// BM_Search runs with --precision fp32 (0) or bf16 (1) linear layers: the `prec` argument.
+//
 // BM_StepTime: counters early_ms / late_ms are the mean step times over steps 1–8 and 57–64
 // (late/early ≈ 1 means flat); step_ms is the mean over all 64; sN_ms is step N alone.
 #include <benchmark/benchmark.h>
@@ -26,16 +28,27 @@ using namespace tfm;
 
 constexpr int64_t kBatch = 32, kSrcLen = 32, kSteps = 64, kVocab = 8000;
 
-const Transformer& model() {
-  static std::unique_ptr<Transformer> m = [] {
-    ModelConfig c = ModelConfig::preset("small");
-    c.d_model = 256, c.heads = 4, c.d_ff = 1024, c.encoder_layers = 3, c.decoder_layers = 3;
-    c.dropout = 0.0;
-    c.src_vocab_size = c.trg_vocab_size = kVocab;
-    c.max_length = 256;
-    return std::make_unique<Transformer>(c, 1);
-  }();
-  return *m;
+std::unique_ptr<Transformer> make_model() {
+  ModelConfig c = ModelConfig::preset("small");
+  c.d_model = 256, c.heads = 4, c.d_ff = 1024, c.encoder_layers = 3, c.decoder_layers = 3;
+  c.dropout = 0.0;
+  c.src_vocab_size = c.trg_vocab_size = kVocab;
+  c.max_length = 256;
+  return std::make_unique<Transformer>(c, 1);
+}
+
+// The same random weights for both precisions; each model is built on first use.
+const Transformer& model(Precision precision = Precision::fp32) {
+  if (precision == Precision::bf16) {
+    static std::unique_ptr<Transformer> bf16 = [] {
+      auto m = make_model();
+      m->set_precision(Precision::bf16);
+      return m;
+    }();
+    return *bf16;
+  }
+  static std::unique_ptr<Transformer> fp32 = make_model();
+  return *fp32;
 }
 
 std::vector<Ids> sources() {
@@ -91,7 +104,7 @@ void BM_StepTime(benchmark::State& state) {
 // Output tokens (with EOS) a second for a full search over the batch. min_length keeps every
 // output near kSteps tokens so greedy and beam do comparable work.
 void BM_Search(benchmark::State& state) {
-  const Transformer& m = model();
+  const Transformer& m = model(state.range(1) == 1 ? Precision::bf16 : Precision::fp32);
   decode::SearchOptions o;
   o.beam_size = state.range(0);
   o.max_length = kSteps;
@@ -110,6 +123,10 @@ void BM_Search(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_StepTime)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Search)->Arg(1)->Arg(4)->ArgName("beam")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Search)
+    ->ArgsProduct({{1, 4}, {0, 1}})
+    ->ArgNames({"beam", "prec"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

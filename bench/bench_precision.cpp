@@ -13,6 +13,7 @@
 #include "tfm/core/rng.h"
 #include "tfm/data/batch.h"
 #include "tfm/model/transformer.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/linear.h"
 #include "tfm/ops/linear_lowp.h"
 
@@ -66,12 +67,71 @@ BENCHMARK_CAPTURE(BM_linear, fp32, Precision::fp32)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear, bf16, Precision::bf16)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear, int8, Precision::int8)->Apply(shapes);
 
-// End to end: a `small`-sized random model (d 256, ff 1024, 3 + 3 layers, vocab 8000) encodes
-// 32 sources of 32 tokens and decodes exactly 32 steps for each (fixed input tokens, so every
-// precision does the same work); counter tok/s = generated tokens per second.
-void BM_decode(benchmark::State& st, Precision precision) {
+// The three inference kernels on the same problem, called directly (no dispatch by row count):
+// tfm's packed fp32 panels, oneDNN's bf16 matmul on its blocked copy, and tfm's packed bf16
+// panels; bias + ReLU. The shapes are the linear layers of the small and base presets (N × K:
+// attention and FFN projections and the 8000-word output layer) at decode row counts (16
+// sentences a thread, × 4 for beam 4, up to the encoder's 16 × 33 = 528). Run single-threaded
+// (TFM_THREADS=1), as decoding runs each shard of 16 sentences on one thread:
+//   TFM_THREADS=1 build/bench/bench_precision --benchmark_filter=BM_kernel
+enum class Kernel { f32_packed, onednn_bf16, tfm_bf16 };
+
+void BM_kernel(benchmark::State& st, Kernel kernel) {
+  const int64_t m = st.range(0), n = st.range(1), k = st.range(2);
+  const Tensor x = random_f32({m, k}, 1, 1.0f), w = random_f32({n, k}, 2, 0.05f),
+               b = random_f32({n}, 3, 0.1f);
+  Tensor y = Tensor::empty({m, n});
+  const auto packed = tfm::cpu::pack_weights(
+      kernel == Kernel::f32_packed ? tfm::cpu::LowpKind::f32 : tfm::cpu::LowpKind::bf16, n, k,
+      w.data<float>());
+  for (auto _ : st) {
+    switch (kernel) {
+      case Kernel::f32_packed:
+        tfm::cpu::packed_f32_linear_forward(m, x.data<float>(), packed->f32, b.data<float>(),
+                                            tfm::cpu::GemmPostOp::relu, y.data<float>());
+        break;
+      case Kernel::onednn_bf16:
+        tfm::cpu::onednn_linear_forward(m, x.data<float>(), *packed, b.data<float>(),
+                                        tfm::cpu::GemmPostOp::relu, y.data<float>());
+        break;
+      case Kernel::tfm_bf16:
+        tfm::cpu::packed_bf16_linear_forward(m, x.data<float>(), packed->bf16, b.data<float>(),
+                                             tfm::cpu::GemmPostOp::relu, y.data<float>());
+        break;
+    }
+    benchmark::DoNotOptimize(y.data<float>());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * m * n * k * static_cast<double>(st.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+void decode_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (int64_t m : {16, 32, 64, 128, 528})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{256, 256},
+                        {1024, 256},
+                        {256, 1024},
+                        {8000, 256},
+                        {512, 512},
+                        {2048, 512},
+                        {512, 2048},
+                        {8000, 512}})
+      b->Args({m, n, k});
+  b->UseRealTime();
+  b->MinTime(0.1);
+}
+
+BENCHMARK_CAPTURE(BM_kernel, f32_packed, Kernel::f32_packed)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_kernel, onednn_bf16, Kernel::onednn_bf16)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_kernel, tfm_bf16, Kernel::tfm_bf16)->Apply(decode_shapes);
+
+// End to end: a random model of the `small` (d 256, ff 1024, 3 + 3 layers) or `base` (d 512,
+// ff 2048, 6 + 6 layers) preset with a vocabulary of 8000 encodes 32 sources of 32 tokens and
+// decodes exactly 32 steps for each (fixed input tokens, so every precision does the same work);
+// counter tok/s = generated tokens per second.
+void BM_decode(benchmark::State& st, const char* preset, Precision precision) {
   constexpr int64_t kBatch = 32, kLen = 32, kVocab = 8000;
-  ModelConfig c = ModelConfig::preset("small");
+  ModelConfig c = ModelConfig::preset(preset);
   c.dropout = 0.0;
   c.src_vocab_size = c.trg_vocab_size = kVocab;
   c.max_length = 256;
@@ -101,9 +161,16 @@ void BM_decode(benchmark::State& st, Precision precision) {
                          benchmark::Counter::kIsRate);
 }
 
-BENCHMARK_CAPTURE(BM_decode, fp32, Precision::fp32)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_decode, bf16, Precision::bf16)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_decode, int8, Precision::int8)->Unit(benchmark::kMillisecond)->UseRealTime();
+#define TFM_DECODE_BENCH(preset, prec)                                    \
+  BENCHMARK_CAPTURE(BM_decode, preset##_##prec, #preset, Precision::prec) \
+      ->Unit(benchmark::kMillisecond)                                     \
+      ->UseRealTime()
+TFM_DECODE_BENCH(small, fp32);
+TFM_DECODE_BENCH(small, bf16);
+TFM_DECODE_BENCH(small, int8);
+TFM_DECODE_BENCH(base, fp32);
+TFM_DECODE_BENCH(base, bf16);
+TFM_DECODE_BENCH(base, int8);
 
 }  // namespace
 

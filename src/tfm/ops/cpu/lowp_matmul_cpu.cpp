@@ -258,6 +258,7 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
     packed->bytes = packed->f32.bytes;
     return packed;
   }
+  if (kind == LowpKind::bf16) packed->bf16 = pack_bf16(n, k, w);
   // Plain (N, K) in the target type first, then oneDNN's reorder into its blocked layout.
   std::shared_ptr<void> plain;
   if (kind == LowpKind::bf16) {
@@ -302,8 +303,9 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
     const memory::desc any({k, n}, weight_type(kind), memory::format_tag::any);
     auto pd = make_pd(key, any, &src, &dst, &bias);
     auto desc = std::make_shared<memory::desc>(pd.weights_desc());
-    packed->bytes = desc->get_size();
-    packed->data = cpu_allocator().allocate(packed->bytes);
+    packed->data = cpu_allocator().allocate(desc->get_size());
+    // Both bf16 copies count: tfm's panels and oneDNN's blocked layout.
+    packed->bytes = desc->get_size() + packed->bf16.bytes;
     // (K, N) view of the (N, K) row-major weight: strides (1, K).
     const memory::desc plain_desc({k, n}, weight_type(kind), memory::dims{1, k});
     memory from(plain_desc, dnnl_engine(), plain.get());
@@ -326,6 +328,19 @@ void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, cons
     packed_f32_linear_forward(m, x, w.f32, bias, post, y);
     return;
   }
+  if (w.kind == LowpKind::bf16 && m <= kBf16PanelMaxRows) {
+    packed_bf16_linear_forward(m, x, w.bf16, bias, post, y);
+    return;
+  }
+  onednn_linear_forward(m, x, w, bias, post, y);
+}
+
+void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
+                           GemmPostOp post, float* y) {
+  if (m == 0) return;
+  TFM_CHECK(m > 0) << "onednn_linear_forward: negative row count " << m;
+  TFM_CHECK(w.kind != LowpKind::f32 && w.desc != nullptr)
+      << "onednn_linear_forward: " << kind_name(w.kind) << " weights have no oneDNN copy";
   const int64_t n = w.n, k = w.k;
   const bool int8 = w.kind == LowpKind::int8;
   // Inside another op's parallel region oneDNN runs on the calling thread only.

@@ -1,13 +1,14 @@
-// Inference GEMMs for linear layers with weights converted and packed once: bf16 (AVX512-BF16)
-// and int8 (VNNI) on oneDNN matmul primitives, and f32 on tfm's own few-row kernel
-// (packed_f32_cpu.h). Row-major, contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at
-// the interface.
+// Inference GEMMs for linear layers with weights converted and packed once: int8 (VNNI) on oneDNN
+// matmul primitives, f32 on tfm's own few-row kernel (packed_f32_cpu.h), and bf16 (AVX512-BF16)
+// on tfm's own kernel for the few rows of decoding (packed_bf16_cpu.h) and oneDNN above. Row-major,
+// contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at the interface.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "tfm/ops/cpu/packed_bf16_cpu.h"
 #include "tfm/ops/cpu/packed_f32_cpu.h"
 #include "tfm/ops/cpu/primitives.h"
 
@@ -17,17 +18,24 @@ enum class LowpKind : uint8_t { bf16, int8, f32 };
 
 // A weight in oneDNN's blocked layout for its matmul (the layout does not depend on M, so one
 // packed copy serves every row count). int8 also keeps the per output channel scales and the
-// column sums of the quantised weight that undo the activations' zero points.
+// column sums of the quantised weight that undo the activations' zero points; bf16 also keeps
+// tfm's panels for few rows, so its `bytes` count both copies (about the fp32 size).
 struct PackedWeights {
   LowpKind kind;
   int64_t n = 0, k = 0;
-  std::shared_ptr<void> data;  // opaque oneDNN-blocked bf16 or s8 weights
-  size_t bytes = 0;
+  std::shared_ptr<void> data;        // opaque oneDNN-blocked bf16 or s8 weights
+  size_t bytes = 0;                  // of every copy held
   std::shared_ptr<const void> desc;  // the oneDNN memory descriptor of `data`
   std::vector<float> scales;         // int8: (N) max|w[n, :]| / 127
   std::vector<int32_t> sums;         // int8: (N) Σ_k q[n, k]
   PackedF32 f32;                     // f32: the panels (data and desc unused)
+  PackedBf16 bf16;                   // bf16: tfm's panels, for m <= kBf16PanelMaxRows
 };
+
+// bf16 products of up to this many rows run on tfm's panels (a decode step: 16 rows, 64 for
+// beam 4), larger ones on oneDNN's blocked copy: tfm's kernel is 1.0–1.3× oneDNN up to 128
+// rows, a wash at 528 (docs/performance.md, "Decoding in bf16 on tfm's packed kernel").
+inline constexpr int64_t kBf16PanelMaxRows = 128;
 
 // Converts w f32 (N, K) once. f32 keeps the values and only reorders them into panels. bf16 rounds
 // to nearest even; int8 is symmetric per output channel (q = round(w / scale), scale = max|w[n, :]|
@@ -35,12 +43,18 @@ struct PackedWeights {
 std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int64_t k,
                                                   const float* w);
 
-// y (M, N) = post(x (M, K) · wᵀ + bias). bf16: x is rounded to bf16, products accumulate in f32
-// and bias + post-op run in oneDNN's epilogue. int8: each row of x is quantised to u8 with its own
+// y (M, N) = post(x (M, K) · wᵀ + bias). bf16: x is rounded to bf16, products accumulate in f32;
+// up to kBf16PanelMaxRows rows on tfm's panels (packed_bf16_cpu.h), above in oneDNN with bias +
+// post-op in its epilogue. int8: each row of x is quantised to u8 with its own
 // scale and zero point (min and max of the row, 0 included), u8·s8 products accumulate in s32,
 // and one pass dequantises with row × channel scales, adds bias and applies the post-op.
 void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
                          GemmPostOp post, float* y);
+
+// The oneDNN matmul on the blocked copy alone, whatever M (bf16 or int8), for tests and
+// benchmarks that compare it with tfm's kernels.
+void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
+                           GemmPostOp post, float* y);
 
 // The conversions, exposed for tests. bf16 values are the upper 16 bits of the f32 pattern.
 void float_to_bf16(int64_t n, const float* src, uint16_t* dst);
