@@ -63,5 +63,6 @@ for m in best avg; do
   result "$m.beam4" "$work/model/$m" --beam-size 4 --length-penalty 0.6
 done
 for p in bf16 int8; do
+  result "best.greedy.$p" "$work/model/best" --precision "$p"
   result "best.beam4.$p" "$work/model/best" --beam-size 4 --length-penalty 0.6 --precision "$p"
 done
