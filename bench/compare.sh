@@ -96,9 +96,10 @@ for line in open(sys.argv[1]):
 med = lambda rs, k: statistics.median(r[k] for r in rs)
 order = lambda k: (k[0], ["train", "greedy", "beam"].index(k[1]), ["fp32", "bf16", "int8"].index(k[2]))
 keys = sorted({(p, m, q) for p, m, q, side in rows if side == "tfm"}, key=order)
-print("| preset | mode | tfm precision | tfm tokens/s | seed004 tokens/s | nn.Transformer tokens/s "
-      "| tfm / seed004 | tfm / nn.Transformer | seed004 bf16 tokens/s | tfm / seed004 bf16 "
-      "| MFU tfm | MFU seed004 | MFU nn.Transformer |")
+print("| preset | mode | tfm precision | tfm tokens/s | seed004 fp32 tokens/s "
+      "| nn.Transformer fp32 tokens/s | tfm / seed004 fp32 | tfm / nn.Transformer fp32 "
+      "| seed004 autocast-bf16 tokens/s | tfm / seed004 bf16 "
+      "| MFU tfm | MFU seed004 fp32 | MFU nn.Transformer fp32 |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 fmt = lambda x, f: f.format(x) if x is not None else "–"
 for preset, mode, prec in keys:
