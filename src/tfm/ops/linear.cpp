@@ -32,6 +32,28 @@ const uint16_t* bf16_data(const Tensor& t) {
   return t.defined() ? static_cast<const uint16_t*>(t.raw_data()) : nullptr;
 }
 
+// What the activation's backward needs: its output for relu (y > 0 exactly where z > 0), its
+// input z for gelu, nothing otherwise.
+Tensor activation_saved(Activation act, const Tensor& y, const Tensor& z) {
+  if (act == Activation::relu) return y.detach();
+  if (act == Activation::gelu) return z.detach();
+  return Tensor();
+}
+
+// dz (M, out), the gradient at the pre-activation, from gy and activation_saved's tensor.
+Tensor pre_activation_grad(const Tensor& gy, Activation act, const Tensor& saved) {
+  if (act == Activation::none) return gy;
+  Tensor dz = Tensor::empty(gy.shape(), gy.dtype());
+  dispatch_floating(gy.dtype(), "linear backward", [&](auto tag) {
+    using T = decltype(tag);
+    if (act == Activation::relu)
+      cpu::relu_backward<T>(gy.numel(), gy.data<T>(), saved.data<T>(), dz.data<T>());
+    if (act == Activation::gelu)
+      cpu::gelu_backward<T>(gy.numel(), gy.data<T>(), saved.data<T>(), dz.data<T>());
+  });
+  return dz;
+}
+
 Tensor linear_bf16(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const Tensor& x,
                    const Tensor& w, const Tensor& b, Activation act, const Shape& out_shape,
                    int64_t rows) {
@@ -55,23 +77,14 @@ Tensor linear_bf16(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, c
 
   Tensor saved_x = w_in.requires_grad() ? xb : Tensor();
   Tensor saved_w = x_in.requires_grad() ? wb : Tensor();
-  Tensor saved_act = act == Activation::relu   ? y.detach()
-                     : act == Activation::gelu ? z.detach()
-                                               : Tensor();
+  Tensor saved_act = activation_saved(act, y, z);
   autograd::record(
       "linear(bf16)", {&x_in, &w_in, &b_in}, {&y},
       [saved_x, saved_w, saved_act, act, rows, out, in, x_shape = x.shape()](
           const autograd::Grads& g, const autograd::Needs& needs) {
         Tensor gy = g[0].contiguous();
         TFM_CHECK(gy.dtype() == DType::f32) << "linear(bf16) backward: gradient " << gy.describe();
-        Tensor dz = gy;  // (M, out): gradient at the pre-activation
-        if (act != Activation::none) dz = Tensor::empty(gy.shape());
-        if (act == Activation::relu)
-          cpu::relu_backward<float>(gy.numel(), gy.data<float>(), saved_act.data<float>(),
-                                    dz.data<float>());
-        if (act == Activation::gelu)
-          cpu::gelu_backward<float>(gy.numel(), gy.data<float>(), saved_act.data<float>(),
-                                    dz.data<float>());
+        Tensor dz = pre_activation_grad(gy, act, saved_act);
         Tensor dx = needs[0] ? Tensor::empty(x_shape) : Tensor();
         Tensor dw = needs[1] ? Tensor::empty({out, in}) : Tensor();
         Tensor db = needs[2] ? Tensor::empty({out}) : Tensor();
@@ -129,30 +142,22 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   });
   if (!grad) return y;
 
-  // Keep only what the backward can use: x for dW, W for dX, and for the activation either its
-  // output (relu: y > 0 exactly where z > 0) or its input (gelu).
+  // Keep only what the backward can use: x for dW, W for dX, and the activation's tensor.
   Tensor saved_x = w_in.requires_grad() ? x.detach() : Tensor();
   Tensor saved_w = x_in.requires_grad() ? w.detach() : Tensor();
-  Tensor saved_act = act == Activation::relu   ? y.detach()
-                     : act == Activation::gelu ? z.detach()
-                                               : Tensor();
+  Tensor saved_act = activation_saved(act, y, z);
   autograd::record(
       "linear", {&x_in, &w_in, &b_in}, {&y},
       [saved_x, saved_w, saved_act, act, rows, out, in, x_shape = x.shape()](
           const autograd::Grads& g, const autograd::Needs& needs) {
         Tensor gy = g[0].contiguous();
         const DType dtype = gy.dtype();
-        Tensor dz = gy;  // (M, out): gradient at the pre-activation
-        if (act != Activation::none) dz = Tensor::empty(gy.shape(), dtype);
+        Tensor dz = pre_activation_grad(gy, act, saved_act);
         Tensor dx = needs[0] ? Tensor::empty(x_shape, dtype) : Tensor();
         Tensor dw = needs[1] ? Tensor::empty({out, in}, dtype) : Tensor();
         Tensor db = needs[2] ? Tensor::empty({out}, dtype) : Tensor();
         dispatch_floating(dtype, "linear backward", [&](auto tag) {
           using T = decltype(tag);
-          if (act == Activation::relu)
-            cpu::relu_backward<T>(gy.numel(), gy.data<T>(), saved_act.data<T>(), dz.data<T>());
-          if (act == Activation::gelu)
-            cpu::gelu_backward<T>(gy.numel(), gy.data<T>(), saved_act.data<T>(), dz.data<T>());
           cpu::linear_backward<T>(
               rows, out, in, dz.data<T>(), dw.defined() ? saved_x.data<T>() : nullptr,
               dx.defined() ? saved_w.data<T>() : nullptr, dx.defined() ? dx.data<T>() : nullptr,

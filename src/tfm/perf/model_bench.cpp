@@ -229,44 +229,51 @@ double model_gemm_flops(const ModelConfig& c, const ModelBenchOptions& in) {
   return decode_gemm_flops(c, o.batch_size, o.seq_len + 1, decode_step_rows(o));
 }
 
-double sgemm_ceiling_gflops(int64_t n, int runs) {
-  TFM_CHECK(n > 0 && runs > 0) << "sgemm_ceiling_gflops: n and runs must be positive";
+namespace {
+
+// Best GFLOP/s of `runs` timed calls of gemm(a, b, c) on n×n operands (one untimed call first:
+// warm caches, a primitive built).
+template <typename Gemm>
+double best_square_gemm_rate(int64_t n, int runs, Gemm gemm) {
   std::vector<float> a(n * n), b(n * n), c(n * n, 0.f);
   for (int64_t i = 0; i < n * n; ++i) {
     a[i] = static_cast<float>((i * 7) % 13) * 0.01f;
     b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
   }
   double best = 0;
-  for (int r = 0; r <= runs; ++r) {  // the first run warms up
+  for (int r = 0; r <= runs; ++r) {
     const Clock::time_point t0 = Clock::now();
-    const dnnl_status_t st =
-        dnnl_sgemm('N', 'N', n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    gemm(a.data(), b.data(), c.data());
     const double sec = seconds_since(t0);
-    TFM_CHECK(st == dnnl_success) << "dnnl_sgemm failed with status " << static_cast<int>(st);
     if (r > 0) best = std::max(best, 2.0 * static_cast<double>(n * n * n) / sec / 1e9);
   }
   return best;
 }
 
+}  // namespace
+
+double sgemm_ceiling_gflops(int64_t n, int runs) {
+  TFM_CHECK(n > 0 && runs > 0) << "sgemm_ceiling_gflops: n and runs must be positive";
+  return best_square_gemm_rate(n, runs, [n](const float* a, const float* b, float* c) {
+    const dnnl_status_t st = dnnl_sgemm('N', 'N', n, n, n, 1.f, a, n, b, n, 0.f, c, n);
+    TFM_CHECK(st == dnnl_success) << "dnnl_sgemm failed with status " << static_cast<int>(st);
+  });
+}
+
 double bf16_gemm_ceiling_gflops(int64_t n, int runs) {
   TFM_CHECK(n > 0 && runs > 0) << "bf16_gemm_ceiling_gflops: n and runs must be positive";
-  std::vector<float> a(n * n), b(n * n), c(n * n, 0.f);
-  for (int64_t i = 0; i < n * n; ++i) {
-    a[i] = static_cast<float>((i * 7) % 13) * 0.01f;
-    b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
-  }
   std::vector<uint16_t> ab(n * n), bb(n * n);
-  cpu::float_to_bf16(n * n, a.data(), ab.data());
-  cpu::float_to_bf16(n * n, b.data(), bb.data());
-  double best = 0;
-  for (int r = 0; r <= runs; ++r) {  // the first run warms up (and builds the primitive)
-    const Clock::time_point t0 = Clock::now();
+  bool converted = false;
+  // The operands are converted once, in the untimed first call: the ceiling of the GEMM alone.
+  return best_square_gemm_rate(n, runs, [&](const float* a, const float* b, float* c) {
+    if (!converted) {
+      cpu::float_to_bf16(n * n, a, ab.data());
+      cpu::float_to_bf16(n * n, b, bb.data());
+      converted = true;
+    }
     cpu::matmul_primitive_bf16(false, false, n, n, n, ab.data(), bb.data(), nullptr,
-                               cpu::GemmPostOp::none, c.data());
-    const double sec = seconds_since(t0);
-    if (r > 0) best = std::max(best, 2.0 * static_cast<double>(n * n * n) / sec / 1e9);
-  }
-  return best;
+                               cpu::GemmPostOp::none, c);
+  });
 }
 
 double peak_rss_mb() {

@@ -135,15 +135,6 @@ PrimitiveCache& cache() {
   return c;
 }
 
-uint16_t to_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  // Round to nearest even; a NaN stays a (quiet) NaN instead of rounding into infinity.
-  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-  return std::isnan(f) ? static_cast<uint16_t>((bits >> 16) | 0x40u)
-                       : static_cast<uint16_t>(rounded);
-}
-
 // lo = min(0, min x), hi = max(0, max x); false if x holds an inf or NaN (which min and max
 // would pass over: the probe x·0 turns NaN on them).
 bool row_range(int64_t k, const float* x, float* lo_out, float* hi_out) {
@@ -204,13 +195,6 @@ void check_pack_args(LowpKind kind, int64_t n, int64_t k) {
 }
 
 }  // namespace
-
-float bf16_to_float(uint16_t v) {
-  const uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 void float_to_bf16(int64_t n, const float* src, uint16_t* dst) {
   const int64_t grain = int64_t{1} << 15;

@@ -4,7 +4,9 @@
 // contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at the interface.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -58,7 +60,24 @@ void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, co
 
 // The conversions, exposed for tests. bf16 values are the upper 16 bits of the f32 pattern.
 void float_to_bf16(int64_t n, const float* src, uint16_t* dst);
-float bf16_to_float(uint16_t v);
+
+// One value: round to nearest even; a NaN stays a (quiet) NaN instead of rounding into infinity.
+// Inline so that the conversion loops here and in packed_bf16_cpu.cpp vectorise; every bf16
+// weight and activation of the library is rounded by this one definition.
+inline uint16_t to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  return std::isnan(f) ? static_cast<uint16_t>((bits >> 16) | 0x40u)
+                       : static_cast<uint16_t>(rounded);
+}
+
+inline float bf16_to_float(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 // Row i of x (M, K) -> q (M, K) u8, with x ≈ scale[i] * (q - zero[i]).
 void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* scale,
                       int32_t* zero);

@@ -13,6 +13,7 @@
 #include "tfm/core/check.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/activation_cpu.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
 
 // GCC 12 warns about the deliberately undefined registers inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -29,22 +30,6 @@ constexpr int64_t kMR = 8;
 // What a tile prefetches: nothing, its own panel ahead (the first row tile of a panel), or the
 // next panel (the second row tile: it computes from cache, so the memory bus is free).
 constexpr int kNoPrefetch = 0, kOwnPanel = 1, kNextPanel = 2;
-
-// Round to nearest even, a NaN stays a quiet NaN: the rounding of float_to_bf16.
-uint16_t to_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-  return std::isnan(f) ? static_cast<uint16_t>((bits >> 16) | 0x40u)
-                       : static_cast<uint16_t>(rounded);
-}
-
-float from_bf16(uint16_t v) {
-  const uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 // Row i of x (M, K) f32 -> row i of out (M, kp) bf16, kp = K rounded up to even, zero-padded: the
 // 32-bit word q of a row is then the pair (x[2q], x[2q + 1]) that one vdpbf16ps lane takes.
@@ -141,9 +126,10 @@ void tile_portable(int64_t pairs, const uint32_t* x, int64_t ldx, const uint32_t
     const uint32_t* wp = panel + q * kNR;
     for (int r = 0; r < MR; ++r) {
       const uint32_t xw = x[r * ldx + q];
-      const float x0 = from_bf16(static_cast<uint16_t>(xw)), x1 = from_bf16(xw >> 16);
+      const float x0 = bf16_to_float(static_cast<uint16_t>(xw)), x1 = bf16_to_float(xw >> 16);
       for (int64_t j = 0; j < kNR; ++j) {
-        const float w0 = from_bf16(static_cast<uint16_t>(wp[j])), w1 = from_bf16(wp[j] >> 16);
+        const float w0 = bf16_to_float(static_cast<uint16_t>(wp[j])),
+                    w1 = bf16_to_float(wp[j] >> 16);
         acc[r][j] += x1 * w1;
         acc[r][j] += x0 * w0;
       }
