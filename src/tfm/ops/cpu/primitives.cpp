@@ -291,7 +291,10 @@ void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const 
     TFM_FAIL() << "oneDNN " << (key.bf16 ? "bf16" : "f32") << " matmul (m=" << key.m
                << " n=" << key.n << " k=" << key.k << " trans_a=" << key.trans_a
                << " trans_b=" << key.trans_b << " bias=" << key.bias
-               << " post=" << static_cast<int>(key.post) << ") failed: " << e.what();
+               << " post=" << static_cast<int>(key.post) << ") failed: " << e.what()
+               << (key.bf16 ? " (bf16 matmuls need a CPU with AVX-512; --precision fp32 runs "
+                              "anywhere)"
+                            : "");
   }
 }
 
