@@ -13,29 +13,14 @@
 namespace tfm {
 namespace {
 
+using testing::activate;
 using testing::random_tensor;
-
-// Round to nearest even at 16 bits, written apart from the library's conversion.
-double round_bf16(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  const uint32_t lsb = (bits >> 16) & 1u;
-  bits = (bits + 0x7FFFu + lsb) & 0xFFFF0000u;
-  float r;
-  std::memcpy(&r, &bits, 4);
-  return r;
-}
+using testing::round_bf16;
 
 std::vector<double> rounded(const Tensor& t) {
   std::vector<double> out;
   for (float v : t.contiguous().to_vector<float>()) out.push_back(round_bf16(v));
   return out;
-}
-
-double act_of(Activation act, double z) {
-  if (act == Activation::relu) return z > 0 ? z : 0;
-  if (act == Activation::gelu) return 0.5 * z * std::erfc(-z / std::sqrt(2.0));
-  return z;
 }
 
 double act_grad(Activation act, double z) {
@@ -93,7 +78,7 @@ TEST(LinearBf16, ForwardAndBackwardAreProductsOfRoundedOperands) {
               z += xr[i * c.in + p] * wr[j * c.in + p];
               mag += std::fabs(xr[i * c.in + p] * wr[j * c.in + p]);
             }
-            y_ref[i * c.out + j] = act_of(act, z);
+            y_ref[i * c.out + j] = activate(z, act);
             y_mag[i * c.out + j] = mag;
             dz[i * c.out + j] = act_grad(act, z) * g[i * c.out + j];
           }

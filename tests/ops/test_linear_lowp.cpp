@@ -12,26 +12,11 @@
 namespace tfm {
 namespace {
 
+using testing::activate;
 using testing::random_tensor;
+using testing::round_bf16;
 
 const Activation kActs[] = {Activation::none, Activation::relu, Activation::gelu};
-
-// Round to nearest even on the f32 bit pattern, written out independently of the op's helper.
-double round_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  const uint32_t lsb = (bits >> 16) & 1u;
-  bits = (bits + 0x7FFFu + lsb) & 0xFFFF0000u;
-  float r;
-  std::memcpy(&r, &bits, 4);
-  return r;
-}
-
-double activate(double z, Activation act) {
-  if (act == Activation::relu) return z > 0 ? z : 0;
-  if (act == Activation::gelu) return 0.5 * z * std::erfc(-z / std::sqrt(2.0));
-  return z;
-}
 
 // Both relu and gelu move outputs by at most ~1.13 × the change of their input.
 constexpr double kActLipschitz = 1.13;

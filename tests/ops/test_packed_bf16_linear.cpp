@@ -17,23 +17,9 @@
 namespace tfm {
 namespace {
 
+using testing::activate;
 using testing::random_tensor;
-
-// Round to nearest even on the f32 bit pattern, written out independently of the op's helper.
-float round_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-  float r;
-  std::memcpy(&r, &bits, 4);
-  return r;
-}
-
-double activate(double z, Activation act) {
-  if (act == Activation::relu) return z > 0 ? z : 0;
-  if (act == Activation::gelu) return 0.5 * z * std::erfc(-z / std::sqrt(2.0));
-  return z;
-}
+using testing::round_bf16;
 
 cpu::GemmPostOp post_of(Activation act) {
   return act == Activation::relu   ? cpu::GemmPostOp::relu

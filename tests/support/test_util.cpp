@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "tfm/autograd/grad_mode.h"
@@ -9,6 +10,21 @@
 #include "tfm/core/rng.h"
 
 namespace tfm::testing {
+
+float round_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return r;
+}
+
+double activate(double z, Activation act) {
+  if (act == Activation::relu) return z > 0 ? z : 0;
+  if (act == Activation::gelu) return 0.5 * z * std::erfc(-z / std::sqrt(2.0));
+  return z;
+}
 
 Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo, double hi) {
   RandomStream rs(seed, 0x7e57);

@@ -10,6 +10,7 @@
 
 #include "tfm/core/parallel.h"
 #include "tfm/core/tensor.h"
+#include "tfm/ops/activation.h"
 
 namespace tfm::testing {
 
@@ -18,6 +19,12 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo =
                      double hi = 1.0);
 // Random integer ids in [0, n).
 Tensor random_ids(const Shape& shape, int64_t n, uint64_t seed);
+
+// References written apart from the library's code, for the precision tests.
+// bf16 of f: round to nearest even on the f32 bit pattern (NaN not handled).
+float round_bf16(float f);
+// act(z) by its definition in double (gelu through std::erfc).
+double activate(double z, Activation act);
 
 // Largest |a - b|.
 double max_abs_diff(const Tensor& a, const Tensor& b);
