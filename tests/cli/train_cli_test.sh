@@ -111,6 +111,11 @@ train "$tmp/q" 10 --precision bf16 >/dev/null 2>&1 && train "$tmp/q" 24 --precis
   bad "bf16 stop/resume failed"
 cmp -s "$tmp/p/model.safetensors" "$tmp/q/model.safetensors" && ok ||
   bad "bf16 stop at 10 + resume: weights differ from the straight run"
+# Resuming in another precision works and says that the continuation differs.
+train "$tmp/q" 26 --precision fp32 >/dev/null 2>"$tmp/q.err" || bad "fp32 resume of a bf16 run failed"
+grep -q "trained with --precision bf16, this one with fp32" "$tmp/q.err" && ok ||
+  bad "no note on the precision change: $(cat "$tmp/q.err")"
+! grep -q "precision" "$tmp/b.err" && ok || bad "a same-precision resume mentions precision"
 header=$(head -c 8192 "$tmp/p/model.safetensors" | tr -c '[:print:]' ' ')
 [[ $header == *'"F32"'* && $header != *BF16* ]] && ok || bad "bf16 run: checkpoint not all F32"
 

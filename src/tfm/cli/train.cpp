@@ -196,9 +196,23 @@ void run_train(CLI::App* cmd, Flags& f) {
   std::error_code ec;
   fs::create_directories(f.dir, ec);
   TFM_CHECK(!ec) << "cannot create model directory " << f.dir << ": " << ec.message();
+  // The precision the run so far used, before this run's options replace the record.
+  const std::string config_path = (fs::path(f.dir) / "train_config.json").string();
+  std::string earlier_precision;
+  if (has_train_state(f.dir) && fs::exists(config_path)) {
+    try {
+      earlier_precision = nlohmann::json::parse(read_file(config_path)).value("precision", "fp32");
+    } catch (const std::exception&) {
+      // An unreadable record only loses this note; the training state itself is checked later.
+    }
+  }
   // Also proves the directory writable before any work is done.
-  write_file_atomic((fs::path(f.dir) / "train_config.json").string(), effective_config(cmd) + "\n");
+  write_file_atomic(config_path, effective_config(cmd) + "\n");
   TrainLog log((fs::path(f.dir) / "train.log").string(), isatty(STDERR_FILENO) == 1);
+  if (!earlier_precision.empty() && earlier_precision != f.precision)
+    log.line("note: the run so far trained with --precision " + earlier_precision +
+             ", this one with " + f.precision +
+             ": the continuation is not the one the earlier precision would give");
 
   std::vector<std::string> vocab_files;
   std::shared_ptr<Vocab> vsrc, vtrg;
