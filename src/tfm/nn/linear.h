@@ -33,7 +33,8 @@ class PrecisionSwitch {
   bool fp32_packing() const { return pack_fp32_; }
   void set_train_precision(MatmulPrecision p) { train_precision_ = p; }
   MatmulPrecision train_precision() const { return train_precision_; }
-  // act(x·wᵀ + b): in the set precision when no input needs a gradient, in fp32 otherwise.
+  // act(x·wᵀ + b): in the set precision when no input needs a gradient, in the training
+  // precision otherwise.
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
   void invalidate() const;
   // The prepared copy, made now if missing or stale (null for fp32 without packing).

@@ -1,5 +1,7 @@
 #include "tfm/ops/linear.h"
 
+#include <type_traits>
+
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/activation_cpu.h"
 #include "tfm/ops/cpu/linear_cpu.h"
@@ -54,49 +56,6 @@ Tensor pre_activation_grad(const Tensor& gy, Activation act, const Tensor& saved
   return dz;
 }
 
-Tensor linear_bf16(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const Tensor& x,
-                   const Tensor& w, const Tensor& b, Activation act, const Shape& out_shape,
-                   int64_t rows) {
-  TFM_CHECK(x.dtype() == DType::f32 && x.device() == Device::cpu && w.device() == Device::cpu)
-      << "linear: bf16 matmuls need f32 CPU tensors, got x " << x.describe() << " on "
-      << device_name(x.device()) << ", weight on " << device_name(w.device());
-  const int64_t out = w.size(0), in = w.size(1);
-  const bool grad = autograd::needs_grad({&x_in, &w_in, &b_in});
-  const bool split_gelu = grad && act == Activation::gelu;
-  Tensor xb = round_to_bf16(x), wb = round_to_bf16(w);
-  Tensor z = Tensor::empty(out_shape);
-  const float* bias = b.defined() ? b.data<float>() : nullptr;
-  cpu::linear_forward_bf16(rows, out, in, bf16_data(xb), bf16_data(wb), bias,
-                           split_gelu ? Activation::none : act, z.data<float>());
-  Tensor y = z;
-  if (split_gelu) {
-    y = Tensor::empty(out_shape);
-    cpu::gelu_forward<float>(z.numel(), z.data<float>(), y.data<float>());
-  }
-  if (!grad) return y;
-
-  Tensor saved_x = w_in.requires_grad() ? xb : Tensor();
-  Tensor saved_w = x_in.requires_grad() ? wb : Tensor();
-  Tensor saved_act = activation_saved(act, y, z);
-  autograd::record(
-      "linear(bf16)", {&x_in, &w_in, &b_in}, {&y},
-      [saved_x, saved_w, saved_act, act, rows, out, in, x_shape = x.shape()](
-          const autograd::Grads& g, const autograd::Needs& needs) {
-        Tensor gy = g[0].contiguous();
-        TFM_CHECK(gy.dtype() == DType::f32) << "linear(bf16) backward: gradient " << gy.describe();
-        Tensor dz = pre_activation_grad(gy, act, saved_act);
-        Tensor dx = needs[0] ? Tensor::empty(x_shape) : Tensor();
-        Tensor dw = needs[1] ? Tensor::empty({out, in}) : Tensor();
-        Tensor db = needs[2] ? Tensor::empty({out}) : Tensor();
-        cpu::linear_backward_bf16(
-            rows, out, in, dz.data<float>(), dw.defined() ? bf16_data(saved_x) : nullptr,
-            dx.defined() ? bf16_data(saved_w) : nullptr, dx.defined() ? dx.data<float>() : nullptr,
-            dw.defined() ? dw.data<float>() : nullptr, db.defined() ? db.data<float>() : nullptr);
-        return autograd::Grads{dx, dw, db};
-      });
-  return y;
-}
-
 }  // namespace
 
 Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activation act,
@@ -123,18 +82,31 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   Shape out_shape = x.shape();
   out_shape.back() = out;
   const int64_t rows = shape_numel(Shape(out_shape.begin(), out_shape.end() - 1));  // M of (M, in)
-  if (precision == MatmulPrecision::bf16)
-    return linear_bf16(x_in, w_in, b_in, x, w, b, act, out_shape, rows);
+  const bool bf16 = precision == MatmulPrecision::bf16;
+  TFM_CHECK(!bf16 ||
+            (x.dtype() == DType::f32 && x.device() == Device::cpu && w.device() == Device::cpu))
+      << "linear: bf16 matmuls need f32 CPU tensors, got x " << x.describe() << " on "
+      << device_name(x.device()) << ", weight on " << device_name(w.device());
   const bool grad = autograd::needs_grad({&x_in, &w_in, &b_in});
   // gelu's derivative needs its input: in grad mode the GEMM stops at the bias and keeps z.
   const bool split_gelu = grad && act == Activation::gelu;
+  const Activation gemm_act = split_gelu ? Activation::none : act;
+  // The GEMM's operands: x and w themselves, or their bf16 roundings (which the backward then
+  // keeps instead of the f32 tensors: half the memory).
+  const Tensor xg = bf16 ? round_to_bf16(x) : x.detach();
+  const Tensor wg = bf16 ? round_to_bf16(w) : w.detach();
   Tensor z = Tensor::empty(out_shape, x.dtype());
   Tensor y = z;
   dispatch_floating(x.dtype(), "linear", [&](auto tag) {
     using T = decltype(tag);
     const T* bias = b.defined() ? b.data<T>() : nullptr;
-    cpu::linear_forward<T>(rows, out, in, x.data<T>(), w.data<T>(), bias,
-                           split_gelu ? Activation::none : act, z.data<T>());
+    if (!bf16)
+      cpu::linear_forward<T>(rows, out, in, x.data<T>(), w.data<T>(), bias, gemm_act, z.data<T>());
+    if constexpr (std::is_same_v<T, float>) {  // bf16 takes f32 only (checked above)
+      if (bf16)
+        cpu::linear_forward_bf16(rows, out, in, bf16_data(xg), bf16_data(wg), bias, gemm_act,
+                                 z.data<T>());
+    }
     if (split_gelu) {
       y = Tensor::empty(out_shape, x.dtype());
       cpu::gelu_forward<T>(z.numel(), z.data<T>(), y.data<T>());
@@ -143,28 +115,36 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   if (!grad) return y;
 
   // Keep only what the backward can use: x for dW, W for dX, and the activation's tensor.
-  Tensor saved_x = w_in.requires_grad() ? x.detach() : Tensor();
-  Tensor saved_w = x_in.requires_grad() ? w.detach() : Tensor();
+  Tensor saved_x = w_in.requires_grad() ? xg : Tensor();
+  Tensor saved_w = x_in.requires_grad() ? wg : Tensor();
   Tensor saved_act = activation_saved(act, y, z);
-  autograd::record(
-      "linear", {&x_in, &w_in, &b_in}, {&y},
-      [saved_x, saved_w, saved_act, act, rows, out, in, x_shape = x.shape()](
-          const autograd::Grads& g, const autograd::Needs& needs) {
-        Tensor gy = g[0].contiguous();
-        const DType dtype = gy.dtype();
-        Tensor dz = pre_activation_grad(gy, act, saved_act);
-        Tensor dx = needs[0] ? Tensor::empty(x_shape, dtype) : Tensor();
-        Tensor dw = needs[1] ? Tensor::empty({out, in}, dtype) : Tensor();
-        Tensor db = needs[2] ? Tensor::empty({out}, dtype) : Tensor();
-        dispatch_floating(dtype, "linear backward", [&](auto tag) {
-          using T = decltype(tag);
-          cpu::linear_backward<T>(
-              rows, out, in, dz.data<T>(), dw.defined() ? saved_x.data<T>() : nullptr,
-              dx.defined() ? saved_w.data<T>() : nullptr, dx.defined() ? dx.data<T>() : nullptr,
-              dw.defined() ? dw.data<T>() : nullptr, db.defined() ? db.data<T>() : nullptr);
-        });
-        return autograd::Grads{dx, dw, db};
-      });
+  autograd::record(bf16 ? "linear(bf16)" : "linear", {&x_in, &w_in, &b_in}, {&y},
+                   [saved_x, saved_w, saved_act, act, bf16, rows, out, in, x_shape = x.shape()](
+                       const autograd::Grads& g, const autograd::Needs& needs) {
+                     Tensor gy = g[0].contiguous();
+                     const DType dtype = gy.dtype();
+                     Tensor dz = pre_activation_grad(gy, act, saved_act);
+                     Tensor dx = needs[0] ? Tensor::empty(x_shape, dtype) : Tensor();
+                     Tensor dw = needs[1] ? Tensor::empty({out, in}, dtype) : Tensor();
+                     Tensor db = needs[2] ? Tensor::empty({out}, dtype) : Tensor();
+                     dispatch_floating(dtype, "linear backward", [&](auto tag) {
+                       using T = decltype(tag);
+                       T* pdx = dx.defined() ? dx.data<T>() : nullptr;
+                       T* pdw = dw.defined() ? dw.data<T>() : nullptr;
+                       T* pdb = db.defined() ? db.data<T>() : nullptr;
+                       if (!bf16)
+                         cpu::linear_backward<T>(rows, out, in, dz.data<T>(),
+                                                 pdw ? saved_x.data<T>() : nullptr,
+                                                 pdx ? saved_w.data<T>() : nullptr, pdx, pdw, pdb);
+                       if constexpr (std::is_same_v<T, float>) {
+                         if (bf16)
+                           cpu::linear_backward_bf16(
+                               rows, out, in, dz.data<T>(), pdw ? bf16_data(saved_x) : nullptr,
+                               pdx ? bf16_data(saved_w) : nullptr, pdx, pdw, pdb);
+                       }
+                     });
+                     return autograd::Grads{dx, dw, db};
+                   });
   return y;
 }
 
