@@ -11,3 +11,16 @@ cd "${BUILD_DIR:-build}"
 # the wait policy.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --output-on-failure -j"$(nproc)" "$@"
+
+# Once more at the lowest CPU level the library supports (docs/architecture.md, "CPU levels"):
+# on a CPU above AVX2 this runs the AVX2 kernels, the bf16 emulation and the int8 kernel used
+# without VNNI, in tfm and in oneDNN, so CI on any machine covers every level's paths. The tests
+# that do not depend on the level (the Python tools, the fuzzers, CUDA) are not repeated.
+level=$(./tfm --version | sed -n 's/^cpu: //p')
+if [[ "$level" == avx2 ]]; then
+  echo "test.sh: this CPU's level is avx2: the suite above ran the lowest level's kernels already"
+else
+  echo "test.sh: CPU level $level; the suite again at TFM_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2"
+  TFM_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 \
+    ctest --output-on-failure -j"$(nproc)" -E '^(python_tools|fuzz_.*|cuda_fatbin|Cuda.*)$' "$@"
+fi

@@ -45,4 +45,24 @@ for p in bf16 int8; do
   fi
 done
 
+# The CPU level (docs/architecture.md, "CPU levels"): --version reports it, TFM_CPU_ISA and
+# ONEDNN_MAX_CPU_ISA lower it, never raise it, and a bad name is an error naming the choices.
+level=$(env -u TFM_CPU_ISA -u ONEDNN_MAX_CPU_ISA "$tfm" --version | sed -n 's/^cpu: //p')
+[[ "$level" =~ ^(avx2|avx512|avx512_vnni|avx512_bf16)$ ]] && ok || bad "--version level: '$level'"
+v=$(TFM_CPU_ISA=avx2 "$tfm" --version)
+[[ "$v" == *"cpu: avx2"* ]] && ok || bad "TFM_CPU_ISA=avx2: $v"
+v=$(env -u TFM_CPU_ISA ONEDNN_MAX_CPU_ISA=AVX2 "$tfm" --version)
+[[ "$v" == *"cpu: avx2"* ]] && ok || bad "ONEDNN_MAX_CPU_ISA=AVX2 does not lower tfm: $v"
+if [[ "$level" != avx2 ]]; then
+  [[ "$v" == *"(detected $level; ONEDNN_MAX_CPU_ISA)"* ]] && ok || bad "lowered level not said: $v"
+fi
+TFM_CPU_ISA=sse2 "$tfm" --version >/dev/null 2>"$tmp/err" && bad "TFM_CPU_ISA=sse2 accepted" ||
+  { grep -qF "unknown CPU level 'sse2' (choose avx2, avx512, avx512_vnni or avx512_bf16)" "$tmp/err" &&
+    ok || bad "sse2: $(cat "$tmp/err")"; }
+if [[ "$level" != avx512_bf16 ]]; then
+  TFM_CPU_ISA=avx512_bf16 "$tfm" --version >/dev/null 2>"$tmp/err" && bad "a level above the CPU's accepted" ||
+    { grep -qF "asks for more than this CPU has ($level)" "$tmp/err" && ok ||
+      bad "raising the level: $(cat "$tmp/err")"; }
+fi
+
 finish precision_cli

@@ -13,6 +13,7 @@
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/cli/commands.h"
+#include "tfm/core/cpu_isa.h"
 #include "tfm/core/file_util.h"
 #include "tfm/core/parallel.h"
 #include "tfm/data/corpus.h"
@@ -81,7 +82,7 @@ void apply_config_file(CLI::App* cmd, const std::string& path) {
 }
 
 // Every option's effective value, for DIR/train_config.json.
-std::string effective_config(CLI::App* cmd) {
+nlohmann::json effective_config(CLI::App* cmd) {
   nlohmann::json j = nlohmann::json::object();
   for (const CLI::Option* opt : cmd->get_options()) {
     const std::string name = opt->get_single_name();
@@ -93,7 +94,7 @@ std::string effective_config(CLI::App* cmd) {
       j[name] = opt->get_default_str();
     }
   }
-  return j.dump(2);
+  return j;
 }
 
 // Copies a vocabulary into the model directory under `name`; on resume it must be the same file.
@@ -206,9 +207,17 @@ void run_train(CLI::App* cmd, Flags& f) {
       // An unreadable record only loses this note; the training state itself is checked later.
     }
   }
+  // auto: bf16 where the CPU multiplies bf16 (AVX512-BF16), where it pays; fp32 elsewhere. The
+  // record keeps what ran, so a resume on another machine notes a change.
+  const std::string asked_precision = f.precision;
+  if (f.precision == "auto") f.precision = cpu_has_bf16_dot() ? "bf16" : "fp32";
+  nlohmann::json record = effective_config(cmd);
+  record["precision"] = f.precision;
   // Also proves the directory writable before any work is done.
-  write_file_atomic(config_path, effective_config(cmd) + "\n");
+  write_file_atomic(config_path, record.dump(2) + "\n");
   TrainLog log((fs::path(f.dir) / "train.log").string(), isatty(STDERR_FILENO) == 1);
+  if (asked_precision == "auto")
+    log.line("precision auto: " + f.precision + " (CPU level " + cpu_isa_summary() + ")");
   if (!earlier_precision.empty() && earlier_precision != f.precision)
     log.line("note: the run so far trained with --precision " + earlier_precision +
              ", this one with " + f.precision +
@@ -286,8 +295,13 @@ void run_train(CLI::App* cmd, Flags& f) {
 
   Transformer model(config, f.seed);
   model.set_train_precision(parse_matmul_precision(f.precision));
-  if (model.train_precision() == MatmulPrecision::bf16)
+  if (model.train_precision() == MatmulPrecision::bf16) {
     log.line("training GEMMs in bf16 (mixed precision: f32 parameters, gradients and optimiser)");
+    if (!cpu_has_bf16_dot())
+      log.line("note: this CPU (" + cpu_isa_summary() +
+               ") has no bf16 dot product: bf16 GEMMs run emulated on f32 kernels, with the "
+               "results bf16 gives anywhere, but not faster than fp32");
+  }
   BleuHook bleu;
   if (f.valid_bleu) {
     TFM_CHECK(!valid->examples.empty()) << "--valid-bleu needs --valid-src and --valid-trg";
@@ -354,8 +368,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
   cmd->add_option("--device", f.device, "cpu (cuda: not in this build)");
   cmd->add_option("--precision", f.precision,
-                  "GEMMs of training: fp32, or bf16 mixed precision (f32 master weights)")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+                  "GEMMs of training: fp32, bf16 mixed precision (f32 master weights), or auto "
+                  "(bf16 where the CPU has AVX512-BF16, fp32 elsewhere)")
+      ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
   cmd->add_option("--save-every", f.save_every, "Checkpoint every N updates (0: at the end)");
   cmd->add_option("--valid-every", f.valid_every, "Validate every N updates (0: at the end)");
   cmd->add_option("--valid-batch-tokens", f.valid_batch_tokens, "Batch size for validation");

@@ -1,6 +1,5 @@
 #include "tfm/perf/model_bench.h"
 
-#include <oneapi/dnnl/dnnl.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/autograd/tape.h"
 #include "tfm/core/allocator.h"
+#include "tfm/core/cpu_isa.h"
 #include "tfm/core/parallel.h"
 #include "tfm/core/rng.h"
 #include "tfm/decode/search.h"
@@ -255,8 +255,7 @@ double best_square_gemm_rate(int64_t n, int runs, Gemm gemm) {
 double sgemm_ceiling_gflops(int64_t n, int runs) {
   TFM_CHECK(n > 0 && runs > 0) << "sgemm_ceiling_gflops: n and runs must be positive";
   return best_square_gemm_rate(n, runs, [n](const float* a, const float* b, float* c) {
-    const dnnl_status_t st = dnnl_sgemm('N', 'N', n, n, n, 1.f, a, n, b, n, 0.f, c, n);
-    TFM_CHECK(st == dnnl_success) << "dnnl_sgemm failed with status " << static_cast<int>(st);
+    cpu::gemm<float>(false, false, n, n, n, 1.f, a, n, b, n, 0.f, c, n);
   });
 }
 
@@ -327,6 +326,7 @@ std::string ModelBenchResult::to_json() const {
   j["mode"] = to_string(options.mode);
   j["preset"] = options.preset;
   j["device"] = "cpu";
+  j["cpu_isa"] = cpu_isa_name(cpu_isa());
   j["threads"] = threads;
   j["tokens_per_second"] = tokens_per_second;
   j["peak_rss_mb"] = peak_rss_mb;

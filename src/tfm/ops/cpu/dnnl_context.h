@@ -6,6 +6,11 @@
 
 namespace tfm::cpu {
 
+// Bounds oneDNN's instruction set to tfm's level (core/cpu_isa.h) before oneDNN first reads it:
+// with TFM_CPU_ISA=avx2 on an AVX-512 machine, oneDNN's JIT kernels are its AVX2 ones too. Runs
+// once; every oneDNN entry point of tfm calls it first (dnnl_engine() does).
+void init_onednn_isa();
+
 dnnl::engine& dnnl_engine();
 // A CPU stream executes synchronously and holds no data, but oneDNN does not promise that one
 // stream object may be used from several threads at once: one per thread, on the shared engine.

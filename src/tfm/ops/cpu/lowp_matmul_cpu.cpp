@@ -15,6 +15,7 @@
 
 #include "tfm/core/allocator.h"
 #include "tfm/core/check.h"
+#include "tfm/core/cpu_isa.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/activation_cpu.h"
 
@@ -136,23 +137,27 @@ PrimitiveCache& cache() {
 }
 
 // lo = min(0, min x), hi = max(0, max x); false if x holds an inf or NaN (which min and max
-// would pass over: the probe x·0 turns NaN on them).
+// would pass over: the probe x·0 turns NaN on them). AVX2 is the library's floor; GCC leaves the
+// plain loop scalar (min/max reductions on floats).
 bool row_range(int64_t k, const float* x, float* lo_out, float* hi_out) {
-  float lo = 0.f, hi = 0.f, probe = 0.f;
+  __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), vprobe = _mm256_setzero_ps();
   int64_t j = 0;
-#ifdef __AVX512F__
-  // GCC leaves the plain loop scalar (min/max reductions on floats).
-  __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps(), vprobe = _mm512_setzero_ps();
-  for (; j + 16 <= k; j += 16) {
-    const __m512 v = _mm512_loadu_ps(x + j);
-    vlo = _mm512_min_ps(vlo, v);
-    vhi = _mm512_max_ps(vhi, v);
-    vprobe = _mm512_fmadd_ps(v, _mm512_setzero_ps(), vprobe);
+  for (; j + 8 <= k; j += 8) {
+    const __m256 v = _mm256_loadu_ps(x + j);
+    vlo = _mm256_min_ps(vlo, v);
+    vhi = _mm256_max_ps(vhi, v);
+    vprobe = _mm256_fmadd_ps(v, _mm256_setzero_ps(), vprobe);
   }
-  lo = _mm512_reduce_min_ps(vlo);
-  hi = _mm512_reduce_max_ps(vhi);
-  probe = _mm512_reduce_add_ps(vprobe);
-#endif
+  alignas(32) float lo8[8], hi8[8], probe8[8];
+  _mm256_store_ps(lo8, vlo);
+  _mm256_store_ps(hi8, vhi);
+  _mm256_store_ps(probe8, vprobe);
+  float lo = 0.f, hi = 0.f, probe = 0.f;
+  for (int l = 0; l < 8; ++l) {
+    lo = std::min(lo, lo8[l]);
+    hi = std::max(hi, hi8[l]);
+    probe += probe8[l];
+  }
   for (; j < k; ++j) {
     lo = std::min(lo, x[j]);
     hi = std::max(hi, x[j]);
@@ -163,21 +168,26 @@ bool row_range(int64_t k, const float* x, float* lo_out, float* hi_out) {
   return probe == 0.f;
 }
 
-// out = clamp(round(x · inv) + zp, 0, 255), rounding half to even.
+// out = clamp(round(x · inv) + zp, 0, 255), rounding half to even. The compiler does not
+// vectorise the rounding and narrowing; by hand it is several times faster.
 void quantize_row(int64_t k, const float* x, float inv, float zp, uint8_t* out) {
   int64_t j = 0;
-#ifdef __AVX512F__
-  // The compiler does not vectorise the rounding and narrowing below; by hand it is ~10× faster.
-  const __m512 vinv = _mm512_set1_ps(inv), vzp = _mm512_set1_ps(zp);
-  const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
+  const __m256 vinv = _mm256_set1_ps(inv), vzp = _mm256_set1_ps(zp);
+  const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
   for (; j + 16 <= k; j += 16) {
-    __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), vinv, _mm512_setzero_ps());
-    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, vzp), lo), hi);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
-                     _mm512_cvtusepi32_epi8(_mm512_cvtps_epu32(v)));
+    __m256i q[2];
+    for (int h = 0; h < 2; ++h) {
+      __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * h), vinv);
+      v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, vzp), lo), hi);
+      q[h] = _mm256_cvtps_epi32(v);  // exact: v is an integer in [0, 255]
+    }
+    // 16 s32 -> 16 u16 -> 16 u8 (the packs work per 128-bit lane; the permute restores order).
+    const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(q[0], q[1]), 0xD8);
+    const __m128i b8 =
+        _mm_packus_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), b8);
   }
-#endif
   for (; j < k; ++j)
     out[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(x[j] * inv) + zp, 0.f, 255.f));
 }
@@ -242,10 +252,13 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
     packed->bytes = packed->f32.bytes;
     return packed;
   }
-  if (kind == LowpKind::bf16) packed->bf16 = pack_bf16(n, k, w);
-  // Plain (N, K) in the target type first, then oneDNN's reorder into its blocked layout.
   std::shared_ptr<void> plain;
   if (kind == LowpKind::bf16) {
+    packed->bf16 = pack_bf16(n, k, w);
+    packed->bytes = packed->bf16.bytes;
+    // Where the CPU multiplies bf16, oneDNN's blocked copy serves the larger row counts too;
+    // elsewhere tfm's panels serve every row count.
+    if (!cpu_has_bf16_dot()) return packed;
     plain = cpu_allocator().allocate(static_cast<size_t>(n * k) * 2);
     float_to_bf16(n * k, w, static_cast<uint16_t*>(plain.get()));
   } else {
@@ -253,31 +266,13 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
     auto* q = static_cast<int8_t*>(plain.get());
     packed->scales.resize(n);
     packed->sums.resize(n);
-    std::atomic<int64_t> bad_row{-1};
-    parallel_for(n, 16, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* row = w + r * k;
-        float amax = 0.f, probe = 0.f;
-        for (int64_t j = 0; j < k; ++j) {
-          amax = std::max(amax, std::fabs(row[j]));
-          probe += row[j] * 0.f;
-        }
-        if (probe != 0.f) {
-          note_bad_row(bad_row, r);
-          continue;
-        }
-        const float s = amax > 0.f ? amax / 127.f : 1.f;
-        int32_t sum = 0;
-        for (int64_t j = 0; j < k; ++j) {
-          const float v = std::clamp(std::nearbyint(row[j] / s), -127.f, 127.f);
-          q[r * k + j] = static_cast<int8_t>(v);
-          sum += static_cast<int32_t>(v);
-        }
-        packed->scales[r] = s;
-        packed->sums[r] = sum;
-      }
-    });
-    TFM_CHECK(bad_row.load() < 0) << "int8 weights: row " << bad_row.load() << " holds inf or NaN";
+    quantize_weights_s8(n, k, w, q, packed->scales.data(), packed->sums.data());
+    // Without VNNI oneDNN's products saturate (packed_int8_cpu.h): tfm's exact kernel instead.
+    if (!cpu_has_vnni()) {
+      packed->int8 = pack_int8(n, k, q);
+      packed->bytes = packed->int8.bytes;
+      return packed;
+    }
   }
   try {
     // The layout the matmul picks for these weights (the same for every M; checked per
@@ -312,8 +307,12 @@ void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, cons
     packed_f32_linear_forward(m, x, w.f32, bias, post, y);
     return;
   }
-  if (w.kind == LowpKind::bf16 && m <= kBf16PanelMaxRows) {
+  if (w.kind == LowpKind::bf16 && (m <= kBf16PanelMaxRows || w.desc == nullptr)) {
     packed_bf16_linear_forward(m, x, w.bf16, bias, post, y);
+    return;
+  }
+  if (w.kind == LowpKind::int8 && w.desc == nullptr) {
+    packed_int8_linear_forward(m, x, w.int8, w.scales.data(), w.sums.data(), bias, post, y);
     return;
   }
   onednn_linear_forward(m, x, w, bias, post, y);
@@ -324,7 +323,8 @@ void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, co
   if (m == 0) return;
   TFM_CHECK(m > 0) << "onednn_linear_forward: negative row count " << m;
   TFM_CHECK(w.kind != LowpKind::f32 && w.desc != nullptr)
-      << "onednn_linear_forward: " << kind_name(w.kind) << " weights have no oneDNN copy";
+      << "onednn_linear_forward: " << kind_name(w.kind) << " weights have no oneDNN copy"
+      << (w.kind == LowpKind::f32 ? "" : " at this CPU level (" + cpu_isa_summary() + ")");
   const int64_t n = w.n, k = w.k;
   const bool int8 = w.kind == LowpKind::int8;
   // Inside another op's parallel region oneDNN runs on the calling thread only.

@@ -1,6 +1,8 @@
-// Inference GEMMs for linear layers with weights converted and packed once: int8 (VNNI) on oneDNN
-// matmul primitives, f32 on tfm's own few-row kernel (packed_f32_cpu.h), and bf16 (AVX512-BF16)
-// on tfm's own kernel for the few rows of decoding (packed_bf16_cpu.h) and oneDNN above. Row-major,
+// Inference GEMMs for linear layers with weights converted and packed once, chosen by the CPU
+// level (core/cpu_isa.h): f32 on tfm's own few-row kernel (packed_f32_cpu.h); bf16 on tfm's own
+// kernel (packed_bf16_cpu.h) for the few rows of decoding and, where the CPU has AVX512-BF16, on
+// oneDNN above (elsewhere tfm's kernel at every row count); int8 on oneDNN matmul primitives where
+// the CPU has VNNI, elsewhere on tfm's exact-sum kernel (packed_int8_cpu.h). Row-major,
 // contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at the interface.
 #pragma once
 
@@ -12,26 +14,30 @@
 
 #include "tfm/ops/cpu/packed_bf16_cpu.h"
 #include "tfm/ops/cpu/packed_f32_cpu.h"
+#include "tfm/ops/cpu/packed_int8_cpu.h"
 #include "tfm/ops/cpu/primitives.h"
 
 namespace tfm::cpu {
 
 enum class LowpKind : uint8_t { bf16, int8, f32 };
 
-// A weight in oneDNN's blocked layout for its matmul (the layout does not depend on M, so one
-// packed copy serves every row count). int8 also keeps the per output channel scales and the
-// column sums of the quantised weight that undo the activations' zero points; bf16 also keeps
-// tfm's panels for few rows, so its `bytes` count both copies (about the fp32 size).
+// A weight prepared for its kernels: oneDNN's blocked layout for its matmul (the layout does not
+// depend on M, so one copy serves every row count) and/or tfm's panels. int8 also keeps the per
+// output channel scales and the column sums of the quantised weight that undo the activations'
+// zero points. With AVX512-BF16, bf16 keeps both tfm's panels (few rows) and oneDNN's copy, so
+// its `bytes` count both (about the fp32 size); below it, and for int8 without VNNI, only tfm's
+// panels exist.
 struct PackedWeights {
   LowpKind kind;
   int64_t n = 0, k = 0;
-  std::shared_ptr<void> data;        // opaque oneDNN-blocked bf16 or s8 weights
+  std::shared_ptr<void> data;        // opaque oneDNN-blocked bf16 or s8 weights, or null
   size_t bytes = 0;                  // of every copy held
-  std::shared_ptr<const void> desc;  // the oneDNN memory descriptor of `data`
+  std::shared_ptr<const void> desc;  // the oneDNN memory descriptor of `data`, or null
   std::vector<float> scales;         // int8: (N) max|w[n, :]| / 127
   std::vector<int32_t> sums;         // int8: (N) Σ_k q[n, k]
   PackedF32 f32;                     // f32: the panels (data and desc unused)
-  PackedBf16 bf16;                   // bf16: tfm's panels, for m <= kBf16PanelMaxRows
+  PackedBf16 bf16;                   // bf16: tfm's panels
+  PackedInt8 int8;                   // int8 without VNNI: tfm's panels
 };
 
 // bf16 products of up to this many rows run on tfm's panels (a decode step: 16 rows, 64 for
@@ -46,15 +52,16 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
                                                   const float* w);
 
 // y (M, N) = post(x (M, K) · wᵀ + bias). bf16: x is rounded to bf16, products accumulate in f32;
-// up to kBf16PanelMaxRows rows on tfm's panels (packed_bf16_cpu.h), above in oneDNN with bias +
-// post-op in its epilogue. int8: each row of x is quantised to u8 with its own
-// scale and zero point (min and max of the row, 0 included), u8·s8 products accumulate in s32,
-// and one pass dequantises with row × channel scales, adds bias and applies the post-op.
+// on tfm's panels (packed_bf16_cpu.h) up to kBf16PanelMaxRows rows, or at every row count below
+// AVX512-BF16; above, in oneDNN with bias + post-op in its epilogue. int8: each row of x is
+// quantised to u8 with its own scale and zero point (min and max of the row, 0 included), u8·s8
+// products accumulate exactly in s32 (oneDNN with VNNI, tfm's kernel without), and one pass
+// dequantises with row × channel scales, adds bias and applies the post-op.
 void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
                          GemmPostOp post, float* y);
 
 // The oneDNN matmul on the blocked copy alone, whatever M (bf16 or int8), for tests and
-// benchmarks that compare it with tfm's kernels.
+// benchmarks that compare it with tfm's kernels. An error where the CPU level made no such copy.
 void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
                            GemmPostOp post, float* y);
 

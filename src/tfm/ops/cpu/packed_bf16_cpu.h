@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "tfm/core/cpu_isa.h"
 #include "tfm/ops/cpu/primitives.h"
 
 namespace tfm::cpu {
@@ -34,9 +35,12 @@ PackedBf16 pack_bf16(int64_t n, int64_t k, const float* w);
 // a fixed order (pair by pair over k; within a pair the odd k then the even k, as vdpbf16ps
 // does), so a row's result depends neither on M, the other rows nor the thread count. Outside a
 // parallel region the panels are split over the threads; inside one it runs on the calling
-// thread. Without AVX512-BF16 a scalar path adds the same products in the same order (it differs
-// from the instruction only on subnormals, which vdpbf16ps flushes to zero).
+// thread. Below avx512_bf16 (core/cpu_isa.h) an AVX2 tile adds the same products in the same
+// order with fused multiply-adds on the weights widened in registers (it differs from the
+// instruction only on subnormals, which vdpbf16ps flushes to zero): bf16's results on any CPU,
+// at about the f32 kernel's speed with half its weight bytes. `isa` (at most cpu_isa()) picks the
+// tile; tests pass a lower one to compare the levels.
 void packed_bf16_linear_forward(int64_t m, const float* x, const PackedBf16& w, const float* bias,
-                                GemmPostOp post, float* y);
+                                GemmPostOp post, float* y, CpuIsa isa = cpu_isa());
 
 }  // namespace tfm::cpu

@@ -8,6 +8,9 @@
 #include "tfm/core/check.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/packed_panels_cpu.h"
+// Last: the level-specific code (panel_tiles_avx512.h says why).
+#include "tfm/ops/cpu/panel_tiles_avx2.h"
+#include "tfm/ops/cpu/panel_tiles_avx512.h"
 
 // GCC 12 warns about the deliberately undefined registers inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -17,25 +20,30 @@ namespace tfm::cpu {
 namespace {
 
 using panels::kNR;
+using panels::TileArgs;
 static_assert(kNR == kPackedF32Panel);
 
-struct F32Kernel {
-  using Word = float;
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,bmi2")
 
-#ifdef __AVX512F__
+struct F32Avx512 {
+  using Word = float;
+  static constexpr int kMR = 8, kCols = 48, kLanes = 16;
   // k steps (18 KiB) ahead that the first row tile of a panel prefetches its weights: they
   // stream from L3 or memory (a model's weights outgrow L2), and the stalls on them were the
   // kernel's hot spot. bench small greedy, 1 thread: 16 steps 0.128 s, 48 0.114 s, 96 0.111 s,
   // 192 0.113 s.
   static constexpr int64_t kPrefetch = 96;
 
-  // One register tile: MR rows × NV of the panel's three column vectors. NV < 3 for the last
-  // panel of a weight whose N is not a multiple of 48: it computes only the vectors it has
+  // One register tile: MR rows × NV of the panel's three column vectors (8 × 3 = 24
+  // accumulators, the 3 weight vectors and a broadcast, of the 32 zmm registers). NV < 3 for the
+  // last panel of a weight whose N is not a multiple of 48: it computes only the vectors it has
   // (N = 256: 5 panels and one of 16 columns, where three vectors would waste 11 % of the
   // multiply-adds).
   template <int MR, int NV, int Prefetch>
-  static void tile_avx512(int64_t k, const float* x, int64_t ldx, const float* panel,
-                          const float* bias, GemmPostOp post, int64_t cols, float* y, int64_t ldy) {
+  static void tile(const TileArgs& a, int64_t row, int64_t col, const float* panel, int64_t cols) {
+    const int64_t k = a.depth, ldx = a.ldx;
+    const float* x = static_cast<const float*>(a.x) + row * ldx;
     __m512 acc[MR][NV];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
@@ -43,7 +51,7 @@ struct F32Kernel {
       for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_setzero_ps();
     for (int64_t p = 0; p < k; ++p) {
       const float* wp = panel + p * kNR;
-      panels::prefetch_step<NV, Prefetch>(wp, k, kPrefetch);
+      panels::avx512::prefetch_step<NV, Prefetch>(wp, k, kPrefetch);
       __m512 w[NV];
 #pragma GCC unroll 3
       for (int c = 0; c < NV; ++c) w[c] = _mm512_loadu_ps(wp + 16 * c);
@@ -54,37 +62,51 @@ struct F32Kernel {
         for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_fmadd_ps(xv, w[c], acc[r][c]);
       }
     }
-    panels::store_tile<MR, NV>(acc, bias, post, cols, y, ldy);
-  }
-#endif
-
-  // The same sums in the same order without AVX-512 (builds for other CPUs).
-  template <int MR>
-  static void tile_portable(int64_t k, const float* x, int64_t ldx, const float* panel,
-                            const float* bias, GemmPostOp post, int64_t cols, float* y,
-                            int64_t ldy) {
-    float acc[MR][kNR] = {};
-    for (int64_t p = 0; p < k; ++p) {
-      const float* wp = panel + p * kNR;
-      for (int r = 0; r < MR; ++r) {
-        const float xv = x[r * ldx + p];
-#pragma omp simd
-        for (int64_t j = 0; j < kNR; ++j) acc[r][j] = std::fma(xv, wp[j], acc[r][j]);
-      }
-    }
-    panels::store_tile_portable<MR>(acc, bias, post, cols, y, ldy);
-  }
-
-  template <int MR, int NV, int Prefetch>
-  static void tile(int64_t k, const float* x, int64_t ldx, const float* panel, const float* bias,
-                   GemmPostOp post, int64_t cols, float* y, int64_t ldy) {
-#ifdef __AVX512F__
-    tile_avx512<MR, NV, Prefetch>(k, x, ldx, panel, bias, post, cols, y, ldy);
-#else
-    tile_portable<MR>(k, x, ldx, panel, bias, post, cols, y, ldy);
-#endif
+    panels::avx512::store_tile<MR, NV>(acc, a.bias != nullptr ? a.bias + col : nullptr, a.post,
+                                       cols, a.y + row * a.ldy + col, a.ldy);
   }
 };
+
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,bmi2")
+
+struct F32Avx2 {
+  using Word = float;
+  // 6 rows × 16 columns: 12 accumulators, 2 weight vectors and a broadcast of the 16 ymm
+  // registers (BLIS's Haswell sgemm tile). A 16-column block of a panel is one cache line a
+  // depth step, so each block reads whole lines, none shared with its neighbours.
+  static constexpr int kMR = 6, kCols = 16, kLanes = 8;
+  static constexpr int64_t kPrefetchBytes = 64 * kNR * 4;  // 64 depth steps ahead
+
+  template <int MR, int NV, int Prefetch>
+  static void tile(const TileArgs& a, int64_t row, int64_t col, const float* block, int64_t cols) {
+    const int64_t k = a.depth, ldx = a.ldx;
+    const float* x = static_cast<const float*>(a.x) + row * ldx;
+    __m256 acc[MR][NV];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+      for (int c = 0; c < NV; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < k; ++p) {
+      const float* wp = block + p * kNR;
+      panels::avx2::prefetch_step<Prefetch, 1>(wp, kPrefetchBytes);
+      __m256 w[NV];
+#pragma GCC unroll 2
+      for (int c = 0; c < NV; ++c) w[c] = _mm256_loadu_ps(wp + 8 * c);
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) {
+        const __m256 xv = _mm256_broadcast_ss(x + r * ldx + p);
+#pragma GCC unroll 2
+        for (int c = 0; c < NV; ++c) acc[r][c] = _mm256_fmadd_ps(xv, w[c], acc[r][c]);
+      }
+    }
+    panels::avx2::store_tile<MR, NV>(acc, a.bias != nullptr ? a.bias + col : nullptr, a.post, cols,
+                                     a.y + row * a.ldy + col, a.ldy);
+  }
+};
+
+#pragma GCC pop_options
 
 }  // namespace
 
@@ -112,11 +134,17 @@ PackedF32 pack_f32(int64_t n, int64_t k, const float* w) {
 }
 
 void packed_f32_linear_forward(int64_t m, const float* x, const PackedF32& w, const float* bias,
-                               GemmPostOp post, float* y) {
+                               GemmPostOp post, float* y, CpuIsa isa) {
   TFM_CHECK(m >= 0) << "packed_f32_linear_forward: negative row count " << m;
   if (m == 0) return;
   TFM_CHECK(w.data != nullptr) << "packed_f32_linear_forward: weights not packed";
-  panels::run_all_panels<F32Kernel>(m, w.n, w.k, w.k, x, w.k, w.data.get(), bias, post, y);
+  TFM_CHECK(isa <= cpu_isa()) << "packed_f32_linear_forward: level " << cpu_isa_name(isa)
+                              << " is above this process's " << cpu_isa_name(cpu_isa());
+  TileArgs a{w.k, x, w.k, bias, post, y, w.n, nullptr};
+  if (isa >= CpuIsa::avx512)
+    panels::run_all_panels<F32Avx512>(m, w.n, w.k, a, w.data.get());
+  else
+    panels::run_all_panels<F32Avx2>(m, w.n, w.k, a, w.data.get());
 }
 
 }  // namespace tfm::cpu

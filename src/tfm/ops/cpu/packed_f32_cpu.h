@@ -7,11 +7,12 @@
 #include <cstdint>
 #include <memory>
 
+#include "tfm/core/cpu_isa.h"
 #include "tfm/ops/cpu/primitives.h"
 
 namespace tfm::cpu {
 
-// Columns per panel: three AVX-512 vectors.
+// Columns per panel: three AVX-512 vectors, six AVX2 ones.
 inline constexpr int64_t kPackedF32Panel = 48;
 
 // w (N, K) row-major as in nn.Linear, stored as ceil(N / 48) panels of (K, 48): panel p holds
@@ -26,9 +27,11 @@ PackedF32 pack_f32(int64_t n, int64_t k, const float* w);
 
 // y (M, N) = post(x (M, K) · wᵀ + bias); bias (N) may be null; x and y contiguous. Every output
 // is one sequential sum over k (no split of the reduction), so a row's result does not depend
-// on M, on the other rows, or on the thread count. Outside a parallel region the panels are
-// split over the threads; inside one it runs on the calling thread.
+// on M, on the other rows, on the thread count, or on the CPU level: every level's tile adds the
+// same fused multiply-adds in the same order. Outside a parallel region the panels are split over
+// the threads; inside one it runs on the calling thread. `isa` (at most cpu_isa()) picks the
+// tile; tests pass a lower one to compare the levels.
 void packed_f32_linear_forward(int64_t m, const float* x, const PackedF32& w, const float* bias,
-                               GemmPostOp post, float* y);
+                               GemmPostOp post, float* y, CpuIsa isa = cpu_isa());
 
 }  // namespace tfm::cpu

@@ -13,12 +13,50 @@
 
 #include "tfm/core/allocator.h"
 #include "tfm/core/check.h"
+#include "tfm/core/cpu_isa.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/dnnl_context.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
 
 namespace tfm::cpu {
 
+namespace {
+
+dnnl_cpu_isa_t onednn_isa_of(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::avx2:
+      return dnnl_cpu_isa_avx2;
+    case CpuIsa::avx512:
+      return dnnl_cpu_isa_avx512_core;
+    case CpuIsa::avx512_vnni:
+      return dnnl_cpu_isa_avx512_core_vnni;
+    case CpuIsa::avx512_bf16:
+      return dnnl_cpu_isa_avx512_core_bf16;
+  }
+  return dnnl_cpu_isa_all;
+}
+
+}  // namespace
+
+void init_onednn_isa() {
+  static const bool done = [] {
+    const CpuIsa isa = cpu_isa();
+    if (isa < detected_cpu_isa()) {
+      // Ignored when oneDNN has already fixed its level (then the check below says so).
+      dnnl_set_max_cpu_isa(onednn_isa_of(isa));
+      const dnnl_cpu_isa_t got = dnnl_get_effective_cpu_isa();
+      TFM_CHECK((got & ~onednn_isa_of(isa)) == 0)
+          << "oneDNN runs at a higher level (0x" << std::hex << static_cast<int>(got)
+          << ") than tfm's " << cpu_isa_name(isa)
+          << ": it was initialised before tfm could bound it";
+    }
+    return true;
+  }();
+  (void)done;
+}
+
 dnnl::engine& dnnl_engine() {
+  init_onednn_isa();
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
@@ -69,6 +107,7 @@ template <>
 void gemm<float>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   check_gemm_args(ta, tb, m, n, k, lda, ldb, ldc);
+  init_onednn_isa();
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
@@ -292,9 +331,7 @@ void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const 
                << " n=" << key.n << " k=" << key.k << " trans_a=" << key.trans_a
                << " trans_b=" << key.trans_b << " bias=" << key.bias
                << " post=" << static_cast<int>(key.post) << ") failed: " << e.what()
-               << (key.bf16 ? " (bf16 matmuls need a CPU with AVX-512; --precision fp32 runs "
-                              "anywhere)"
-                            : "");
+               << " at CPU level " << cpu_isa_summary();
   }
 }
 
@@ -317,8 +354,28 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
                            float* c) {
   TFM_CHECK(m > 0 && n > 0 && k > 0)
       << "matmul_primitive_bf16: empty problem m=" << m << " n=" << n << " k=" << k;
-  run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), true, trans_a, trans_b}, a, b,
-                bias, c);
+  if (cpu_has_bf16_dot()) {
+    run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), true, trans_a, trans_b}, a,
+                  b, bias, c);
+    return;
+  }
+  // Below AVX512-BF16 (oneDNN 2.6 has no bf16 matmul under AVX-512, and only a slow one without
+  // the instruction): the operands widened to f32, which is exact, on the f32 GEMM. The same
+  // function, products of rounded operands summed in f32, in oneDNN's f32 order; correct, not
+  // faster than fp32.
+  const auto widen = [](int64_t count, const uint16_t* src) {
+    auto buf = std::static_pointer_cast<float>(
+        cpu_allocator().allocate(static_cast<size_t>(count) * sizeof(float)));
+    float* dst = buf.get();
+    parallel_for(count, int64_t{1} << 15, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+      for (int64_t i = i0; i < i1; ++i) dst[i] = bf16_to_float(src[i]);
+    });
+    return buf;
+  };
+  const auto af = widen(m * k, a), bf = widen(k * n, b);
+  run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), false, trans_a, trans_b},
+                af.get(), bf.get(), bias, c);
 }
 
 PrimitiveCacheStats matmul_primitive_cache_stats() {

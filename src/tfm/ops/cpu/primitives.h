@@ -35,6 +35,8 @@ void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const
 // the GEMMs of mixed-precision training (linear_cpu.h). a is (M, K) row-major, or (K, M) when
 // trans_a; b is (K, N), or (N, K) when trans_b (nn.Linear's weight); both contiguous, as bf16 bit
 // patterns (the upper half of an f32's). bias (N) may be null. Same cache as the f32 primitive.
+// Below AVX512-BF16 (core/cpu_isa.h) the operands are widened to f32 (exact) and multiplied by
+// the f32 primitive: the same function, summed in another order, and no faster than fp32.
 void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                            const uint16_t* a, const uint16_t* b, const float* bias, GemmPostOp post,
                            float* c);

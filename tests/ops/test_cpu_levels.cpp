@@ -1,0 +1,172 @@
+// The CPU levels (core/cpu_isa.h) and the kernels chosen by them. Each hand-written kernel is
+// compiled for every level it has and picked at run time; these tests run every level this CPU
+// (or TFM_CPU_ISA) allows against the floor, AVX2, and the int8 kernel used without VNNI against
+// an exact integer reference. scripts/test.sh runs the suite a second time with
+// TFM_CPU_ISA=avx2, so an AVX-512 machine checks the AVX2 paths too.
+#include <cmath>
+#include <cstring>
+
+#include "support/test_util.h"
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/core/cpu_isa.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
+#include "tfm/ops/cpu/packed_bf16_cpu.h"
+#include "tfm/ops/cpu/packed_f32_cpu.h"
+#include "tfm/ops/cpu/packed_int8_cpu.h"
+#include "tfm/ops/linear_lowp.h"
+
+namespace tfm {
+namespace {
+
+using testing::random_tensor;
+
+const CpuIsa kLevels[] = {CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_vnni, CpuIsa::avx512_bf16};
+
+const cpu::GemmPostOp kPosts[] = {cpu::GemmPostOp::none, cpu::GemmPostOp::relu,
+                                  cpu::GemmPostOp::gelu_erf};
+
+TEST(CpuLevels, NamesParseAndOrder) {
+  for (CpuIsa isa : kLevels) EXPECT_EQ(parse_cpu_isa(cpu_isa_name(isa)), isa);
+  EXPECT_EQ(parse_cpu_isa("AVX512_BF16"), CpuIsa::avx512_bf16);
+  EXPECT_TFM_ERROR(parse_cpu_isa("sse4"), "unknown CPU level 'sse4' (choose avx2, avx512");
+  EXPECT_LE(cpu_isa(), detected_cpu_isa());
+  EXPECT_EQ(cpu_has_bf16_dot(), cpu_isa() >= CpuIsa::avx512_bf16);
+  EXPECT_EQ(cpu_has_vnni(), cpu_isa() >= CpuIsa::avx512_vnni);
+  // The summary names the level in use first, and what lowered it when something did.
+  const std::string summary = cpu_isa_summary();
+  EXPECT_EQ(summary.rfind(cpu_isa_name(cpu_isa()), 0), 0u) << summary;
+  EXPECT_EQ(summary.find("detected") != std::string::npos, cpu_isa() != detected_cpu_isa());
+}
+
+// Every level's f32 tile adds the same fused multiply-adds in the same order: bit for bit the
+// AVX2 result, on shapes that hit the edges of both tile shapes (8 × 48 and 6 × 16).
+TEST(CpuLevels, PackedF32IsBitwiseTheSameAtEveryLevel) {
+  int compared = 0;
+  for (int64_t m : {1, 5, 6, 7, 8, 9, 13, 64})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 3}, {17, 40}, {48, 64}, {100, 129}}) {
+      const Tensor x = random_tensor({m, k}, DType::f32, 10 * m + n);
+      const Tensor w = random_tensor({n, k}, DType::f32, 11 * m + k);
+      const Tensor b = random_tensor({n}, DType::f32, 12 * m + k);
+      const cpu::PackedF32 packed = cpu::pack_f32(n, k, w.data<float>());
+      for (cpu::GemmPostOp post : kPosts) {
+        Tensor base = Tensor::empty({m, n});
+        cpu::packed_f32_linear_forward(m, x.data<float>(), packed, b.data<float>(), post,
+                                       base.data<float>(), CpuIsa::avx2);
+        for (CpuIsa isa : kLevels) {
+          if (isa > cpu_isa()) continue;
+          Tensor y = Tensor::empty({m, n});
+          cpu::packed_f32_linear_forward(m, x.data<float>(), packed, b.data<float>(), post,
+                                         y.data<float>(), isa);
+          EXPECT_TRUE(testing::bitwise_equal(y, base)) << cpu_isa_name(isa) << " m=" << m;
+          ++compared;
+        }
+      }
+    }
+  EXPECT_GE(compared, 8 * 4 * 3);
+}
+
+// bf16: the AVX2 tile adds the products in vdpbf16ps' order with fused multiply-adds, so it
+// agrees with the instruction bit for bit wherever no subnormal appears (which the instruction
+// flushes): the inputs here have none.
+TEST(CpuLevels, PackedBf16IsBitwiseTheSameAtEveryLevel) {
+  for (int64_t m : {1, 4, 5, 9, 33})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{3, 1}, {20, 33}, {97, 130}}) {
+      const Tensor x = random_tensor({m, k}, DType::f32, 20 * m + n, -2.0, 2.0);
+      const Tensor w = random_tensor({n, k}, DType::f32, 21 * m + k);
+      const Tensor b = random_tensor({n}, DType::f32, 22 * m + k);
+      const cpu::PackedBf16 packed = cpu::pack_bf16(n, k, w.data<float>());
+      for (cpu::GemmPostOp post : kPosts) {
+        Tensor base = Tensor::empty({m, n});
+        cpu::packed_bf16_linear_forward(m, x.data<float>(), packed, b.data<float>(), post,
+                                        base.data<float>(), CpuIsa::avx2);
+        for (CpuIsa isa : kLevels) {
+          if (isa > cpu_isa()) continue;
+          Tensor y = Tensor::empty({m, n});
+          cpu::packed_bf16_linear_forward(m, x.data<float>(), packed, b.data<float>(), post,
+                                          y.data<float>(), isa);
+          EXPECT_TRUE(testing::bitwise_equal(y, base)) << cpu_isa_name(isa) << " m=" << m;
+        }
+      }
+    }
+}
+
+// The int8 kernel for CPUs without VNNI sums u8 × s8 products exactly (in 32 bits, no 16-bit
+// saturation): its s32 sums equal the integer sums of the quantised operands, which these inputs
+// make large enough that pairs of products pass 32767 (where vpmaddubsw saturates). The epilogue
+// is then the documented formula, evaluated here in the same f32 operations.
+TEST(CpuLevels, Int8KernelSumsExactlyPastSixteenBits) {
+  for (int64_t m : {1, 6, 7, 40})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 3}, {33, 64}, {70, 257}}) {
+      // Uniform in [0, 2]: zero point 0, so most activations quantise near 255; weights of one
+      // sign near their row maximum quantise near ±127.
+      const Tensor x = random_tensor({m, k}, DType::f32, 30 * m + n, 0.0, 2.0);
+      Tensor w = random_tensor({n, k}, DType::f32, 31 * m + k, 0.5, 1.0);
+      const Tensor b = random_tensor({n}, DType::f32, 32 * m + k);
+      std::vector<int8_t> qw(n * k);
+      std::vector<float> sw(n);
+      std::vector<int32_t> sums(n);
+      cpu::quantize_weights_s8(n, k, w.data<float>(), qw.data(), sw.data(), sums.data());
+      const cpu::PackedInt8 packed = cpu::pack_int8(n, k, qw.data());
+      std::vector<uint8_t> qx(m * k);
+      std::vector<float> sx(m);
+      std::vector<int32_t> zx(m);
+      cpu::quantize_rows_u8(m, k, x.data<float>(), qx.data(), sx.data(), zx.data());
+      int saturating_pairs = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t q = 0; q + 1 < k; q += 2)
+            saturating_pairs += std::abs(qx[i * k + q] * qw[j * k + q] +
+                                         qx[i * k + q + 1] * qw[j * k + q + 1]) > 32767;
+      EXPECT_GT(saturating_pairs, 0);
+      for (cpu::GemmPostOp post : {cpu::GemmPostOp::none, cpu::GemmPostOp::relu}) {
+        Tensor y = Tensor::empty({m, n});
+        cpu::packed_int8_linear_forward(m, x.data<float>(), packed, sw.data(), sums.data(),
+                                        b.data<float>(), post, y.data<float>());
+        int bad = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t acc = 0;
+            for (int64_t q = 0; q < k; ++q) acc += int64_t{qx[i * k + q]} * qw[j * k + q];
+            const volatile float scale = sx[i] * sw[j];
+            volatile float v = scale * static_cast<float>(acc - int64_t{zx[i]} * sums[j]);
+            v = v + b.data<float>()[j];
+            float want = v;
+            if (post == cpu::GemmPostOp::relu) want = std::max(want, 0.f);
+            bad += std::memcmp(&want, y.data<float>() + i * n + j, 4) != 0;
+          }
+        EXPECT_EQ(bad, 0) << "m=" << m << " n=" << n << " k=" << k;
+      }
+    }
+}
+
+// linear_lowp picks, per level, the int8 kernel whose sums are exact: oneDNN's with VNNI, tfm's
+// without. Both give the same s32 sums, so they agree to the last rounding of the epilogue.
+TEST(CpuLevels, Int8PicksAnExactKernelAtThisLevel) {
+  NoGradGuard no_grad;
+  const int64_t m = 9, n = 50, k = 96;
+  const Tensor x = random_tensor({m, k}, DType::f32, 40, 0.0, 2.0);
+  const Tensor w = random_tensor({n, k}, DType::f32, 41, 0.5, 1.0);
+  const LowpWeight lw(w, Precision::int8);
+  EXPECT_EQ(lw.packed().desc != nullptr, cpu_has_vnni());
+  EXPECT_EQ(lw.packed().int8.data != nullptr, !cpu_has_vnni());
+  const Tensor y = linear_lowp(x, lw);
+  Tensor own = Tensor::empty({m, n});
+  if (cpu_has_vnni()) {
+    std::vector<int8_t> qw(n * k);
+    std::vector<float> sw(n);
+    std::vector<int32_t> sums(n);
+    cpu::quantize_weights_s8(n, k, w.data<float>(), qw.data(), sw.data(), sums.data());
+    cpu::packed_int8_linear_forward(m, x.data<float>(), cpu::pack_int8(n, k, qw.data()), sw.data(),
+                                    sums.data(), nullptr, cpu::GemmPostOp::none, own.data<float>());
+  } else {
+    const auto& p = lw.packed();
+    cpu::packed_int8_linear_forward(m, x.data<float>(), p.int8, p.scales.data(), p.sums.data(),
+                                    nullptr, cpu::GemmPostOp::none, own.data<float>());
+  }
+  for (int64_t i = 0; i < m * n; ++i)
+    EXPECT_NEAR(y.data<float>()[i], own.data<float>()[i], 1e-6 * std::abs(own.data<float>()[i]))
+        << i;
+}
+
+}  // namespace
+}  // namespace tfm
