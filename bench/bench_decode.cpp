@@ -38,11 +38,11 @@ std::unique_ptr<Transformer> make_model() {
 }
 
 // The same random weights for both precisions; each model is built on first use.
-const Transformer& model(Precision precision = Precision::fp32) {
-  if (precision == Precision::bf16) {
+const Transformer& model(ComputeType precision = ComputeType::float32) {
+  if (precision == ComputeType::bfloat16) {
     static std::unique_ptr<Transformer> bf16 = [] {
       auto m = make_model();
-      m->set_precision(Precision::bf16);
+      m->set_precision(ComputeType::bfloat16);
       return m;
     }();
     return *bf16;
@@ -104,7 +104,7 @@ void BM_StepTime(benchmark::State& state) {
 // Output tokens (with EOS) a second for a full search over the batch. min_length keeps every
 // output near kSteps tokens so greedy and beam do comparable work.
 void BM_Search(benchmark::State& state) {
-  const Transformer& m = model(state.range(1) == 1 ? Precision::bf16 : Precision::fp32);
+  const Transformer& m = model(state.range(1) == 1 ? ComputeType::bfloat16 : ComputeType::float32);
   decode::SearchOptions o;
   o.beam_size = state.range(0);
   o.max_length = kSteps;

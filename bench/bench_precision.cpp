@@ -21,8 +21,8 @@ namespace {
 
 using namespace tfm;
 using tfm::Activation;
+using tfm::ComputeType;
 using tfm::DType;
-using tfm::Precision;
 using tfm::Tensor;
 
 Tensor random_f32(const tfm::Shape& shape, uint64_t seed, float scale) {
@@ -33,12 +33,12 @@ Tensor random_f32(const tfm::Shape& shape, uint64_t seed, float scale) {
   return t;
 }
 
-void BM_linear(benchmark::State& st, Precision precision) {
+void BM_linear(benchmark::State& st, ComputeType precision) {
   const int64_t m = st.range(0), n = st.range(1), k = st.range(2);
   const Tensor x = random_f32({m, k}, 1, 1.0f), w = random_f32({n, k}, 2, 0.05f),
                b = random_f32({n}, 3, 0.1f);
   tfm::NoGradGuard no_grad;
-  if (precision == Precision::fp32) {
+  if (precision == ComputeType::float32) {
     for (auto _ : st) {
       Tensor y = tfm::linear(x, w, b, Activation::relu);
       benchmark::DoNotOptimize(y.data<float>());
@@ -63,9 +63,9 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->MinTime(0.2);
 }
 
-BENCHMARK_CAPTURE(BM_linear, fp32, Precision::fp32)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_linear, bf16, Precision::bf16)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_linear, int8, Precision::int8)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_linear, fp32, ComputeType::float32)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_linear, bf16, ComputeType::bfloat16)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_linear, int8, ComputeType::int8)->Apply(shapes);
 
 // The three inference kernels on the same problem, called directly (no dispatch by row count):
 // tfm's packed fp32 panels, oneDNN's bf16 matmul on its blocked copy, and tfm's packed bf16
@@ -82,21 +82,21 @@ void BM_kernel(benchmark::State& st, Kernel kernel) {
                b = random_f32({n}, 3, 0.1f);
   Tensor y = Tensor::empty({m, n});
   const auto packed = tfm::cpu::pack_weights(
-      kernel == Kernel::f32_packed ? tfm::cpu::LowpKind::f32 : tfm::cpu::LowpKind::bf16, n, k,
+      kernel == Kernel::f32_packed ? tfm::ComputeType::float32 : tfm::ComputeType::bfloat16, n, k,
       w.data<float>());
   for (auto _ : st) {
     switch (kernel) {
       case Kernel::f32_packed:
         tfm::cpu::packed_f32_linear_forward(m, x.data<float>(), packed->f32, b.data<float>(),
-                                            tfm::cpu::GemmPostOp::relu, y.data<float>());
+                                            tfm::Activation::relu, y.data<float>());
         break;
       case Kernel::onednn_bf16:
         tfm::cpu::onednn_linear_forward(m, x.data<float>(), *packed, b.data<float>(),
-                                        tfm::cpu::GemmPostOp::relu, y.data<float>());
+                                        tfm::Activation::relu, y.data<float>());
         break;
       case Kernel::tfm_bf16:
         tfm::cpu::packed_bf16_linear_forward(m, x.data<float>(), packed->bf16, b.data<float>(),
-                                             tfm::cpu::GemmPostOp::relu, y.data<float>());
+                                             tfm::Activation::relu, y.data<float>());
         break;
     }
     benchmark::DoNotOptimize(y.data<float>());
@@ -129,7 +129,7 @@ BENCHMARK_CAPTURE(BM_kernel, tfm_bf16, Kernel::tfm_bf16)->Apply(decode_shapes);
 // ff 2048, 6 + 6 layers) preset with a vocabulary of 8000 encodes 32 sources of 32 tokens and
 // decodes exactly 32 steps for each (fixed input tokens, so every precision does the same work);
 // counter tok/s = generated tokens per second.
-void BM_decode(benchmark::State& st, const char* preset, Precision precision) {
+void BM_decode(benchmark::State& st, const char* preset, ComputeType precision) {
   constexpr int64_t kBatch = 32, kLen = 32, kVocab = 8000;
   ModelConfig c = ModelConfig::preset(preset);
   c.dropout = 0.0;
@@ -161,9 +161,9 @@ void BM_decode(benchmark::State& st, const char* preset, Precision precision) {
                          benchmark::Counter::kIsRate);
 }
 
-#define TFM_DECODE_BENCH(preset, prec)                                    \
-  BENCHMARK_CAPTURE(BM_decode, preset##_##prec, #preset, Precision::prec) \
-      ->Unit(benchmark::kMillisecond)                                     \
+#define TFM_DECODE_BENCH(preset, prec)                                              \
+  BENCHMARK_CAPTURE(BM_decode, preset##_##prec, #preset, parse_compute_type(#prec)) \
+      ->Unit(benchmark::kMillisecond)                                               \
       ->UseRealTime()
 TFM_DECODE_BENCH(small, fp32);
 TFM_DECODE_BENCH(small, bf16);

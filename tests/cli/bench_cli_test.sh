@@ -46,7 +46,7 @@ fi
 expect_error "unknown preset \"huge\"" bench --preset huge --repeat 1
 expect_error "--mode" bench --preset tiny --mode sample
 expect_error "--preset is required" bench --mode train
-expect_error "unknown training precision 'int8'" bench --preset tiny --mode train --precision int8 \
+expect_error "int8 is an inference compute type; training takes fp32, bf16 or auto" bench --preset tiny --mode train --precision int8 \
   --repeat 1 --no-ceiling
 expect_error "--precision" bench --preset tiny --mode greedy --precision fp16 --repeat 1
 expect_error "vocabulary must exceed" bench --preset tiny --vocab 2 --repeat 1 --no-ceiling

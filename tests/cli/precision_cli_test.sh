@@ -8,9 +8,9 @@ tfm=$1
 d=$2/convert/seed004
 source "$(dirname "$0")/lib.sh"
 
-expect_error "unknown precision 'fp16' (expected fp32, bf16 or int8)" \
+expect_error "unknown compute type 'fp16' (expected fp32, bf16, int8 or auto)" \
   score --model "$d" --src "$d/src.ids" --trg "$d/trg.ids" --ids --precision fp16
-expect_error_input "unknown precision 'INT8'" "5 6" translate --model "$d" --ids --precision INT8
+expect_error_input "unknown compute type 'int4'" "5 6" translate --model "$d" --ids --precision int4
 
 "$tfm" score --model "$d" --src "$d/src.ids" --trg "$d/trg.ids" --ids >"$tmp/fp32" 2>"$tmp/err" ||
   bad "score failed: $(cat "$tmp/err")"

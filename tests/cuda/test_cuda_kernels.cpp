@@ -433,20 +433,20 @@ TEST_F(CudaKernels, GemmAllTransposesAgainstF64) {
             std::string::npos);
 }
 
-TEST_F(CudaKernels, LinearEpiloguesAndBackward) {
+TEST_F(CudaKernels, ActivationsAndBackward) {
   const int64_t m = 100, n = 70, k = 90;
   const Tensor x = random_tensor({m, k}, DType::f32, 80), w = random_tensor({n, k}, DType::f32, 81);
   const Tensor bias = random_tensor({n}, DType::f32, 82);
   const Tensor gx = dev(x), gw = dev(w), gb = dev(bias);
   const struct {
     Activation cpu_act;
-    cuda::LinearEpilogue cuda_act;
+    Activation cuda_act;
     bool with_bias;
-  } cases[] = {{Activation::none, cuda::LinearEpilogue::none, false},
-               {Activation::none, cuda::LinearEpilogue::none, true},
-               {Activation::relu, cuda::LinearEpilogue::relu, true},
-               {Activation::relu, cuda::LinearEpilogue::relu, false},
-               {Activation::gelu, cuda::LinearEpilogue::gelu, true}};
+  } cases[] = {{Activation::none, Activation::none, false},
+               {Activation::none, Activation::none, true},
+               {Activation::relu, Activation::relu, true},
+               {Activation::relu, Activation::relu, false},
+               {Activation::gelu, Activation::gelu, true}};
   for (const auto& cs : cases) {
     SCOPED_TRACE(std::string(activation_name(cs.cpu_act)) + (cs.with_bias ? " +bias" : ""));
     Tensor ref = Tensor::empty({m, n});

@@ -12,7 +12,7 @@ namespace tfm {
 namespace {
 
 // fp32, and bf16 mixed precision (its bf16 copies of x, w and dz come from the same free lists).
-class SteadyStateMemory : public ::testing::TestWithParam<MatmulPrecision> {};
+class SteadyStateMemory : public ::testing::TestWithParam<ComputeType> {};
 
 TEST_P(SteadyStateMemory, TrainingStepsTakeNoNewMemory) {
   ModelConfig c = ModelConfig::preset("tiny");
@@ -45,8 +45,8 @@ TEST_P(SteadyStateMemory, TrainingStepsTakeNoNewMemory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, SteadyStateMemory,
-                         ::testing::Values(MatmulPrecision::fp32, MatmulPrecision::bf16),
-                         [](const auto& info) { return matmul_precision_name(info.param); });
+                         ::testing::Values(ComputeType::float32, ComputeType::bfloat16),
+                         [](const auto& info) { return compute_type_name(info.param); });
 
 }  // namespace
 }  // namespace tfm

@@ -50,13 +50,13 @@ TEST(TrainPrecision, Bf16GradientsAreFp32sUpToRounding) {
     const Tensor trg_in = testing::random_ids({6, 7}, 97, 2);
     const Tensor gold = testing::random_ids({6, 7}, 97, 3);
     const Step f32 = loss_and_grads(m, src, trg_in, gold);
-    m.set_train_precision(MatmulPrecision::bf16);
-    EXPECT_EQ(m.train_precision(), MatmulPrecision::bf16);
+    m.set_train_precision(ComputeType::bfloat16);
+    EXPECT_EQ(m.train_precision(), ComputeType::bfloat16);
     int linears = 0;
     m.apply([&](nn::Module& mod) {
       if (auto* l = dynamic_cast<nn::Linear*>(&mod)) {
         ++linears;
-        EXPECT_EQ(l->train_precision(), MatmulPrecision::bf16);
+        EXPECT_EQ(l->train_precision(), ComputeType::bfloat16);
       }
     });
     EXPECT_EQ(linears, 2 * 6 + 2 * 10);  // attention q/k/v/out and fc1/fc2 of every layer
@@ -98,7 +98,7 @@ TEST(TrainPrecision, Bf16GradientsAreFp32sUpToRounding) {
     EXPECT_GE(compared, static_cast<int>(f32.grads.size()) - 6);  // all but the 6 k biases
 
     // Back to fp32: exactly the first step again (nothing cached from the bf16 run).
-    m.set_train_precision(MatmulPrecision::fp32);
+    m.set_train_precision(ComputeType::float32);
     const Step again = loss_and_grads(m, src, trg_in, gold);
     EXPECT_EQ(again.loss, f32.loss);
     for (size_t k = 0; k < f32.grads.size(); ++k)
@@ -113,7 +113,7 @@ TEST(TrainPrecision, InferenceIgnoresTheTrainingPrecision) {
   const Tensor src = testing::random_ids({3, 8}, 97, 4);
   const Tensor trg_in = testing::random_ids({3, 5}, 97, 5);
   const Tensor before = m.forward(src, trg_in);
-  m.set_train_precision(MatmulPrecision::bf16);
+  m.set_train_precision(ComputeType::bfloat16);
   EXPECT_TRUE(testing::bitwise_equal(m.forward(src, trg_in), before));
 }
 

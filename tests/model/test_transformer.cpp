@@ -256,7 +256,7 @@ TEST(Checkpoint, RoundTripAndValidation) {
 TEST(Config, JsonRoundTripAndErrors) {
   ModelConfig c = tiny(true);
   c.positions = Positions::sinusoidal_concat;
-  c.activation = ActivationKind::gelu;
+  c.activation = Activation::gelu;
   EXPECT_EQ(ModelConfig::from_json(c.to_json()).to_json(), c.to_json());
   EXPECT_TFM_ERROR(ModelConfig::from_json("{\"norm\": \"middle\"}"),
                    "norm must be one of pre|post");

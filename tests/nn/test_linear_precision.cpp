@@ -11,8 +11,8 @@ using testing::bitwise_equal;
 using testing::random_tensor;
 
 TEST(LinearPrecision, GradModeRunsFp32AndInferenceRunsThePreparedCopy) {
-  for (Precision prec : {Precision::bf16, Precision::int8}) {
-    SCOPED_TRACE(precision_name(prec));
+  for (ComputeType prec : {ComputeType::bfloat16, ComputeType::int8}) {
+    SCOPED_TRACE(compute_type_name(prec));
     Generator gen(3);
     nn::Linear layer(48, 40, true, gen);
     layer.bias_.data<float>()[5] = 0.25f;
@@ -30,9 +30,9 @@ TEST(LinearPrecision, GradModeRunsFp32AndInferenceRunsThePreparedCopy) {
     EXPECT_GT(testing::max_abs_diff(low, fp32), 0.0);
     // fp32 without gradients: few rows run on the packed copy, the same values summed in the
     // packed kernel's own order (equal to the training path's to rounding).
-    layer.set_precision(Precision::fp32);
+    layer.set_precision(ComputeType::float32);
     const Tensor packed =
-        linear_lowp(x, LowpWeight(layer.weight_, Precision::fp32), layer.bias_, Activation::relu);
+        linear_lowp(x, LowpWeight(layer.weight_, ComputeType::float32), layer.bias_, Activation::relu);
     EXPECT_TRUE(bitwise_equal(layer(x, Activation::relu), packed));
     EXPECT_LT(testing::max_abs_diff(packed, fp32), 1e-5);
   }
@@ -41,7 +41,7 @@ TEST(LinearPrecision, GradModeRunsFp32AndInferenceRunsThePreparedCopy) {
 TEST(LinearPrecision, PreparedOnceAndAgainWhenTheWeightsChange) {
   Generator gen(5);
   nn::Linear layer(32, 16, false, gen);
-  layer.set_precision(Precision::int8);
+  layer.set_precision(ComputeType::int8);
   NoGradGuard no_grad;
   const Tensor x = random_tensor({3, 32}, DType::f32, 6);
   const Tensor before = layer(x);
@@ -50,11 +50,11 @@ TEST(LinearPrecision, PreparedOnceAndAgainWhenTheWeightsChange) {
   float* w = layer.weight_.data<float>();
   for (int64_t i = 0; i < layer.weight_.numel(); ++i) w[i] = -w[i] * 1.5f;
   const Tensor after = layer(x);
-  EXPECT_TRUE(bitwise_equal(after, linear_lowp(x, LowpWeight(layer.weight_, Precision::int8))));
+  EXPECT_TRUE(bitwise_equal(after, linear_lowp(x, LowpWeight(layer.weight_, ComputeType::int8))));
   EXPECT_GT(testing::max_abs_diff(after, before), 0.1);
   // A new tensor assigned to the parameter (a loaded checkpoint).
   layer.weight_ = random_tensor({16, 32}, DType::f32, 7);
-  EXPECT_TRUE(bitwise_equal(layer(x), linear_lowp(x, LowpWeight(layer.weight_, Precision::int8))));
+  EXPECT_TRUE(bitwise_equal(layer(x), linear_lowp(x, LowpWeight(layer.weight_, ComputeType::int8))));
 }
 
 TEST(LinearPrecision, SwitchPreparesOnceAndNoticesChanges) {
@@ -66,9 +66,9 @@ TEST(LinearPrecision, SwitchPreparesOnceAndNoticesChanges) {
   sw.set_fp32_packing(true);
   const auto packed = sw.prepared(layer.weight_);  // fp32 inference: the same values, packed
   ASSERT_NE(packed, nullptr);
-  EXPECT_EQ(packed->precision(), Precision::fp32);
+  EXPECT_EQ(packed->precision(), ComputeType::float32);
   EXPECT_EQ(packed->bytes(), static_cast<size_t>(24 * 48) * sizeof(float));  // one (24, 48) panel
-  sw.set_precision(Precision::bf16);
+  sw.set_precision(ComputeType::bfloat16);
   const auto a = sw.prepared(layer.weight_);
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(sw.prepared(layer.weight_), a);
@@ -89,7 +89,7 @@ TEST(LinearPrecision, F64InputsStayOnTheReferencePath) {
   nn::Linear layer(6, 4, true, gen);
   const Tensor w64 = layer.weight_.to(DType::f64), b64 = layer.bias_.to(DType::f64);
   nn::PrecisionSwitch sw;
-  sw.set_precision(Precision::int8);
+  sw.set_precision(ComputeType::int8);
   NoGradGuard no_grad;
   const Tensor x = random_tensor({3, 6}, DType::f64, 11);
   EXPECT_TRUE(bitwise_equal(sw.linear(x, w64, b64, Activation::gelu),

@@ -40,13 +40,13 @@ Batch batch_of(const std::vector<Ids>& src, const std::vector<Ids>& trg, const M
 }
 
 // max|Δ| / max|fp32| over the logits; the tiny model has d_model 32, d_ff 64.
-double logits_error(Transformer& model, Precision p, const Batch& b) {
+double logits_error(Transformer& model, ComputeType p, const Batch& b) {
   NoGradGuard no_grad;
-  model.set_precision(Precision::fp32);
+  model.set_precision(ComputeType::float32);
   const Tensor ref = model.forward(b.src, b.trg_in);
   model.set_precision(p);
   const Tensor low = model.forward(b.src, b.trg_in);
-  model.set_precision(Precision::fp32);
+  model.set_precision(ComputeType::float32);
   return testing::scaled_error(low, ref);
 }
 
@@ -59,8 +59,8 @@ TEST(ModelPrecision, LogitsCloseToFp32AndTrainingStaysFp32) {
     Transformer model(c, 1);
     const auto src = random_sentences(6, 20, 2), trg = random_sentences(6, 20, 3);
     const Batch b = batch_of(src, trg, c);
-    const double e_bf16 = logits_error(model, Precision::bf16, b);
-    const double e_int8 = logits_error(model, Precision::int8, b);
+    const double e_bf16 = logits_error(model, ComputeType::bfloat16, b);
+    const double e_int8 = logits_error(model, ComputeType::int8, b);
     std::printf("[ precision] logits scaled error: bf16 %.2e int8 %.2e\n", e_bf16, e_int8);
     // bf16 rounds to 2^-9 relative per operand; ~12 linear maps deep that stays near 1e-2.
     EXPECT_GT(e_bf16, 0.0);
@@ -78,10 +78,10 @@ TEST(ModelPrecision, LogitsCloseToFp32AndTrainingStaysFp32) {
     }
     const Tensor train_fp32 = model.forward(b.src, b.trg_in);
     EXPECT_LT(testing::scaled_error(nograd_fp32, train_fp32), 1e-5);
-    model.set_precision(Precision::int8);
+    model.set_precision(ComputeType::int8);
     EXPECT_TRUE(testing::bitwise_equal(model.forward(b.src, b.trg_in), train_fp32));
     // And fp32 again is exactly fp32.
-    model.set_precision(Precision::fp32);
+    model.set_precision(ComputeType::float32);
     NoGradGuard no_grad;
     EXPECT_TRUE(testing::bitwise_equal(model.forward(b.src, b.trg_in), nograd_fp32));
   }
@@ -92,12 +92,12 @@ TEST(ModelPrecision, OutputProjectionCanStayAtAnotherPrecision) {
   Transformer model(c, 4);
   const Batch b = batch_of(random_sentences(4, 20, 5), random_sentences(4, 20, 6), c);
   NoGradGuard no_grad;
-  model.set_precision(Precision::int8);
+  model.set_precision(ComputeType::int8);
   const Tensor all_int8 = model.forward(b.src, b.trg_in);
-  model.set_precision(Precision::int8, Precision::fp32);
+  model.set_precision(ComputeType::int8, ComputeType::float32);
   const Tensor fp32_output = model.forward(b.src, b.trg_in);
   EXPECT_GT(testing::max_abs_diff(all_int8, fp32_output), 0.0);
-  model.set_precision(Precision::fp32, Precision::fp32);
+  model.set_precision(ComputeType::float32, ComputeType::float32);
   const Tensor fp32 = model.forward(b.src, b.trg_in);
   EXPECT_GT(testing::max_abs_diff(fp32_output, fp32), 0.0);  // the layers below are still int8
 }
@@ -108,7 +108,7 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
   ModelConfig c = tiny_config();
   c.encoder_layers = c.decoder_layers = 1;
   Transformer model(c, 7);
-  model.set_precision(Precision::int8);  // set before training: training must ignore it
+  model.set_precision(ComputeType::int8);  // set before training: training must ignore it
   model.set_training(true);
   std::vector<std::pair<std::string, Tensor>> params;
   for (auto& [name, p] : model.named_parameters()) params.emplace_back(name, *p);
@@ -134,7 +134,7 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
     }
   });
   model.set_training(false);
-  model.set_precision(Precision::fp32);
+  model.set_precision(ComputeType::float32);
   const auto fp32 = search->run(model, test);
   int copied = 0;
   for (size_t i = 0; i < test.size(); ++i) copied += fp32[i][0].tokens == test[i];
@@ -162,8 +162,8 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
   }
   // The last entry keeps the output projection (the vocabulary-sized one) at fp32.
   for (auto [p, out] :
-       {std::pair{Precision::bf16, Precision::bf16}, std::pair{Precision::int8, Precision::int8},
-        std::pair{Precision::int8, Precision::bf16}, std::pair{Precision::int8, Precision::fp32}}) {
+       {std::pair{ComputeType::bfloat16, ComputeType::bfloat16}, std::pair{ComputeType::int8, ComputeType::int8},
+        std::pair{ComputeType::int8, ComputeType::bfloat16}, std::pair{ComputeType::int8, ComputeType::float32}}) {
     model.set_precision(p, out);
     const auto low = search->run(model, test);
     int same = 0;
@@ -176,9 +176,9 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
     std::printf(
         "[ precision] %s (output %s): %d/%zu greedy outputs as fp32, worst |Δ log P| "
         "%.2e\n",
-        precision_name(p), precision_name(out), same, test.size(), worst);
-    EXPECT_EQ(same, static_cast<int>(test.size())) << precision_name(p);
-    EXPECT_LT(worst, p == Precision::bf16 ? 0.02 : 0.15);
+        compute_type_name(p), compute_type_name(out), same, test.size(), worst);
+    EXPECT_EQ(same, static_cast<int>(test.size())) << compute_type_name(p);
+    EXPECT_LT(worst, p == ComputeType::bfloat16 ? 0.02 : 0.15);
   }
   // The stale int8 copies from step 20 would translate like the early model did.
   int as_early = 0;

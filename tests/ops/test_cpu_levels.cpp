@@ -22,8 +22,7 @@ using testing::random_tensor;
 
 const CpuIsa kLevels[] = {CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_vnni, CpuIsa::avx512_bf16};
 
-const cpu::GemmPostOp kPosts[] = {cpu::GemmPostOp::none, cpu::GemmPostOp::relu,
-                                  cpu::GemmPostOp::gelu_erf};
+const Activation kPosts[] = {Activation::none, Activation::relu, Activation::gelu};
 
 TEST(CpuLevels, NamesParseAndOrder) {
   for (CpuIsa isa : kLevels) EXPECT_EQ(parse_cpu_isa(cpu_isa_name(isa)), isa);
@@ -48,7 +47,7 @@ TEST(CpuLevels, PackedF32IsBitwiseTheSameAtEveryLevel) {
       const Tensor w = random_tensor({n, k}, DType::f32, 11 * m + k);
       const Tensor b = random_tensor({n}, DType::f32, 12 * m + k);
       const cpu::PackedF32 packed = cpu::pack_f32(n, k, w.data<float>());
-      for (cpu::GemmPostOp post : kPosts) {
+      for (Activation post : kPosts) {
         Tensor base = Tensor::empty({m, n});
         cpu::packed_f32_linear_forward(m, x.data<float>(), packed, b.data<float>(), post,
                                        base.data<float>(), CpuIsa::avx2);
@@ -75,7 +74,7 @@ TEST(CpuLevels, PackedBf16IsBitwiseTheSameAtEveryLevel) {
       const Tensor w = random_tensor({n, k}, DType::f32, 21 * m + k);
       const Tensor b = random_tensor({n}, DType::f32, 22 * m + k);
       const cpu::PackedBf16 packed = cpu::pack_bf16(n, k, w.data<float>());
-      for (cpu::GemmPostOp post : kPosts) {
+      for (Activation post : kPosts) {
         Tensor base = Tensor::empty({m, n});
         cpu::packed_bf16_linear_forward(m, x.data<float>(), packed, b.data<float>(), post,
                                         base.data<float>(), CpuIsa::avx2);
@@ -118,7 +117,7 @@ TEST(CpuLevels, Int8KernelSumsExactlyPastSixteenBits) {
             saturating_pairs += std::abs(qx[i * k + q] * qw[j * k + q] +
                                          qx[i * k + q + 1] * qw[j * k + q + 1]) > 32767;
       EXPECT_GT(saturating_pairs, 0);
-      for (cpu::GemmPostOp post : {cpu::GemmPostOp::none, cpu::GemmPostOp::relu}) {
+      for (Activation post : {Activation::none, Activation::relu}) {
         Tensor y = Tensor::empty({m, n});
         cpu::packed_int8_linear_forward(m, x.data<float>(), packed, sw.data(), sums.data(),
                                         b.data<float>(), post, y.data<float>());
@@ -131,7 +130,7 @@ TEST(CpuLevels, Int8KernelSumsExactlyPastSixteenBits) {
             volatile float v = scale * static_cast<float>(acc - int64_t{zx[i]} * sums[j]);
             v = v + b.data<float>()[j];
             float want = v;
-            if (post == cpu::GemmPostOp::relu) want = std::max(want, 0.f);
+            if (post == Activation::relu) want = std::max(want, 0.f);
             bad += std::memcmp(&want, y.data<float>() + i * n + j, 4) != 0;
           }
         EXPECT_EQ(bad, 0) << "m=" << m << " n=" << n << " k=" << k;
@@ -146,7 +145,7 @@ TEST(CpuLevels, Int8PicksAnExactKernelAtThisLevel) {
   const int64_t m = 9, n = 50, k = 96;
   const Tensor x = random_tensor({m, k}, DType::f32, 40, 0.0, 2.0);
   const Tensor w = random_tensor({n, k}, DType::f32, 41, 0.5, 1.0);
-  const LowpWeight lw(w, Precision::int8);
+  const LowpWeight lw(w, ComputeType::int8);
   EXPECT_EQ(lw.packed().desc != nullptr, cpu_has_vnni());
   EXPECT_EQ(lw.packed().int8.data != nullptr, !cpu_has_vnni());
   const Tensor y = linear_lowp(x, lw);
@@ -157,11 +156,11 @@ TEST(CpuLevels, Int8PicksAnExactKernelAtThisLevel) {
     std::vector<int32_t> sums(n);
     cpu::quantize_weights_s8(n, k, w.data<float>(), qw.data(), sw.data(), sums.data());
     cpu::packed_int8_linear_forward(m, x.data<float>(), cpu::pack_int8(n, k, qw.data()), sw.data(),
-                                    sums.data(), nullptr, cpu::GemmPostOp::none, own.data<float>());
+                                    sums.data(), nullptr, Activation::none, own.data<float>());
   } else {
     const auto& p = lw.packed();
     cpu::packed_int8_linear_forward(m, x.data<float>(), p.int8, p.scales.data(), p.sums.data(),
-                                    nullptr, cpu::GemmPostOp::none, own.data<float>());
+                                    nullptr, Activation::none, own.data<float>());
   }
   for (int64_t i = 0; i < m * n; ++i)
     EXPECT_NEAR(y.data<float>()[i], own.data<float>()[i], 1e-6 * std::abs(own.data<float>()[i]))

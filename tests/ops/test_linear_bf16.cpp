@@ -1,4 +1,4 @@
-// linear(..., MatmulPrecision::bf16): mixed-precision training's linear. Its three GEMMs must be
+// linear(..., ComputeType::bfloat16): mixed-precision training's linear. Its three GEMMs must be
 // the exact products of the bf16-ROUNDED operands (x, w, and the output gradient), summed in f32,
 // while bias, activation and db stay f32. The references below round with their own code and sum
 // in double, so the only slack is f32 accumulation (≪ the 2⁻⁸ of bf16 rounding, which a wrong
@@ -53,7 +53,7 @@ TEST(LinearBf16, ForwardAndBackwardAreProductsOfRoundedOperands) {
         Tensor b = with_bias ? random_tensor({c.out}, DType::f32, seed++).set_requires_grad(true)
                              : Tensor();
         Tensor gy = random_tensor({c.rows, c.out}, DType::f32, seed++);
-        Tensor y = linear(x, w, b, act, MatmulPrecision::bf16);
+        Tensor y = linear(x, w, b, act, ComputeType::bfloat16);
         autograd::backward(y, gy);
 
         const std::vector<double> xr = rounded(x), wr = rounded(w);
@@ -129,10 +129,10 @@ TEST(LinearBf16, ActivationGradientsAreTheComposedOps) {
         Tensor b = with_bias ? b0.clone().set_requires_grad(true) : Tensor();
         Tensor y;
         if (composed) {
-          const Tensor z = linear(x, w, b, Activation::none, MatmulPrecision::bf16);
+          const Tensor z = linear(x, w, b, Activation::none, ComputeType::bfloat16);
           y = act == Activation::relu ? relu(z) : gelu(z);
         } else {
-          y = linear(x, w, b, act, MatmulPrecision::bf16);
+          y = linear(x, w, b, act, ComputeType::bfloat16);
         }
         autograd::backward(y, gy);
         grads[composed] = {y.detach(), x.grad(), w.grad()};
@@ -149,7 +149,7 @@ TEST(LinearBf16, DiffersFromFp32ByRoundingOnly) {
   Tensor x = random_tensor({32, 128}, DType::f32, 7);
   Tensor w = random_tensor({64, 128}, DType::f32, 8);
   const std::vector<float> y16 =
-      linear(x, w, Tensor(), Activation::none, MatmulPrecision::bf16).to_vector<float>();
+      linear(x, w, Tensor(), Activation::none, ComputeType::bfloat16).to_vector<float>();
   const std::vector<float> y32 = linear(x, w).to_vector<float>();
   double worst = 0, scale = 0;
   for (size_t i = 0; i < y16.size(); ++i) {
@@ -164,22 +164,28 @@ TEST(LinearBf16, SavesOnlyWhatTheBackwardNeeds) {
   // Frozen weight: only dX; frozen input: only dW; either way the other gradient stays undefined.
   Tensor x = random_tensor({9, 20}, DType::f32, 11).set_requires_grad(true);
   Tensor w = random_tensor({12, 20}, DType::f32, 12);
-  autograd::backward(linear(x, w, Tensor(), Activation::relu, MatmulPrecision::bf16),
+  autograd::backward(linear(x, w, Tensor(), Activation::relu, ComputeType::bfloat16),
                      random_tensor({9, 12}, DType::f32, 13));
   EXPECT_TRUE(x.grad().defined());
   EXPECT_FALSE(w.grad().defined());
   Tensor x2 = random_tensor({9, 20}, DType::f32, 11);
   Tensor w2 = w.clone().set_requires_grad(true);
-  autograd::backward(linear(x2, w2, Tensor(), Activation::none, MatmulPrecision::bf16),
+  autograd::backward(linear(x2, w2, Tensor(), Activation::none, ComputeType::bfloat16),
                      random_tensor({9, 12}, DType::f32, 13));
   EXPECT_TRUE(w2.grad().defined());
 }
 
 TEST(LinearBf16, RejectsWhatItCannotRun) {
   Tensor x = random_tensor({2, 3}, DType::f64, 1), w = random_tensor({4, 3}, DType::f64, 2);
-  EXPECT_THROW(linear(x, w, Tensor(), Activation::none, MatmulPrecision::bf16), Error);
-  EXPECT_EQ(parse_matmul_precision("bf16"), MatmulPrecision::bf16);
-  EXPECT_THROW(parse_matmul_precision("int8"), Error);
+  EXPECT_THROW(linear(x, w, Tensor(), Activation::none, ComputeType::bfloat16), Error);
+  EXPECT_EQ(resolve_compute_type(parse_compute_type("bf16"), Device::cpu, true),
+            ComputeType::bfloat16);
+  EXPECT_TFM_ERROR(resolve_compute_type(ComputeType::int8, Device::cpu, true),
+                   "int8 is an inference compute type");
+  EXPECT_TFM_ERROR(
+      linear(random_tensor({2, 3}, DType::f32, 3), random_tensor({4, 3}, DType::f32, 4), Tensor(),
+             Activation::none, ComputeType::int8),
+      "linear: int8 is an inference compute type");
 }
 
 }  // namespace

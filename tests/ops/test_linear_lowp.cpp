@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "support/test_util.h"
+#include "tfm/core/cpu_isa.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/linear.h"
 #include "tfm/ops/linear_lowp.h"
@@ -65,7 +66,7 @@ TEST(LinearLowp, Bf16WithinTheFormatsBoundAndEqualToTheRoundedProduct) {
         SCOPED_TRACE(::testing::Message()
                      << "m=" << m << " bias=" << bias << " act=" << activation_name(act));
         const Problem p = make_problem(m, 96, 320, bias, 100 + m);
-        const LowpWeight lw(p.w, Precision::bf16);
+        const LowpWeight lw(p.w, ComputeType::bfloat16);
         const Tensor y = linear_lowp(p.x, lw, p.b, act);
         ASSERT_EQ(y.shape(), (Shape{m, 96}));
         const auto exact =
@@ -114,7 +115,7 @@ TEST(LinearLowp, Int8WithinTheBoundFromItsScales) {
             if (i % 4 == 2) v *= 0.01f;
             if (i % 7 == 6) v = 0.f;
           }
-        const LowpWeight lw(p.w, Precision::int8);
+        const LowpWeight lw(p.w, ComputeType::int8);
         ASSERT_EQ(lw.scales().size(), 80u);
         std::vector<double> sx(m);
         for (int64_t i = 0; i < m; ++i) {
@@ -165,7 +166,7 @@ TEST(LinearLowp, Int8WithinTheBoundFromItsScales) {
 
 // Leading dimensions flatten into rows; a strided input is read as its values.
 TEST(LinearLowp, BatchedAndNonContiguousInputsMatchTheFlatProblem) {
-  for (Precision prec : {Precision::bf16, Precision::int8}) {
+  for (ComputeType prec : {ComputeType::bfloat16, ComputeType::int8}) {
     const Tensor w = random_tensor({24, 40}, DType::f32, 7);
     const Tensor b = random_tensor({24}, DType::f32, 8);
     const Tensor x = random_tensor({3, 5, 40}, DType::f32, 9);
@@ -189,11 +190,11 @@ TEST(LinearLowp, LargeBatchCloseToFp32) {
   const Tensor b = random_tensor({512}, DType::f32, 13);
   const Tensor ref = linear(x, w, b, Activation::gelu);
   EXPECT_LT(testing::scaled_error(
-                linear_lowp(x, LowpWeight(w, Precision::bf16), b, Activation::gelu), ref),
+                linear_lowp(x, LowpWeight(w, ComputeType::bfloat16), b, Activation::gelu), ref),
             std::ldexp(1.0, -8));
   // Uniform x and w: sx ≈ 2/255, sw ≈ 0.05/127; errors of ~1e-2 of max|y| at most.
   EXPECT_LT(testing::scaled_error(
-                linear_lowp(x, LowpWeight(w, Precision::int8), b, Activation::gelu), ref),
+                linear_lowp(x, LowpWeight(w, ComputeType::int8), b, Activation::gelu), ref),
             1e-2);
 }
 
@@ -201,9 +202,9 @@ TEST(LinearLowp, LargeBatchCloseToFp32) {
 // conversion, quantisation and dequantisation passes work per element or per row: the thread
 // count does not change a bit (a oneDNN version that split K here would fail this).
 TEST(LinearLowp, SameBitsOnOneAndTwoThreads) {
-  for (Precision prec : {Precision::bf16, Precision::int8}) {
+  for (ComputeType prec : {ComputeType::bfloat16, ComputeType::int8}) {
     for (int64_t m : {1, 32, 300}) {
-      SCOPED_TRACE(::testing::Message() << precision_name(prec) << " m=" << m);
+      SCOPED_TRACE(::testing::Message() << compute_type_name(prec) << " m=" << m);
       const Tensor x = random_tensor({m, 512}, DType::f32, 31);
       const Tensor w = random_tensor({384, 512}, DType::f32, 32, -0.1, 0.1);
       const Tensor b = random_tensor({384}, DType::f32, 33);
@@ -253,36 +254,46 @@ TEST(LinearLowp, RowQuantisationReconstructsWithinHalfAStep) {
     }
 }
 
-TEST(LinearLowp, ParsesPrecisionNamesAndRejectsOthers) {
-  EXPECT_EQ(parse_precision("fp32"), Precision::fp32);
-  EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
-  EXPECT_EQ(parse_precision("int8"), Precision::int8);
-  EXPECT_TFM_ERROR(parse_precision("fp16"),
-                   "unknown precision 'fp16' (expected fp32, bf16 or int8)");
+TEST(LinearLowp, ParsesComputeTypeNamesAndRejectsOthers) {
+  EXPECT_EQ(parse_compute_type("fp32"), ComputeType::float32);
+  EXPECT_EQ(parse_compute_type("float32"), ComputeType::float32);
+  EXPECT_EQ(parse_compute_type("bf16"), ComputeType::bfloat16);
+  EXPECT_EQ(parse_compute_type("bfloat16"), ComputeType::bfloat16);
+  EXPECT_EQ(parse_compute_type("int8"), ComputeType::int8);
+  EXPECT_EQ(parse_compute_type("auto"), ComputeType::automatic);
+  for (ComputeType t :
+       {ComputeType::float32, ComputeType::bfloat16, ComputeType::int8, ComputeType::automatic})
+    EXPECT_EQ(parse_compute_type(compute_type_name(t)), t);
+  EXPECT_TFM_ERROR(parse_compute_type("fp16"),
+                   "unknown compute type 'fp16' (expected fp32, bf16, int8 or auto)");
+  // auto: bf16 only where the CPU multiplies bf16; never int8 (it changes results).
+  EXPECT_EQ(resolve_compute_type(ComputeType::automatic),
+            cpu_has_bf16_dot() ? ComputeType::bfloat16 : ComputeType::float32);
+  EXPECT_EQ(resolve_compute_type(ComputeType::int8), ComputeType::int8);
 }
 
 TEST(LinearLowp, RejectsBadOperands) {
   const Tensor w = random_tensor({4, 6}, DType::f32, 1);
-  const LowpWeight lw(w, Precision::int8);
+  const LowpWeight lw(w, ComputeType::int8);
   EXPECT_TFM_ERROR(linear_lowp(random_tensor({2, 5}, DType::f32, 2), lw), "in_features 6");
   EXPECT_TFM_ERROR(linear_lowp(random_tensor({2, 6}, DType::f32, 2), lw, Tensor::zeros({3})),
                    "out_features 4");
-  EXPECT_TFM_ERROR(LowpWeight(random_tensor({4, 6}, DType::f64, 1), Precision::bf16),
+  EXPECT_TFM_ERROR(LowpWeight(random_tensor({4, 6}, DType::f64, 1), ComputeType::bfloat16),
                    "expected an f32 CPU weight");
-  EXPECT_TFM_ERROR(LowpWeight(random_tensor({4, 6}, DType::f64, 1), Precision::fp32),
+  EXPECT_TFM_ERROR(LowpWeight(random_tensor({4, 6}, DType::f64, 1), ComputeType::float32),
                    "expected an f32 CPU weight");  // fp32 packs too (test_packed_linear.cpp)
   Tensor bad = random_tensor({2, 6}, DType::f32, 3);
   bad.data<float>()[4] = NAN;
   EXPECT_TFM_ERROR(linear_lowp(bad, lw), "row 0 of the input holds inf or NaN");
   // Big enough to run on several threads: the error still reaches the caller.
   testing::with_threads(2, [&] {
-    const LowpWeight wide(random_tensor({4, 64}, DType::f32, 4), Precision::int8);
+    const LowpWeight wide(random_tensor({4, 64}, DType::f32, 4), ComputeType::int8);
     Tensor many = random_tensor({4096, 64}, DType::f32, 5);
     many.data<float>()[4000 * 64 + 3] = INFINITY;
     EXPECT_TFM_ERROR(linear_lowp(many, wide), "row 4000 of the input holds inf or NaN");
     Tensor w = random_tensor({4096, 64}, DType::f32, 6);
     w.data<float>()[3000 * 64] = NAN;
-    EXPECT_TFM_ERROR(LowpWeight(w, Precision::int8), "int8 weights: row 3000 holds inf or NaN");
+    EXPECT_TFM_ERROR(LowpWeight(w, ComputeType::int8), "int8 weights: row 3000 holds inf or NaN");
     return 0;
   });
 }

@@ -22,12 +22,6 @@ using testing::activate;
 using testing::random_tensor;
 using testing::round_bf16;
 
-cpu::GemmPostOp post_of(Activation act) {
-  return act == Activation::relu   ? cpu::GemmPostOp::relu
-         : act == Activation::gelu ? cpu::GemmPostOp::gelu_erf
-                                   : cpu::GemmPostOp::none;
-}
-
 // act(bf16(x)·bf16(w)ᵀ + b) in double, and the bound of an f32 sum of k exact products:
 // (k + 2) · 2^-24 · Σ|x̂ŵ| (each addition rounds once), doubled for slack, times the
 // activation's Lipschitz constant 1.13.
@@ -55,7 +49,7 @@ Tensor run_packed(const Tensor& x, const cpu::PackedBf16& w, const Tensor& b, Ac
   const int64_t m = x.size(0);
   Tensor y = Tensor::empty({m, w.n});
   cpu::packed_bf16_linear_forward(m, x.data<float>(), w, b.defined() ? b.data<float>() : nullptr,
-                                  post_of(act), y.data<float>());
+                                  act, y.data<float>());
   return y;
 }
 
@@ -152,7 +146,7 @@ TEST(PackedBf16Linear, AgreesWithOneDnnAndLinearLowpDispatchesByRows) {
   const int64_t n = 130, k = 300;
   const Tensor w = random_tensor({n, k}, DType::f32, 52);
   const Tensor b = random_tensor({n}, DType::f32, 53);
-  const LowpWeight lw(w, Precision::bf16);
+  const LowpWeight lw(w, ComputeType::bfloat16);
   const cpu::PackedWeights& packed = lw.packed();
   const bool native = cpu_has_bf16_dot();
   // 3 panels of 150 pairs; with AVX512-BF16 also oneDNN's copy (at least N·K bf16), both counted.
@@ -178,8 +172,8 @@ TEST(PackedBf16Linear, AgreesWithOneDnnAndLinearLowpDispatchesByRows) {
       continue;
     }
     Tensor onednn = Tensor::empty({m, n});
-    cpu::onednn_linear_forward(m, x.data<float>(), packed, b.data<float>(),
-                               cpu::GemmPostOp::gelu_erf, onednn.data<float>());
+    cpu::onednn_linear_forward(m, x.data<float>(), packed, b.data<float>(), Activation::gelu,
+                               onednn.data<float>());
     bad = 0;
     for (int64_t i = 0; i < m * n; ++i)
       bad += !(std::abs(own.data<float>()[i] - onednn.data<float>()[i]) <= 2 * tol[i]);
@@ -224,7 +218,7 @@ TEST(PackedBf16Linear, PanelLayoutNaNAndErrors) {
   }
   EXPECT_TFM_ERROR(cpu::pack_bf16(0, 4, nullptr), "pack_bf16: empty weight (0, 4)");
   EXPECT_TFM_ERROR(cpu::packed_bf16_linear_forward(1, x.data<float>(), cpu::PackedBf16{}, nullptr,
-                                                   cpu::GemmPostOp::none, nullptr),
+                                                   Activation::none, nullptr),
                    "weights not packed");
 }
 

@@ -62,8 +62,8 @@ TEST(PackedLinear, MatchesTheExactProductOnOddShapes) {
           const Tensor x = random_tensor({m, k}, DType::f32, seed, -2.0, 2.0);
           const Tensor w = random_tensor({n, k}, DType::f32, seed + 1);
           const Tensor b = bias ? random_tensor({n}, DType::f32, seed + 2) : Tensor();
-          const LowpWeight packed(w, Precision::fp32);
-          EXPECT_EQ(packed.precision(), Precision::fp32);
+          const LowpWeight packed(w, ComputeType::float32);
+          EXPECT_EQ(packed.precision(), ComputeType::float32);
           EXPECT_EQ(packed.out_features(), n);
           EXPECT_EQ(packed.in_features(), k);
           const Tensor y = linear_lowp(x, packed, b, act);
@@ -84,7 +84,7 @@ TEST(PackedLinear, ClosesToTheTrainingPathAndKeepsLeadingAxes) {
   const Tensor x = random_tensor({2, 5, 96}, DType::f32, 11);
   const Tensor w = random_tensor({72, 96}, DType::f32, 12);
   const Tensor b = random_tensor({72}, DType::f32, 13);
-  const Tensor y = linear_lowp(x, LowpWeight(w, Precision::fp32), b, Activation::relu);
+  const Tensor y = linear_lowp(x, LowpWeight(w, ComputeType::float32), b, Activation::relu);
   ASSERT_EQ(y.shape(), (Shape{2, 5, 72}));
   const Tensor plain = linear(x, w, b, Activation::relu);
   EXPECT_GT(testing::max_abs_diff(plain, Tensor::zeros(plain.shape())), 1.0);  // not all zero
@@ -102,17 +102,17 @@ TEST(PackedLinear, RowsIndependentOfBatchAndThreads) {
   Tensor all1 = Tensor::empty({m, n}), all2 = Tensor::empty({m, n});
   testing::with_threads(1, [&] {
     cpu::packed_f32_linear_forward(m, x.data<float>(), packed, b.data<float>(),
-                                   cpu::GemmPostOp::relu, all1.data<float>());
+                                   Activation::relu, all1.data<float>());
   });
   testing::with_threads(2, [&] {
     cpu::packed_f32_linear_forward(m, x.data<float>(), packed, b.data<float>(),
-                                   cpu::GemmPostOp::relu, all2.data<float>());
+                                   Activation::relu, all2.data<float>());
   });
   EXPECT_TRUE(testing::bitwise_equal(all1, all2));
   for (int64_t i : {int64_t{0}, int64_t{9}, m - 1}) {
     Tensor one = Tensor::empty({1, n});
     cpu::packed_f32_linear_forward(1, x.data<float>() + i * k, packed, b.data<float>(),
-                                   cpu::GemmPostOp::relu, one.data<float>());
+                                   Activation::relu, one.data<float>());
     EXPECT_TRUE(testing::bitwise_equal(one, narrow(all1, 0, i, 1))) << "row " << i;
   }
 }
@@ -134,7 +134,7 @@ TEST(PackedLinear, PanelLayoutAndErrors) {
             std::string::npos);
   const Tensor x = random_tensor({2, 4}, DType::f32, 32);
   EXPECT_NE(testing::error_of([&] {
-              linear_lowp(x, LowpWeight(w, Precision::fp32));
+              linear_lowp(x, LowpWeight(w, ComputeType::float32));
             }).find("does not match in_features 3"),
             std::string::npos);
 }

@@ -77,7 +77,7 @@ class TrainerTest : public ::testing::Test {
   TrainResult train(const TrainerOptions& o, const std::vector<Example>& data,
                     const std::vector<Example>& valid, double dropout, uint64_t seed,
                     std::vector<double>* losses = nullptr, BleuHook bleu = {},
-                    MatmulPrecision precision = MatmulPrecision::fp32) {
+                    ComputeType precision = ComputeType::float32) {
     Transformer model(toy_config(24, dropout), seed);
     model.set_train_precision(precision);
     TrainLog log((fs::path(o.model_dir).parent_path() / "log.txt").string(), false);
@@ -91,10 +91,10 @@ class TrainerTest : public ::testing::Test {
 
 TEST_F(TrainerTest, MemorisesATinyCorpus) {
   // fp32, and bf16 mixed precision (bf16 GEMMs, f32 master weights) to the same standard.
-  for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
-    SCOPED_TRACE(matmul_precision_name(precision));
+  for (ComputeType precision : {ComputeType::float32, ComputeType::bfloat16}) {
+    SCOPED_TRACE(compute_type_name(precision));
     const auto data = toy_corpus(12, 24, 1);
-    TrainerOptions o = options(std::string("m_") + matmul_precision_name(precision));
+    TrainerOptions o = options(std::string("m_") + compute_type_name(precision));
     o.max_updates = 400;
     o.label_smoothing = 0.0;
     train(o, data, {}, 0.0, 1, nullptr, {}, precision);
@@ -106,17 +106,17 @@ TEST_F(TrainerTest, MemorisesATinyCorpus) {
 }
 
 TEST_F(TrainerTest, ResumeIsBitExactWithDropoutAndAccumulation) {
-  for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
-    SCOPED_TRACE(matmul_precision_name(precision));
+  for (ComputeType precision : {ComputeType::float32, ComputeType::bfloat16}) {
+    SCOPED_TRACE(compute_type_name(precision));
     const auto data = toy_corpus(40, 24, 2);
-    TrainerOptions o = options(std::string("straight_") + matmul_precision_name(precision));
+    TrainerOptions o = options(std::string("straight_") + compute_type_name(precision));
     o.update_freq = 2;
     o.save_every = 7;
     o.clip_norm = 0.5;
     o.max_updates = 30;
     std::vector<double> straight, first, second;
     train(o, data, {}, 0.1, 5, &straight, {}, precision);
-    o.model_dir = (dir_ / (std::string("resumed_") + matmul_precision_name(precision))).string();
+    o.model_dir = (dir_ / (std::string("resumed_") + compute_type_name(precision))).string();
     o.max_updates = 15;
     train(o, data, {}, 0.1, 5, &first, {}, precision);
     o.max_updates = 30;
@@ -129,7 +129,7 @@ TEST_F(TrainerTest, ResumeIsBitExactWithDropoutAndAccumulation) {
       EXPECT_EQ(straight[i], resumed) << "loss of update " << i + 1;
     }
     auto a =
-        load_model((dir_ / (std::string("straight_") + matmul_precision_name(precision))).string());
+        load_model((dir_ / (std::string("straight_") + compute_type_name(precision))).string());
     auto b = load_model(o.model_dir);
     const auto pa = a->named_parameters(), pb = b->named_parameters();
     ASSERT_EQ(pa.size(), pb.size());

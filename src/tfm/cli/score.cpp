@@ -50,7 +50,7 @@ void add_score(CLI::App& app) {
   cmd->callback([] {
     set_threads(threads);
     auto model = load_model(dir);
-    model->set_precision(parse_precision(precision));
+    model->set_precision(resolve_compute_type(parse_compute_type(precision)));
     const ModelConfig& c = model->config();
     ModelVocabs vocabs;
     if (!ids) vocabs = load_model_vocabs(dir);

@@ -53,8 +53,5 @@ bool is_floating(DType dt) {
   return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16 || dt == DType::f16;
 }
 
-const char* device_name(Device d) {
-  return d == Device::cpu ? "cpu" : "cuda";
-}
 
 }  // namespace tfm

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tfm/types.h"
+
 namespace tfm {
 
 enum class DType : uint8_t { f32, f64, bf16, f16, i8, u8, i32, i64 };
@@ -42,7 +44,5 @@ struct DTypeOf<int8_t> {
   static constexpr DType value = DType::i8;
 };
 
-enum class Device : uint8_t { cpu, cuda };
-const char* device_name(Device d);
 
 }  // namespace tfm

@@ -31,8 +31,9 @@ constexpr std::pair<const char*, Positions> kPositions[] = {
     {"sinusoidal", Positions::sinusoidal},
     {"sinusoidal_concat", Positions::sinusoidal_concat},
     {"learned", Positions::learned}};
-constexpr std::pair<const char*, ActivationKind> kActivations[] = {{"relu", ActivationKind::relu},
-                                                                   {"gelu", ActivationKind::gelu}};
+// A model's activation: none is a linear layer's option, not a model's.
+constexpr std::pair<const char*, Activation> kActivations[] = {{"relu", Activation::relu},
+                                                               {"gelu", Activation::gelu}};
 
 template <typename E, size_t N>
 const char* enum_name(E v, const std::pair<const char*, E> (&options)[N]) {
@@ -51,9 +52,6 @@ const char* to_string(EmbedScale v) {
 }
 const char* to_string(Positions v) {
   return enum_name(v, kPositions);
-}
-const char* to_string(ActivationKind v) {
-  return enum_name(v, kActivations);
 }
 
 void ModelConfig::validate() const {
@@ -104,7 +102,7 @@ std::string ModelConfig::to_json() const {
   j["positions"] = to_string(positions);
   j["decoder_only"] = decoder_only;
   j["bias"] = bias;
-  j["activation"] = to_string(activation);
+  j["activation"] = activation_name(activation);
   j["layer_norm_eps"] = layer_norm_eps;
   j["pad_id"] = pad_id;
   j["bos_id"] = bos_id;

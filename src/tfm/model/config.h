@@ -5,12 +5,13 @@
 #include <cstdint>
 #include <string>
 
+#include "tfm/types.h"
+
 namespace tfm {
 
 enum class NormPlacement { pre, post };
 enum class EmbedScale { emb, prj, none };
 enum class Positions { sinusoidal, sinusoidal_concat, learned };
-enum class ActivationKind { relu, gelu };
 
 struct ModelConfig {
   int64_t d_model = 512;
@@ -30,7 +31,7 @@ struct ModelConfig {
   Positions positions = Positions::sinusoidal;
   bool decoder_only = false;
   bool bias = true;  // biases of the attention projections and the FFN
-  ActivationKind activation = ActivationKind::relu;
+  Activation activation = Activation::relu;
   double layer_norm_eps = 1e-5;
   int64_t pad_id = 0;
   int64_t bos_id = 1;
@@ -53,6 +54,5 @@ struct ModelConfig {
 const char* to_string(NormPlacement v);
 const char* to_string(EmbedScale v);
 const char* to_string(Positions v);
-const char* to_string(ActivationKind v);
 
 }  // namespace tfm

@@ -8,7 +8,7 @@ namespace tfm {
 FeedForward::FeedForward(const ModelConfig& c, Generator& gen)
     : fc1_(c.d_model, c.d_ff, c.bias, gen),
       fc2_(c.d_ff, c.d_model, c.bias, gen),
-      act_(c.activation == ActivationKind::gelu ? Activation::gelu : Activation::relu) {
+      act_(c.activation) {
   register_module("fc1", &fc1_);
   register_module("fc2", &fc2_);
 }

@@ -133,7 +133,7 @@ int64_t Transformer::parameter_count() const {
   return n;
 }
 
-void Transformer::set_precision(Precision p, std::optional<Precision> output) {
+void Transformer::set_precision(ComputeType p, std::optional<ComputeType> output) {
   apply([p](nn::Module& m) {
     if (auto* linear = dynamic_cast<nn::Linear*>(&m)) linear->set_precision(p);
   });
@@ -147,7 +147,7 @@ void Transformer::set_fp32_packing(bool on) {
   output_precision_.set_fp32_packing(on);
 }
 
-void Transformer::set_train_precision(MatmulPrecision p) {
+void Transformer::set_train_precision(ComputeType p) {
   apply([p](nn::Module& m) {
     if (auto* linear = dynamic_cast<nn::Linear*>(&m)) linear->set_train_precision(p);
   });

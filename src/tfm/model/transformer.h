@@ -73,15 +73,15 @@ class Transformer : public nn::Module {
   // Inference precision of every linear layer and of the output projection (training runs in
   // set_train_precision's; see nn::PrecisionSwitch). `output` overrides it for the output
   // projection alone.
-  void set_precision(Precision p, std::optional<Precision> output = std::nullopt);
+  void set_precision(ComputeType p, std::optional<ComputeType> output = std::nullopt);
   // fp32 inference of few rows (decoding steps) on weights packed once (on by default; see
   // nn::PrecisionSwitch). Off: fp32 inference runs exactly the training path's GEMMs.
   void set_fp32_packing(bool on);
   // The GEMMs of training forwards and backwards (every linear layer and the output projection):
   // fp32 (default) or bf16 mixed precision. Attention's own products, layer norms, softmax,
   // the loss and the optimiser stay fp32; parameters and gradients are f32 either way.
-  void set_train_precision(MatmulPrecision p);
-  MatmulPrecision train_precision() const { return output_precision_.train_precision(); }
+  void set_train_precision(ComputeType p);
+  ComputeType train_precision() const { return output_precision_.train_precision(); }
 
  private:
   // ids (B, L) at positions [offset, offset + L) -> (B, L, C), dropout and embed_norm applied.

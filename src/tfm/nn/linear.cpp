@@ -7,7 +7,7 @@
 
 namespace tfm::nn {
 
-void PrecisionSwitch::set_precision(Precision p) {
+void PrecisionSwitch::set_precision(ComputeType p) {
   std::lock_guard<std::mutex> lock(mu_);
   if (p != precision_) prepared_.reset();
   precision_ = p;
@@ -15,7 +15,7 @@ void PrecisionSwitch::set_precision(Precision p) {
 
 void PrecisionSwitch::set_fp32_packing(bool on) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (on != pack_fp32_ && precision_ == Precision::fp32) prepared_.reset();
+  if (on != pack_fp32_ && precision_ == ComputeType::float32) prepared_.reset();
   pack_fp32_ = on;
 }
 
@@ -50,7 +50,7 @@ PrecisionSwitch::Fingerprint PrecisionSwitch::fingerprint(const Tensor& w) {
 
 std::shared_ptr<const LowpWeight> PrecisionSwitch::prepared(const Tensor& w) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (precision_ == Precision::fp32 && !pack_fp32_) return nullptr;
+  if (precision_ == ComputeType::float32 && !pack_fp32_) return nullptr;
   Fingerprint now = fingerprint(w);
   if (!prepared_ || !(now == prepared_from_)) {
     prepared_ = std::make_shared<const LowpWeight>(w, precision_);
@@ -67,7 +67,7 @@ Tensor PrecisionSwitch::linear(const Tensor& x, const Tensor& w, const Tensor& b
     invalidate();  // training: the weights are about to move
     return tfm::linear(x, w, b, act, train_precision_);
   }
-  const bool fp32 = precision_ == Precision::fp32;
+  const bool fp32 = precision_ == ComputeType::float32;
   // The packed copy is of an f32 CPU weight; anything else keeps the op's own path.
   const bool packable = x.device() == Device::cpu && w.dtype() == DType::f32 &&
                         w.device() == Device::cpu && (!b.defined() || b.dtype() == DType::f32);

@@ -21,18 +21,18 @@ namespace tfm::nn {
 // by the weight's address and shape, a sample of its values, and any forward that needs gradients
 // (training is about to update it); after editing weights in place some other way, call
 // invalidate(). Forwards that need gradients (training) run their GEMMs in the training matmul
-// precision instead: fp32, or bf16 mixed precision (ops/linear.h, MatmulPrecision).
+// precision instead: fp32, or bf16 mixed precision (ops/linear.h, ComputeType).
 class PrecisionSwitch {
  public:
   // Above this many rows (an encoder batch, validation) the plain path is as fast.
   static constexpr int64_t kPackedMaxRows = 128;
 
-  void set_precision(Precision p);
-  Precision precision() const { return precision_; }
+  void set_precision(ComputeType p);
+  ComputeType precision() const { return precision_; }
   void set_fp32_packing(bool on);
   bool fp32_packing() const { return pack_fp32_; }
-  void set_train_precision(MatmulPrecision p) { train_precision_ = p; }
-  MatmulPrecision train_precision() const { return train_precision_; }
+  void set_train_precision(ComputeType p) { train_precision_ = p; }
+  ComputeType train_precision() const { return train_precision_; }
   // act(x·wᵀ + b): in the set precision when no input needs a gradient, in the training
   // precision otherwise.
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
@@ -49,8 +49,8 @@ class PrecisionSwitch {
   };
   static Fingerprint fingerprint(const Tensor& w);
 
-  Precision precision_ = Precision::fp32;
-  MatmulPrecision train_precision_ = MatmulPrecision::fp32;
+  ComputeType precision_ = ComputeType::float32;
+  ComputeType train_precision_ = ComputeType::float32;
   bool pack_fp32_ = true;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const LowpWeight> prepared_;
@@ -65,10 +65,10 @@ class Linear : public Module {
     return precision_.linear(x, weight_, bias_, act);
   }
   // Inference precision (see PrecisionSwitch); training runs in the training precision.
-  void set_precision(Precision p) { precision_.set_precision(p); }
-  void set_train_precision(MatmulPrecision p) { precision_.set_train_precision(p); }
-  MatmulPrecision train_precision() const { return precision_.train_precision(); }
-  Precision precision() const { return precision_.precision(); }
+  void set_precision(ComputeType p) { precision_.set_precision(p); }
+  void set_train_precision(ComputeType p) { precision_.set_train_precision(p); }
+  ComputeType train_precision() const { return precision_.train_precision(); }
+  ComputeType precision() const { return precision_.precision(); }
   void set_fp32_packing(bool on) { precision_.set_fp32_packing(on); }
   void invalidate_prepared() const { precision_.invalidate(); }
 

@@ -6,18 +6,6 @@
 
 namespace tfm {
 
-const char* activation_name(Activation act) {
-  switch (act) {
-    case Activation::none:
-      return "none";
-    case Activation::relu:
-      return "relu";
-    case Activation::gelu:
-      return "gelu";
-  }
-  return "?";
-}
-
 Tensor relu(const Tensor& x_in) {
   Tensor x = check_float_input(x_in, "relu", "x");
   Tensor y = Tensor::empty(x.shape(), x.dtype());

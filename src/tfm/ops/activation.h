@@ -2,13 +2,9 @@
 #pragma once
 
 #include "tfm/core/tensor.h"
+#include "tfm/types.h"
 
 namespace tfm {
-
-// gelu is the exact erf form, x·Φ(x) (PyTorch's nn.GELU() default), not the tanh approximation.
-enum class Activation { none, relu, gelu };
-
-const char* activation_name(Activation act);
 
 Tensor relu(const Tensor& x);  // max(x, 0); gradient 0 at x = 0
 Tensor gelu(const Tensor& x);  // x·Φ(x); gradient Φ(x) + x·φ(x)

@@ -10,17 +10,6 @@
 
 namespace tfm {
 
-const char* matmul_precision_name(MatmulPrecision p) {
-  return p == MatmulPrecision::bf16 ? "bf16" : "fp32";
-}
-
-MatmulPrecision parse_matmul_precision(std::string_view name) {
-  if (name == "fp32") return MatmulPrecision::fp32;
-  if (name == "bf16") return MatmulPrecision::bf16;
-  TFM_FAIL() << "unknown training precision '" << name << "' (choices: fp32, bf16)";
-  return MatmulPrecision::fp32;
-}
-
 namespace {
 
 // x rounded to bf16, as a bf16 tensor of the same shape (contiguous f32 in).
@@ -59,7 +48,7 @@ Tensor pre_activation_grad(const Tensor& gy, Activation act, const Tensor& saved
 }  // namespace
 
 Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activation act,
-              MatmulPrecision precision) {
+              ComputeType precision) {
   Tensor x = check_float_input(x_in, "linear", "x");
   Tensor w = check_float_input(w_in, "linear", "weight");
   TFM_CHECK(x.dim() >= 1) << "linear: x must have at least one dimension, got " << x.describe();
@@ -69,6 +58,10 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
       << "linear: input " << x.describe() << " does not match weight " << w.describe()
       << " in_features (" << w.size(1) << ")";
   check_same_dtype(x, w, "linear");
+  TFM_CHECK(precision == ComputeType::float32 || precision == ComputeType::bfloat16)
+      << "linear: " << compute_type_name(precision)
+      << (precision == ComputeType::int8 ? " is an inference compute type (linear_lowp)"
+                                         : " must be resolved to fp32 or bf16 first");
   const int64_t out = w.size(0), in = w.size(1);
   Tensor b;
   if (b_in.defined()) {
@@ -82,7 +75,7 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   Shape out_shape = x.shape();
   out_shape.back() = out;
   const int64_t rows = shape_numel(Shape(out_shape.begin(), out_shape.end() - 1));  // M of (M, in)
-  const bool bf16 = precision == MatmulPrecision::bf16;
+  const bool bf16 = precision == ComputeType::bfloat16;
   TFM_CHECK(!bf16 ||
             (x.dtype() == DType::f32 && x.device() == Device::cpu && w.device() == Device::cpu))
       << "linear: bf16 matmuls need f32 CPU tensors, got x " << x.describe() << " on "

@@ -8,15 +8,6 @@
 
 namespace tfm {
 
-// What the GEMMs of an f32 linear compute in. bf16 is mixed precision (AMP): x, the weight and,
-// in the backward, the output gradient are rounded to bf16 (nearest even) for the three GEMMs,
-// which accumulate in f32 and return f32; bias, activation, db, the parameters, their gradients
-// and everything outside the GEMMs stay f32. About twice the GEMM rate on CPUs with AVX512-BF16.
-enum class MatmulPrecision : uint8_t { fp32, bf16 };
-const char* matmul_precision_name(MatmulPrecision p);
-// "fp32" | "bf16"; anything else is a TFM_CHECK error naming the choices.
-MatmulPrecision parse_matmul_precision(std::string_view name);
-
 // y = act(x·weightᵀ + bias). x (..., in); weight (out, in), PyTorch's nn.Linear layout; bias (out)
 // or an undefined Tensor. Returns (..., out). All operands share one floating dtype.
 //
@@ -29,10 +20,16 @@ MatmulPrecision parse_matmul_precision(std::string_view name);
 // in the last bits with the thread count. Any fixed thread count reproduces exactly. See
 // test_linear.cpp.
 //
-// MatmulPrecision::bf16 (f32 CPU tensors only): the forward keeps the bf16 copies of x and the
+// `compute` is what the GEMMs compute in: float32, or bfloat16 mixed precision (AMP): x, the
+// weight and, in the backward, the output gradient are rounded to bf16 (nearest even) for the
+// three GEMMs, which accumulate in f32 and return f32; bias, activation, db, the parameters,
+// their gradients and everything outside the GEMMs stay f32. About twice the GEMM rate on CPUs
+// with AVX512-BF16. int8 and automatic are errors here (int8 is for inference: linear_lowp).
+//
+// ComputeType::bfloat16 (f32 CPU tensors only): the forward keeps the bf16 copies of x and the
 // weight for the backward instead of the f32 ones (half the saved memory). Error: each product
 // is exact and sums in f32, so |y − y_f32| ≤ ~2⁻⁸ Σ|x||w| per output, and likewise for dX, dW.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-              Activation act = Activation::none, MatmulPrecision precision = MatmulPrecision::fp32);
+              Activation act = Activation::none, ComputeType precision = ComputeType::float32);
 
 }  // namespace tfm

@@ -5,50 +5,15 @@
 
 namespace tfm {
 
-namespace {
-
-cpu::GemmPostOp post_op_of(Activation act) {
-  switch (act) {
-    case Activation::none:
-      return cpu::GemmPostOp::none;
-    case Activation::relu:
-      return cpu::GemmPostOp::relu;
-    case Activation::gelu:
-      return cpu::GemmPostOp::gelu_erf;
-  }
-  return cpu::GemmPostOp::none;
-}
-
-}  // namespace
-
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::fp32:
-      return "fp32";
-    case Precision::bf16:
-      return "bf16";
-    case Precision::int8:
-      return "int8";
-  }
-  return "?";
-}
-
-Precision parse_precision(std::string_view name) {
-  for (Precision p : {Precision::fp32, Precision::bf16, Precision::int8})
-    if (name == precision_name(p)) return p;
-  TFM_FAIL() << "unknown precision '" << name << "' (expected fp32, bf16 or int8)";
-  return Precision::fp32;
-}
-
-LowpWeight::LowpWeight(const Tensor& weight, Precision precision) : precision_(precision) {
+LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision) : precision_(precision) {
   TFM_CHECK(weight.defined() && weight.dim() == 2 && weight.dtype() == DType::f32 &&
             weight.device() == Device::cpu)
       << "LowpWeight: expected an f32 CPU weight (out, in), got "
       << (weight.defined() ? weight.describe() : std::string("an undefined tensor"));
   const Tensor w = weight.contiguous();
-  const cpu::LowpKind kind = precision == Precision::bf16   ? cpu::LowpKind::bf16
-                             : precision == Precision::int8 ? cpu::LowpKind::int8
-                                                            : cpu::LowpKind::f32;
+  const ComputeType kind = precision == ComputeType::bfloat16 ? ComputeType::bfloat16
+                           : precision == ComputeType::int8   ? ComputeType::int8
+                                                              : ComputeType::float32;
   packed_ = cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>());
 }
 
@@ -68,17 +33,17 @@ const std::vector<float>& LowpWeight::scales() const {
 Tensor linear_lowp(const Tensor& x_in, const LowpWeight& w, const Tensor& b_in, Activation act) {
   TFM_CHECK(x_in.defined() && x_in.dim() >= 1 && x_in.dtype() == DType::f32 &&
             x_in.device() == Device::cpu)
-      << "linear (" << precision_name(w.precision()) << "): x must be an f32 CPU tensor, got "
+      << "linear (" << compute_type_name(w.precision()) << "): x must be an f32 CPU tensor, got "
       << (x_in.defined() ? x_in.describe() : std::string("an undefined tensor"));
   TFM_CHECK(x_in.size(-1) == w.in_features())
-      << "linear (" << precision_name(w.precision()) << "): input " << x_in.describe()
+      << "linear (" << compute_type_name(w.precision()) << "): input " << x_in.describe()
       << " does not match in_features " << w.in_features();
   const int64_t out = w.out_features();
   Tensor b;
   if (b_in.defined()) {
     b = b_in.contiguous();
     TFM_CHECK(b.dim() == 1 && b.size(0) == out && b.dtype() == DType::f32)
-        << "linear (" << precision_name(w.precision()) << "): bias " << b.describe()
+        << "linear (" << compute_type_name(w.precision()) << "): bias " << b.describe()
         << " does not match out_features " << out;
   }
   const Tensor x = x_in.contiguous();
@@ -87,8 +52,7 @@ Tensor linear_lowp(const Tensor& x_in, const LowpWeight& w, const Tensor& b_in, 
   Tensor y = Tensor::empty(out_shape);
   const int64_t rows = x.numel() / w.in_features();  // M of (M, in)
   cpu::lowp_linear_forward(rows, x.data<float>(), w.packed(),
-                           b.defined() ? b.data<float>() : nullptr, post_op_of(act),
-                           y.data<float>());
+                           b.defined() ? b.data<float>() : nullptr, act, y.data<float>());
   return y;
 }
 

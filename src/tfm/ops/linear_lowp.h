@@ -15,21 +15,13 @@ namespace cpu {
 struct PackedWeights;
 }
 
-// fp32: the training path. bf16: weights and activations rounded to bf16, f32 accumulation.
-// int8: weights s8 per output channel, activations u8 per row (dynamic), s32 accumulation.
-enum class Precision : uint8_t { fp32, bf16, int8 };
-
-const char* precision_name(Precision p);
-// "fp32" | "bf16" | "int8"; anything else is a TFM_CHECK error naming the choices.
-Precision parse_precision(std::string_view name);
-
 // A linear weight converted for `precision`: bf16 or int8, or fp32 packed (values unchanged).
 // Immutable once made; a copy shares it.
 class LowpWeight {
  public:
   // weight f32 (out, in).
-  LowpWeight(const Tensor& weight, Precision precision);
-  Precision precision() const { return precision_; }
+  LowpWeight(const Tensor& weight, ComputeType precision);
+  ComputeType precision() const { return precision_; }
   int64_t out_features() const;
   int64_t in_features() const;
   size_t bytes() const;  // of the packed copies (bf16 keeps two: tfm's panels and oneDNN's)
@@ -38,7 +30,7 @@ class LowpWeight {
   const cpu::PackedWeights& packed() const { return *packed_; }
 
  private:
-  Precision precision_;
+  ComputeType precision_;
   std::shared_ptr<const cpu::PackedWeights> packed_;
 };
 

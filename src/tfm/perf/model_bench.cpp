@@ -271,7 +271,7 @@ double bf16_gemm_ceiling_gflops(int64_t n, int runs) {
       converted = true;
     }
     cpu::matmul_primitive_bf16(false, false, n, n, n, ab.data(), bb.data(), nullptr,
-                               cpu::GemmPostOp::none, c);
+                               Activation::none, c);
   });
 }
 
@@ -291,9 +291,10 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& in) {
   Transformer model(c, o.seed);
   res.parameters = model.parameter_count();
   if (o.mode == BenchMode::train)
-    model.set_train_precision(parse_matmul_precision(o.precision));
+    model.set_train_precision(
+        resolve_compute_type(parse_compute_type(o.precision), Device::cpu, /*training=*/true));
   else
-    model.set_precision(parse_precision(o.precision));
+    model.set_precision(resolve_compute_type(parse_compute_type(o.precision)));
   std::unique_ptr<Workload> work;
   if (o.mode == BenchMode::train)
     work = std::make_unique<TrainWorkload>(model, o);

@@ -20,18 +20,6 @@ namespace {
 // M=16 306 vs 81, M=32 369 vs 138, M=2048 496 vs 475.
 constexpr int64_t kSgemmMaxRows = 8;
 
-GemmPostOp post_op_of(Activation act) {
-  switch (act) {
-    case Activation::none:
-      return GemmPostOp::none;
-    case Activation::relu:
-      return GemmPostOp::relu;
-    case Activation::gelu:
-      return GemmPostOp::gelu_erf;
-  }
-  return GemmPostOp::none;
-}
-
 // y (M, N) = act(y + bias) in one pass, rows split across threads.
 template <typename T>
 void bias_activation_rows(int64_t m, int64_t n, const T* bias, Activation act, T* y) {
@@ -60,7 +48,7 @@ void linear_forward(int64_t m, int64_t n, int64_t k, const T* x, const T* w, con
     if (path == LinearPath::automatic)
       path = m <= kSgemmMaxRows ? LinearPath::sgemm : LinearPath::primitive;
     if (path == LinearPath::primitive && k > 0) {
-      matmul_primitive_f32(m, n, k, x, w, bias, post_op_of(act), y);
+      matmul_primitive_f32(m, n, k, x, w, bias, act, y);
       return;
     }
   }
@@ -116,7 +104,7 @@ void linear_forward_bf16(int64_t m, int64_t n, int64_t k, const uint16_t* x, con
     bias_activation_rows<float>(m, n, bias, act, y);
     return;
   }
-  matmul_primitive_bf16(false, true, m, n, k, x, w, bias, post_op_of(act), y);
+  matmul_primitive_bf16(false, true, m, n, k, x, w, bias, act, y);
 }
 
 void linear_backward_bf16(int64_t m, int64_t n, int64_t k, const float* dz, const uint16_t* x,
@@ -137,10 +125,10 @@ void linear_backward_bf16(int64_t m, int64_t n, int64_t k, const float* dz, cons
   float_to_bf16(m * n, dz, dzb);
   // dx (M, K) = dz (M, N) · w (N, K): w row-major is already op(B).
   if (dx != nullptr)
-    matmul_primitive_bf16(false, false, m, k, n, dzb, w, nullptr, GemmPostOp::none, dx);
+    matmul_primitive_bf16(false, false, m, k, n, dzb, w, nullptr, Activation::none, dx);
   // dw (N, K) = dzᵀ (N, M) · x (M, K): the batch's rows are this GEMM's reduction.
   if (dw != nullptr)
-    matmul_primitive_bf16(true, false, n, k, m, dzb, x, nullptr, GemmPostOp::none, dw);
+    matmul_primitive_bf16(true, false, n, k, m, dzb, x, nullptr, Activation::none, dw);
 }
 
 #define TFM_INSTANTIATE(T)                                                                      \

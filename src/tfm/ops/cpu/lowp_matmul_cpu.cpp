@@ -29,35 +29,23 @@ namespace {
 using dnnl::memory;
 using dt = memory::data_type;
 
-const char* kind_name(LowpKind kind) {
-  switch (kind) {
-    case LowpKind::bf16:
-      return "bf16";
-    case LowpKind::int8:
-      return "int8";
-    case LowpKind::f32:
-      return "f32";
-  }
-  return "?";
+dt src_type(ComputeType kind) {
+  return kind == ComputeType::bfloat16 ? dt::bf16 : dt::u8;
 }
-
-dt src_type(LowpKind kind) {
-  return kind == LowpKind::bf16 ? dt::bf16 : dt::u8;
-}
-dt weight_type(LowpKind kind) {
-  return kind == LowpKind::bf16 ? dt::bf16 : dt::s8;
+dt weight_type(ComputeType kind) {
+  return kind == ComputeType::bfloat16 ? dt::bf16 : dt::s8;
 }
 // int8 leaves the s32 sums to tfm's epilogue: per-row activation scales and zero points are
 // beyond oneDNN 2.6's matmul attributes (output scales vary along N only).
-dt dst_type(LowpKind kind) {
-  return kind == LowpKind::bf16 ? dt::f32 : dt::s32;
+dt dst_type(ComputeType kind) {
+  return kind == ComputeType::bfloat16 ? dt::f32 : dt::s32;
 }
 
 struct Key {
-  LowpKind kind;
+  ComputeType kind;
   int64_t m, n, k;
   bool bias;
-  GemmPostOp post;
+  Activation post;
   int threads;  // oneDNN fixes its work split at creation, from the thread count then
   bool operator==(const Key&) const = default;
 };
@@ -84,10 +72,10 @@ dnnl::matmul::primitive_desc make_pd(const Key& key, const memory::desc& weights
   *dst = memory::desc({key.m, key.n}, dst_type(key.kind), memory::format_tag::ab);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (key.post != GemmPostOp::none) {
+  if (key.post != Activation::none) {
     dnnl::post_ops ops;
     ops.append_eltwise(1.0f,
-                       key.post == GemmPostOp::relu ? dnnl::algorithm::eltwise_relu
+                       key.post == Activation::relu ? dnnl::algorithm::eltwise_relu
                                                     : dnnl::algorithm::eltwise_gelu_erf,
                        0.0f, 0.0f);
     attr.set_post_ops(ops);
@@ -114,7 +102,7 @@ class PrimitiveCache {
     auto pd = make_pd(key, weights, &entry->src, &entry->dst, &entry->bias);
     // Packing fixed the weights' layout; a primitive that wanted another would run slow paths.
     TFM_CHECK(pd.weights_desc() == weights)
-        << "oneDNN " << kind_name(key.kind) << " matmul (m=" << key.m << " n=" << key.n
+        << "oneDNN " << compute_type_name(key.kind) << " matmul (m=" << key.m << " n=" << key.n
         << " k=" << key.k << ") wants another weight layout than the packed one";
     entry->scratchpad = pd.scratchpad_desc();
     entry->scratchpad_bytes = entry->scratchpad.get_size();
@@ -199,9 +187,9 @@ void note_bad_row(std::atomic<int64_t>& bad_row, int64_t r) {
   bad_row.compare_exchange_strong(none, r);
 }
 
-void check_pack_args(LowpKind kind, int64_t n, int64_t k) {
-  TFM_CHECK(n > 0 && k > 0) << "pack_weights(" << kind_name(kind) << "): empty weight (" << n
-                            << ", " << k << ")";
+void check_pack_args(ComputeType kind, int64_t n, int64_t k) {
+  TFM_CHECK(n > 0 && k > 0) << "pack_weights(" << compute_type_name(kind) << "): empty weight ("
+                            << n << ", " << k << ")";
 }
 
 }  // namespace
@@ -240,20 +228,20 @@ void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* s
                                 << " of the input holds inf or NaN";
 }
 
-std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int64_t k,
+std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, int64_t k,
                                                   const float* w) {
   check_pack_args(kind, n, k);
   auto packed = std::make_shared<PackedWeights>();
   packed->kind = kind;
   packed->n = n;
   packed->k = k;
-  if (kind == LowpKind::f32) {
+  if (kind == ComputeType::float32) {
     packed->f32 = pack_f32(n, k, w);
     packed->bytes = packed->f32.bytes;
     return packed;
   }
   std::shared_ptr<void> plain;
-  if (kind == LowpKind::bf16) {
+  if (kind == ComputeType::bfloat16) {
     packed->bf16 = pack_bf16(n, k, w);
     packed->bytes = packed->bf16.bytes;
     // Where the CPU multiplies bf16, oneDNN's blocked copy serves the larger row counts too;
@@ -277,7 +265,7 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
   try {
     // The layout the matmul picks for these weights (the same for every M; checked per
     // primitive).
-    const Key key{kind, 1, n, k, false, GemmPostOp::none, get_threads()};
+    const Key key{kind, 1, n, k, false, Activation::none, get_threads()};
     memory::desc src, dst, bias;
     const memory::desc any({k, n}, weight_type(kind), memory::format_tag::any);
     auto pd = make_pd(key, any, &src, &dst, &bias);
@@ -293,25 +281,25 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
     dnnl_stream().wait();
     packed->desc = desc;
   } catch (const dnnl::error& e) {
-    TFM_FAIL() << "packing " << kind_name(kind) << " weights (" << n << ", " << k
+    TFM_FAIL() << "packing " << compute_type_name(kind) << " weights (" << n << ", " << k
                << ") for oneDNN failed: " << e.what();
   }
   return packed;
 }
 
 void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
-                         GemmPostOp post, float* y) {
+                         Activation post, float* y) {
   if (m == 0) return;
   TFM_CHECK(m > 0) << "lowp_linear_forward: negative row count " << m;
-  if (w.kind == LowpKind::f32) {
+  if (w.kind == ComputeType::float32) {
     packed_f32_linear_forward(m, x, w.f32, bias, post, y);
     return;
   }
-  if (w.kind == LowpKind::bf16 && (m <= kBf16PanelMaxRows || w.desc == nullptr)) {
+  if (w.kind == ComputeType::bfloat16 && (m <= kBf16PanelMaxRows || w.desc == nullptr)) {
     packed_bf16_linear_forward(m, x, w.bf16, bias, post, y);
     return;
   }
-  if (w.kind == LowpKind::int8 && w.desc == nullptr) {
+  if (w.kind == ComputeType::int8 && w.desc == nullptr) {
     packed_int8_linear_forward(m, x, w.int8, w.scales.data(), w.sums.data(), bias, post, y);
     return;
   }
@@ -319,18 +307,18 @@ void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, cons
 }
 
 void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
-                           GemmPostOp post, float* y) {
+                           Activation post, float* y) {
   if (m == 0) return;
   TFM_CHECK(m > 0) << "onednn_linear_forward: negative row count " << m;
-  TFM_CHECK(w.kind != LowpKind::f32 && w.desc != nullptr)
-      << "onednn_linear_forward: " << kind_name(w.kind) << " weights have no oneDNN copy"
-      << (w.kind == LowpKind::f32 ? "" : " at this CPU level (" + cpu_isa_summary() + ")");
+  TFM_CHECK(w.kind != ComputeType::float32 && w.desc != nullptr)
+      << "onednn_linear_forward: " << compute_type_name(w.kind) << " weights have no oneDNN copy"
+      << (w.kind == ComputeType::float32 ? "" : " at this CPU level (" + cpu_isa_summary() + ")");
   const int64_t n = w.n, k = w.k;
-  const bool int8 = w.kind == LowpKind::int8;
+  const bool int8 = w.kind == ComputeType::int8;
   // Inside another op's parallel region oneDNN runs on the calling thread only.
   const int threads = omp_in_parallel() ? 1 : get_threads();
   // int8 applies bias and post-op in its own dequantising pass.
-  const Key key{w.kind, m, n, k, !int8 && bias != nullptr, int8 ? GemmPostOp::none : post, threads};
+  const Key key{w.kind, m, n, k, !int8 && bias != nullptr, int8 ? Activation::none : post, threads};
   const auto& wdesc = *static_cast<const memory::desc*>(w.desc.get());
 
   std::shared_ptr<void> src_buf, acc_buf;
@@ -365,8 +353,8 @@ void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, co
     entry->primitive.execute(dnnl_stream(), args);
     dnnl_stream().wait();
   } catch (const dnnl::error& e) {
-    TFM_FAIL() << "oneDNN " << kind_name(w.kind) << " matmul (m=" << m << " n=" << n << " k=" << k
-               << ") failed: " << e.what();
+    TFM_FAIL() << "oneDNN " << compute_type_name(w.kind) << " matmul (m=" << m << " n=" << n
+               << " k=" << k << ") failed: " << e.what();
   }
   if (!int8) return;
 
@@ -381,14 +369,14 @@ void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, co
       float* out = y + r * n;
       const float sx = row_scale[r];
       const int32_t zp = row_zero[r];
-      const bool relu = post == GemmPostOp::relu;
+      const bool relu = post == Activation::relu;
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) {
         float v = sx * sw[j] * static_cast<float>(a[j] - zp * sums[j]);
         if (bias != nullptr) v += bias[j];
         out[j] = relu ? std::max(v, 0.f) : v;
       }
-      if (post == GemmPostOp::gelu_erf) gelu_forward_serial<float>(n, out, out);
+      if (post == Activation::gelu) gelu_forward_serial<float>(n, out, out);
     }
   });
 }

@@ -19,8 +19,6 @@
 
 namespace tfm::cpu {
 
-enum class LowpKind : uint8_t { bf16, int8, f32 };
-
 // A weight prepared for its kernels: oneDNN's blocked layout for its matmul (the layout does not
 // depend on M, so one copy serves every row count) and/or tfm's panels. int8 also keeps the per
 // output channel scales and the column sums of the quantised weight that undo the activations'
@@ -28,7 +26,7 @@ enum class LowpKind : uint8_t { bf16, int8, f32 };
 // its `bytes` count both (about the fp32 size); below it, and for int8 without VNNI, only tfm's
 // panels exist.
 struct PackedWeights {
-  LowpKind kind;
+  ComputeType kind;
   int64_t n = 0, k = 0;
   std::shared_ptr<void> data;        // opaque oneDNN-blocked bf16 or s8 weights, or null
   size_t bytes = 0;                  // of every copy held
@@ -48,7 +46,7 @@ inline constexpr int64_t kBf16PanelMaxRows = 128;
 // Converts w f32 (N, K) once. f32 keeps the values and only reorders them into panels. bf16 rounds
 // to nearest even; int8 is symmetric per output channel (q = round(w / scale), scale = max|w[n, :]|
 // / 127, an all-zero row gets scale 1).
-std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int64_t k,
+std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, int64_t k,
                                                   const float* w);
 
 // y (M, N) = post(x (M, K) · wᵀ + bias). bf16: x is rounded to bf16, products accumulate in f32;
@@ -58,12 +56,12 @@ std::shared_ptr<const PackedWeights> pack_weights(LowpKind kind, int64_t n, int6
 // products accumulate exactly in s32 (oneDNN with VNNI, tfm's kernel without), and one pass
 // dequantises with row × channel scales, adds bias and applies the post-op.
 void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
-                         GemmPostOp post, float* y);
+                         Activation post, float* y);
 
 // The oneDNN matmul on the blocked copy alone, whatever M (bf16 or int8), for tests and
 // benchmarks that compare it with tfm's kernels. An error where the CPU level made no such copy.
 void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
-                           GemmPostOp post, float* y);
+                           Activation post, float* y);
 
 // The conversions, exposed for tests. bf16 values are the upper 16 bits of the f32 pattern.
 void float_to_bf16(int64_t n, const float* src, uint16_t* dst);

@@ -177,7 +177,7 @@ PackedBf16 pack_bf16(int64_t n, int64_t k, const float* w) {
 }
 
 void packed_bf16_linear_forward(int64_t m, const float* x, const PackedBf16& w, const float* bias,
-                                GemmPostOp post, float* y, CpuIsa isa) {
+                                Activation post, float* y, CpuIsa isa) {
   TFM_CHECK(m >= 0) << "packed_bf16_linear_forward: negative row count " << m;
   if (m == 0) return;
   TFM_CHECK(w.data != nullptr) << "packed_bf16_linear_forward: weights not packed";

@@ -41,6 +41,6 @@ PackedBf16 pack_bf16(int64_t n, int64_t k, const float* w);
 // at about the f32 kernel's speed with half its weight bytes. `isa` (at most cpu_isa()) picks the
 // tile; tests pass a lower one to compare the levels.
 void packed_bf16_linear_forward(int64_t m, const float* x, const PackedBf16& w, const float* bias,
-                                GemmPostOp post, float* y, CpuIsa isa = cpu_isa());
+                                Activation post, float* y, CpuIsa isa = cpu_isa());
 
 }  // namespace tfm::cpu

@@ -134,7 +134,7 @@ PackedF32 pack_f32(int64_t n, int64_t k, const float* w) {
 }
 
 void packed_f32_linear_forward(int64_t m, const float* x, const PackedF32& w, const float* bias,
-                               GemmPostOp post, float* y, CpuIsa isa) {
+                               Activation post, float* y, CpuIsa isa) {
   TFM_CHECK(m >= 0) << "packed_f32_linear_forward: negative row count " << m;
   if (m == 0) return;
   TFM_CHECK(w.data != nullptr) << "packed_f32_linear_forward: weights not packed";

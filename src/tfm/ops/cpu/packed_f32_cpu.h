@@ -32,6 +32,6 @@ PackedF32 pack_f32(int64_t n, int64_t k, const float* w);
 // the threads; inside one it runs on the calling thread. `isa` (at most cpu_isa()) picks the
 // tile; tests pass a lower one to compare the levels.
 void packed_f32_linear_forward(int64_t m, const float* x, const PackedF32& w, const float* bias,
-                               GemmPostOp post, float* y, CpuIsa isa = cpu_isa());
+                               Activation post, float* y, CpuIsa isa = cpu_isa());
 
 }  // namespace tfm::cpu

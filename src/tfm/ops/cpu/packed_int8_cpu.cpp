@@ -89,7 +89,7 @@ struct Int8Avx2 {
         const __m256i exact = _mm256_sub_epi32(acc[r][c], _mm256_mullo_epi32(zx, sums[c]));
         __m256 v = _mm256_mul_ps(_mm256_mul_ps(sx, sw[c]), _mm256_cvtepi32_ps(exact));
         if (a.bias != nullptr) v = _mm256_add_ps(v, b[c]);
-        if (a.post == GemmPostOp::relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
+        if (a.post == Activation::relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
         if (full)
           _mm256_storeu_ps(yr + 8 * c, v);
         else
@@ -164,7 +164,7 @@ PackedInt8 pack_int8(int64_t n, int64_t k, const int8_t* q) {
 }
 
 void packed_int8_linear_forward(int64_t m, const float* x, const PackedInt8& w, const float* scales,
-                                const int32_t* sums, const float* bias, GemmPostOp post, float* y) {
+                                const int32_t* sums, const float* bias, Activation post, float* y) {
   TFM_CHECK(m >= 0) << "packed_int8_linear_forward: negative row count " << m;
   if (m == 0) return;
   TFM_CHECK(w.data != nullptr) << "packed_int8_linear_forward: weights not packed";

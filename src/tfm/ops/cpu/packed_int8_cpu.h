@@ -36,6 +36,6 @@ PackedInt8 pack_int8(int64_t n, int64_t k, const int8_t* q);
 // quantised per row as quantize_rows_u8 does (lowp_matmul_cpu.h) and s32 sums that are exact:
 // the same function as the oneDNN int8 path on a VNNI CPU. bias (N) may be null.
 void packed_int8_linear_forward(int64_t m, const float* x, const PackedInt8& w, const float* scales,
-                                const int32_t* sums, const float* bias, GemmPostOp post, float* y);
+                                const int32_t* sums, const float* bias, Activation post, float* y);
 
 }  // namespace tfm::cpu

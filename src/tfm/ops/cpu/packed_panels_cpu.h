@@ -39,7 +39,7 @@ struct TileArgs {
   const void* x = nullptr;  // rows of `depth` input words, `ldx` words apart
   int64_t ldx = 0;
   const float* bias = nullptr;  // (N) or null
-  GemmPostOp post = GemmPostOp::none;
+  Activation post = Activation::none;
   float* y = nullptr;  // (M, N), N = ldy
   int64_t ldy = 0;
   const void* extra = nullptr;
@@ -95,7 +95,7 @@ void run_panels(int64_t m, int64_t n, const TileArgs& a, const typename Kernel::
                                                                          cols);
       }
     }
-    if (a.post == GemmPostOp::gelu_erf)
+    if (a.post == Activation::gelu)
       for (int64_t i = 0; i < m; ++i) {
         float* yr = a.y + i * a.ldy + j0;
         gelu_forward_serial<float>(panel_cols, yr, yr);

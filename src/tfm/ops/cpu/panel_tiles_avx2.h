@@ -40,7 +40,7 @@ inline void column_masks(int64_t cols, __m256i (&mask)[NV]) {
 // by run_panels afterwards). Full tiles store whole vectors; the last block of a weight whose N
 // is not a multiple of 16 stores through masks.
 template <int MR, int NV>
-inline void store_tile(const __m256 (&acc)[MR][NV], const float* bias, GemmPostOp post,
+inline void store_tile(const __m256 (&acc)[MR][NV], const float* bias, Activation post,
                        int64_t cols, float* y, int64_t ldy) {
   const bool full = cols == 8 * NV;
   __m256i mask[NV];
@@ -55,7 +55,7 @@ inline void store_tile(const __m256 (&acc)[MR][NV], const float* bias, GemmPostO
 #pragma GCC unroll 2
     for (int c = 0; c < NV; ++c) {
       __m256 v = _mm256_add_ps(acc[r][c], b[c]);
-      if (post == GemmPostOp::relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
+      if (post == Activation::relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
       if (full)
         _mm256_storeu_ps(y + r * ldy + 8 * c, v);
       else

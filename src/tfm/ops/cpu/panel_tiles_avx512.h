@@ -48,7 +48,7 @@ inline void column_masks(int64_t cols, __mmask16 (&mask)[NV]) {
 // y[r, :cols] = post(acc[r] + bias) for the tile's MR rows (ReLU in registers; GELU is applied
 // by run_panels afterwards).
 template <int MR, int NV>
-inline void store_tile(const __m512 (&acc)[MR][NV], const float* bias, GemmPostOp post,
+inline void store_tile(const __m512 (&acc)[MR][NV], const float* bias, Activation post,
                        int64_t cols, float* y, int64_t ldy) {
   __mmask16 mask[NV];
   column_masks<NV>(cols, mask);
@@ -60,7 +60,7 @@ inline void store_tile(const __m512 (&acc)[MR][NV], const float* bias, GemmPostO
 #pragma GCC unroll 3
     for (int c = 0; c < NV; ++c) {
       __m512 v = _mm512_add_ps(acc[r][c], b[c]);
-      if (post == GemmPostOp::relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+      if (post == Activation::relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
       _mm512_mask_storeu_ps(y + r * ldy + 16 * c, mask[c], v);
     }
   }

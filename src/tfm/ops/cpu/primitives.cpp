@@ -164,7 +164,7 @@ namespace {
 struct PrimitiveKey {
   int64_t m, n, k;
   bool bias;
-  GemmPostOp post;
+  Activation post;
   // oneDNN fixes its work split when the primitive is created, from the thread count then.
   int threads;
   // f32: (M, K) · (N, K)ᵀ. bf16: op(A) · op(B) with the layouts the flags say.
@@ -211,10 +211,10 @@ std::shared_ptr<const PrimitiveEntry> create_primitive(const PrimitiveKey& key) 
   // The caller hands in scratch memory per call: the primitive then holds no mutable state and
   // may run on several threads at once, and the memory comes from tfm's caching allocator.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (key.post != GemmPostOp::none) {
+  if (key.post != Activation::none) {
     dnnl::post_ops ops;
     ops.append_eltwise(1.0f,
-                       key.post == GemmPostOp::relu ? dnnl::algorithm::eltwise_relu
+                       key.post == Activation::relu ? dnnl::algorithm::eltwise_relu
                                                     : dnnl::algorithm::eltwise_gelu_erf,
                        0.0f, 0.0f);
     attr.set_post_ops(ops);
@@ -343,14 +343,14 @@ int primitive_threads() {
 }  // namespace
 
 void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
-                          const float* bias, GemmPostOp post, float* y) {
+                          const float* bias, Activation post, float* y) {
   TFM_CHECK(m > 0 && n > 0 && k > 0)
       << "matmul_primitive_f32: empty problem m=" << m << " n=" << n << " k=" << k;
   run_primitive({m, n, k, bias != nullptr, post, primitive_threads()}, x, w, bias, y);
 }
 
 void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                           const uint16_t* a, const uint16_t* b, const float* bias, GemmPostOp post,
+                           const uint16_t* a, const uint16_t* b, const float* bias, Activation post,
                            float* c) {
   TFM_CHECK(m > 0 && n > 0 && k > 0)
       << "matmul_primitive_bf16: empty problem m=" << m << " n=" << n << " k=" << k;

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tfm/types.h"
+
 namespace tfm::cpu {
 
 // C = alpha * op(A) * op(B) + beta * C. op(X) = Xᵀ when trans_x. lda/ldb/ldc are row strides.
@@ -19,9 +21,6 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t 
                   T alpha, const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
                   int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c);
 
-// What a fused GEMM applies to x·wᵀ + bias before storing it.
-enum class GemmPostOp { none, relu, gelu_erf };
-
 // y (M, N) = post(x (M, K) · wᵀ + bias) with one oneDNN matmul primitive: w is (N, K) row-major
 // (nn.Linear's layout) and read transposed through its strides, bias (N) may be null, and bias
 // and post-op run in the GEMM's epilogue instead of as extra passes over y. Contiguous operands.
@@ -29,7 +28,7 @@ enum class GemmPostOp { none, relu, gelu_erf };
 // (M, N, K, bias, post, thread count), in a bounded least-recently-used cache shared by all
 // threads.
 void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
-                          const float* bias, GemmPostOp post, float* y);
+                          const float* bias, Activation post, float* y);
 
 // c (M, N) = post(op(a) · op(b) + bias) with bf16 operands, f32 accumulation and an f32 result:
 // the GEMMs of mixed-precision training (linear_cpu.h). a is (M, K) row-major, or (K, M) when
@@ -38,7 +37,7 @@ void matmul_primitive_f32(int64_t m, int64_t n, int64_t k, const float* x, const
 // Below AVX512-BF16 (core/cpu_isa.h) the operands are widened to f32 (exact) and multiplied by
 // the f32 primitive: the same function, summed in another order, and no faster than fp32.
 void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                           const uint16_t* a, const uint16_t* b, const float* bias, GemmPostOp post,
+                           const uint16_t* a, const uint16_t* b, const float* bias, Activation post,
                            float* c);
 
 struct PrimitiveCacheStats {

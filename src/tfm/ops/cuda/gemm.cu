@@ -157,15 +157,15 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 }
 
 void linear_forward(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* bias, LinearEpilogue act, float* y, const Stream& stream) {
+                    const float* bias, Activation act, float* y, const Stream& stream) {
   cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_DEFAULT;
-  if (act == LinearEpilogue::relu) {
+  if (act == Activation::relu) {
     ep = bias != nullptr ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
   } else if (bias != nullptr) {
     ep = CUBLASLT_EPILOGUE_BIAS;
   }
   lt_matmul(false, true, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n, bias, ep, stream);
-  if (act == LinearEpilogue::gelu) gelu_forward(m * n, y, y, stream);
+  if (act == Activation::gelu) gelu_forward(m * n, y, y, stream);
 }
 
 void linear_backward(int64_t m, int64_t n, int64_t k, const float* dz, const float* x,

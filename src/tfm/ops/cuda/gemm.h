@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tfm/core/cuda/runtime.h"
+#include "tfm/types.h"
 
 namespace tfm::cuda {
 
@@ -16,15 +17,13 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
           const Stream& stream = default_stream());
 
-// What a linear layer applies to x·wᵀ + bias before storing it.
-enum class LinearEpilogue { none, relu, gelu };
 
 // y (M, N) = act(x (M, K) · w (N, K)ᵀ + bias (N)), bias nullable: nn.Linear's layout, as
 // cpu::linear_forward. Bias and ReLU run in cuBLASLt's epilogue. GELU is the exact erf form, as
 // on the CPU; cuBLASLt's GELU epilogue is the tanh approximation, so GELU runs as one extra
 // pass over y after a bias epilogue.
 void linear_forward(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* bias, LinearEpilogue act, float* y,
+                    const float* bias, Activation act, float* y,
                     const Stream& stream = default_stream());
 
 // From dz (M, N), the gradient at the pre-activation: dx (M, K) = dz·w, dw (N, K) = dzᵀ·x,

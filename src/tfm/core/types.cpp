@@ -1,0 +1,88 @@
+#include "tfm/types.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "tfm/core/check.h"
+#include "tfm/core/cpu_isa.h"
+
+namespace tfm {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+const char* device_name(Device d) {
+  return d == Device::cpu ? "cpu" : "cuda";
+}
+
+Device parse_device(std::string_view name) {
+  const std::string v = lower(name);
+  if (v == "cpu") return Device::cpu;
+  if (v == "cuda") return Device::cuda;
+  TFM_FAIL() << "unknown device '" << name << "' (expected cpu or cuda)";
+  return Device::cpu;
+}
+
+const char* compute_type_name(ComputeType t) {
+  switch (t) {
+    case ComputeType::float32:
+      return "fp32";
+    case ComputeType::bfloat16:
+      return "bf16";
+    case ComputeType::int8:
+      return "int8";
+    case ComputeType::automatic:
+      return "auto";
+  }
+  return "?";
+}
+
+ComputeType parse_compute_type(std::string_view name) {
+  const std::string v = lower(name);
+  if (v == "fp32" || v == "float32" || v == "float") return ComputeType::float32;
+  if (v == "bf16" || v == "bfloat16") return ComputeType::bfloat16;
+  if (v == "int8") return ComputeType::int8;
+  if (v == "auto" || v == "default") return ComputeType::automatic;
+  TFM_FAIL() << "unknown compute type '" << name << "' (expected fp32, bf16, int8 or auto)";
+  return ComputeType::float32;
+}
+
+ComputeType resolve_compute_type(ComputeType requested, Device device, bool training) {
+  TFM_CHECK(device == Device::cpu)
+      << "compute types on " << device_name(device) << " are not available in this build";
+  TFM_CHECK(!(training && requested == ComputeType::int8))
+      << "int8 is an inference compute type; training takes fp32, bf16 or auto";
+  if (requested != ComputeType::automatic) return requested;
+  // bf16 pays where the CPU multiplies bf16; elsewhere it would be emulated, so fp32.
+  return cpu_has_bf16_dot() ? ComputeType::bfloat16 : ComputeType::float32;
+}
+
+const char* activation_name(Activation act) {
+  switch (act) {
+    case Activation::none:
+      return "none";
+    case Activation::relu:
+      return "relu";
+    case Activation::gelu:
+      return "gelu";
+  }
+  return "?";
+}
+
+Activation parse_activation(std::string_view name) {
+  for (Activation a : {Activation::none, Activation::relu, Activation::gelu})
+    if (name == activation_name(a)) return a;
+  TFM_FAIL() << "unknown activation '" << name << "' (expected none, relu or gelu)";
+  return Activation::none;
+}
+
+}  // namespace tfm
