@@ -255,7 +255,7 @@ void run_train(CLI::App* cmd, Flags& f) {
   BatcherOptions bo;
   bo.batch_tokens = f.batch_tokens;
   bo.seed = f.seed;
-  bo.pad_id = config.pad_id, bo.bos_id = config.bos_id, bo.eos_id = config.eos_id;
+  bo.format = config.seq_format();
   Batcher batcher(std::move(train), bo);
 
   TrainerOptions o;
