@@ -155,7 +155,8 @@ void add_translate(CLI::App& app) {
     if (!f.ids) {
       vocabs = load_model_vocabs(f.dir);
       TFM_CHECK(vocabs.src && vocabs.trg)
-          << "no SentencePiece vocabulary in " << f.dir << "; use --ids";
+          << "no SentencePiece vocabulary in " << f.dir << " (" << kSharedVocabFile << ", or "
+          << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
     }
     decode::SearchOptions o;
     o.beam_size = f.beam_size;
