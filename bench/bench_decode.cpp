@@ -67,7 +67,7 @@ void BM_StepTime(benchmark::State& state) {
   std::vector<const Ids*> ptrs;
   for (const Ids& s : src) ptrs.push_back(&s);
   const ModelConfig& c = m.config();
-  Tensor src_t = source_batch(ptrs, c.pad_id, c.eos_id);
+  Tensor src_t = source_batch(ptrs, c.seq_format());
   std::vector<double> per_step(kSteps, 0.0);
   int64_t runs = 0;
   for (auto _ : state) {

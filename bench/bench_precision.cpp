@@ -144,7 +144,7 @@ void BM_decode(benchmark::State& st, const char* preset, ComputeType precision) 
     for (int32_t& t : s) t = 3 + static_cast<int32_t>(rs.uniform(i++) * (kVocab - 3));
   std::vector<const Ids*> ptrs;
   for (const Ids& s : src) ptrs.push_back(&s);
-  const Tensor src_t = source_batch(ptrs, c.pad_id, c.eos_id);
+  const Tensor src_t = source_batch(ptrs, c.seq_format());
   tfm::NoGradGuard no_grad;
   for (auto _ : st) {
     DecoderState state = model.start(src_t);

@@ -3,7 +3,8 @@
 
     /usr/bin/python3 tools/convert_pytorch.py --layout seed004|seed000|torch-nn \
         --checkpoint FILE.pt --out DIR [--heads N] [--pad-id N] [--bos-id N] [--eos-id N] \
-        [--max-length N] [--embed-scale emb|prj|none] [--norm pre|post] [--activation relu|gelu]
+        [--max-length N] [--embed-scale emb|prj|none] [--norm pre|post] [--activation relu|gelu] \
+        [--source-bos | --no-source-bos] [--source-eos | --no-source-eos]
 
 FILE.pt is torch.save(model.state_dict()) (a dict holding it under "model" or "state_dict", as
 training scripts save, is accepted too). Layouts (tools/seed_models.py implements each):
@@ -22,6 +23,14 @@ whether biases exist, sharing/tying (by comparing tensors), and learned vs sinus
 (a stored position table that is not the sinusoid becomes `positions: learned`; its length sets
 max_length). The number of heads, the special ids and dropout rates are not in a state dict:
 they come from flags. Unknown or missing names are an error that lists them.
+
+Source framing (config keys source_bos / source_eos: what tfm adds around each source sentence)
+is not in a state dict either; each layout's default is what its training pipeline fed the
+encoder, and the flags override it for a model trained otherwise:
+  seed004   [BOS] x [EOS]: jadore801120's preprocess.py gives the source Field init_token <s>
+            and eos_token </s>
+  seed000   x [EOS]: tensor2tensor appends EOS to the inputs, no BOS
+  torch-nn  [BOS] x [EOS]: the tutorial's tensor_transform wraps source and target alike
 """
 from __future__ import annotations
 
@@ -327,6 +336,9 @@ def positions(kw, out, tables, kind, args, notes):
 LAYOUTS = {"seed004": convert_seed004, "seed000": convert_seed000, "torch-nn": convert_torch_nn}
 # Special ids when no flag says: the tutorial's constants for torch-nn, the project's otherwise.
 DEFAULT_IDS = {"seed004": (0, 1, 2), "seed000": (0, 1, 2), "torch-nn": (1, 2, 3)}
+# (source_bos, source_eos) when no flag says: what each layout's training pipeline fed the encoder
+# (the module docstring says where each comes from).
+DEFAULT_FRAMING = {"seed004": (True, True), "seed000": (False, True), "torch-nn": (True, True)}
 
 
 def load_state_dict(path):
@@ -359,7 +371,16 @@ def convert(state_dict: dict, layout: str, args) -> tuple[rm.ModelConfig, dict, 
     else:
         args_heads = args.heads
     pad, bos, eos = DEFAULT_IDS[layout]
-    kw.update(heads=args_heads,
+    src_bos, src_eos = DEFAULT_FRAMING[layout]
+    src_bos = src_bos if args.source_bos is None else args.source_bos
+    src_eos = src_eos if args.source_eos is None else args.source_eos
+    if kw["decoder_only"]:
+        src_bos, src_eos = False, True  # no source: keep the keys at their defaults
+    else:
+        notes.append("source framing: " + "[BOS] " * src_bos + "x" + " [EOS]" * src_eos
+                     + (" (the layout's; see --source-bos / --source-eos)"
+                        if (args.source_bos, args.source_eos) == (None, None) else ""))
+    kw.update(heads=args_heads, source_bos=src_bos, source_eos=src_eos,
               pad_id=pad if args.pad_id is None else args.pad_id,
               bos_id=bos if args.bos_id is None else args.bos_id,
               eos_id=eos if args.eos_id is None else args.eos_id,
@@ -394,6 +415,12 @@ def parser():
                    help="override the layout's embedding/projection scaling")
     p.add_argument("--norm", choices=["pre", "post"], help="torch-nn only: norm_first (default post)")
     p.add_argument("--activation", choices=["relu", "gelu"], help="torch-nn only (default relu)")
+    p.add_argument("--source-bos", action=argparse.BooleanOptionalAction, default=None,
+                   help="put BOS before each source sentence (default: the layout's; seed004 and "
+                        "torch-nn yes, seed000 no)")
+    p.add_argument("--source-eos", action=argparse.BooleanOptionalAction, default=None,
+                   help="put EOS after each source sentence (default: the layout's; yes for all "
+                        "three)")
     p.add_argument("--dropout", type=float, default=0.1, help="for further training (default 0.1)")
     p.add_argument("--attention-dropout", type=float, default=0.1, help="default 0.1")
     return p

@@ -14,10 +14,11 @@ For each variant in VARIANTS, tests/fixtures/<variant>/ holds
                                    as `tfm score`), loss_trajectory (f64 10: the loss before each
                                    of 10 Adam steps, lr 1e-3, betas (0.9, 0.98), eps 1e-9, no
                                    weight decay, the same batch every step)
-and tests/fixtures/convert/<layout>/ holds a model converted by tools/convert_pytorch.py from a
-tools/seed_models.py checkpoint, with src.ids / trg.ids (space-separated ids, no BOS/EOS, as
-`tfm score --ids` reads them) and expected_scores.txt (one log-probability a line, %.9g, computed
-by the seed model itself).
+and tests/fixtures/convert/<name>/ holds a model converted by tools/convert_pytorch.py from a
+tools/seed_models.py checkpoint (CONVERT_CASES: a layout and converter flags), with src.ids /
+trg.ids (space-separated ids, no BOS/EOS, as `tfm score --ids` reads them) and
+expected_scores.txt (one log-probability a line, %.9g, computed by the seed model itself on the
+source framed as the converted config says: source_bos / source_eos).
 
 Every number is computed in float64 from the f32 weights as stored, with dropout 0 (the fixture
 configs say dropout 0); f32 tensors are float64 results rounded once. Weights come from the
@@ -28,6 +29,7 @@ source and target. The output is byte-identical from run to run (one thread, fix
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -197,8 +199,17 @@ def randomize(model: torch.nn.Module, seed: int) -> None:
                 p.copy_(torch.from_numpy(a).to(p.dtype))
 
 
+# convert/<name> -> (layout, converter flags). seed004 twice: its layout's source framing
+# [BOS] x [EOS], and the same checkpoint and ids with --no-source-eos ([BOS] x), so that scoring
+# with and without the source EOS is checked against PyTorch.
+CONVERT_CASES = {"seed004": ("seed004", ["--heads", "4"]),
+                 "seed004-no-source-eos": ("seed004", ["--heads", "4", "--no-source-eos"]),
+                 "seed000": ("seed000", ["--heads", "4", "--max-length", "64"]),
+                 "torch-nn": ("torch-nn", ["--heads", "4"])}  # torch-nn: the tutorial's ids 1/2/3
+
+
 def seed_checkpoints():
-    """layout -> (seed model (f32, randomized), converter flags). Small, each a bit different."""
+    """layout -> seed model (f32, randomized). Small, each a bit different."""
     torch.manual_seed(0)  # the constructors' own init, overwritten by randomize()
     m004 = sm.Seed004Transformer(23, 23, 0, 0, d_word_vec=16, d_model=16, d_inner=32, n_layers=2,
                                  n_head=4, d_k=4, d_v=4, dropout=0.1, n_position=64)
@@ -207,17 +218,16 @@ def seed_checkpoints():
                                  trg_pad_idx=0, num_heads=4)
     mnn = sm.TorchNNSeq2Seq(2, 2, 16, 4, 23, 19, dim_feedforward=32, dropout=0.1, pad_idx=1,
                             maxlen=128)
-    models = {"seed004": (m004, ["--heads", "4"]),
-              "seed000": (m000, ["--heads", "4", "--max-length", "64"]),
-              "torch-nn": (mnn, ["--heads", "4"])}  # torch-nn: the tutorial's ids 1/2/3
-    for layout, (m, _) in models.items():
+    models = {"seed004": m004, "seed000": m000, "torch-nn": mnn}
+    for layout, m in models.items():
         randomize(m, variant_seed("convert/" + layout))
         m.eval()
     return models
 
 
 def seed_model_scores(model, cfg: rm.ModelConfig, src, trg):
-    """log P(y + EOS | x + EOS) per sentence from the seed model itself, in float64."""
+    """log P(y + EOS | framed x) per sentence from the seed model itself, in float64 (the source
+    framed as cfg's source_bos / source_eos say)."""
     m = sm.to_float64(model).eval()
     s, ti, to = rm.make_batch(cfg, src, trg)
     with torch.no_grad():
@@ -227,8 +237,10 @@ def seed_model_scores(model, cfg: rm.ModelConfig, src, trg):
 
 
 def write_convert(out_dir: str) -> None:
-    for layout, (model, flags) in seed_checkpoints().items():
-        d = os.path.join(out_dir, "convert", layout)
+    models = seed_checkpoints()
+    for name, (layout, flags) in CONVERT_CASES.items():
+        model = copy.deepcopy(models[layout])  # seed_model_scores turns it into float64
+        d = os.path.join(out_dir, "convert", name)
         args = cp.parser().parse_args(["--layout", layout, "--checkpoint", "-", "--out", d]
                                       + flags)
         cfg, tensors, _ = cp.convert(model.state_dict(), layout, args)
@@ -240,7 +252,7 @@ def write_convert(out_dir: str) -> None:
         scores = seed_model_scores(model, cfg, src, trg)
         ref = rm.load_model_dir(d, torch.float64).eval()
         check = ref.log_probs(src, trg)
-        assert torch.allclose(scores, check, rtol=1e-9, atol=0), (layout, scores, check)
+        assert torch.allclose(scores, check, rtol=1e-9, atol=0), (name, scores, check)
         for fname, rows in (("src.ids", src), ("trg.ids", trg)):
             with open(os.path.join(d, fname), "w") as f:
                 f.writelines(" ".join(map(str, r)) + "\n" for r in rows)

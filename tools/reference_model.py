@@ -23,9 +23,10 @@ Math (the seeds' math with their bugs fixed; docs/seeds.md):
               has post-norm layers and final norms)
   output      logits = h @ W^T (+ output.bias), W = output.weight, or embed.trg.weight when
               tie_output; then logits *= C^-0.5 if embed_scale == 'prj'
-Sequences: the source is [x1 .. xm, EOS] (tfm appends EOS to each source line, as fairseq and
-Marian do); the decoder reads [BOS, y1 .. yn] and predicts [y1 .. yn, EOS]; pad_id positions are
-masked as keys everywhere and ignored by the loss. decoder_only: no encoder, no cross-attention,
+Sequences: the source is [BOS] x1 .. xm [EOS], BOS when source_bos (default false), EOS when
+source_eos (default true: tfm appends EOS to each source line, as fairseq and Marian do; the
+converters set both from the layout); the decoder reads [BOS, y1 .. yn] and predicts
+[y1 .. yn, EOS]; pad_id positions are masked as keys everywhere and ignored by the loss. decoder_only: no encoder, no cross-attention,
 no embed.src; the model scores targets alone.
 
 Init (init_parameters): Xavier uniform for matrices, N(0, C^-0.5) for embeddings and learned
@@ -76,6 +77,8 @@ class ModelConfig:
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
+    source_bos: bool = False           # [BOS] before each source sentence
+    source_eos: bool = True            # [EOS] after each source sentence
     max_length: int = 1024
     src_vocab_size: int = 0
     trg_vocab_size: int = 0
@@ -119,8 +122,9 @@ class ModelConfig:
         else:
             need(self.encoder_layers >= 1, "encoder_layers must be >= 1")
             need(self.src_vocab_size > 0, "src_vocab_size must be positive")
-            need(self.pad_id < self.src_vocab_size and self.eos_id < self.src_vocab_size,
-                 "pad_id and eos_id must be in the source vocabulary")
+            need(self.pad_id < self.src_vocab_size and self.eos_id < self.src_vocab_size
+                 and self.bos_id < self.src_vocab_size,
+                 "pad_id, bos_id and eos_id must be in the source vocabulary")
             need(not self.share_embeddings or self.src_vocab_size == self.trg_vocab_size,
                  "share_embeddings needs src_vocab_size == trg_vocab_size")
         return self
@@ -417,9 +421,18 @@ class Transformer(nn.Module):
             self.train(was)
 
 
+def frame_source(cfg: ModelConfig, x) -> list[int]:
+    """A source sentence as the encoder reads it: [BOS] x [EOS] as source_bos / source_eos say."""
+    row = [cfg.bos_id] * cfg.source_bos + list(x) + [cfg.eos_id] * cfg.source_eos
+    if not row:
+        raise ValueError("an empty source with neither source_bos nor source_eos leaves the "
+                         "encoder no token")
+    return row
+
+
 def make_batch(cfg: ModelConfig, src, trg):
-    """(src (B,S) = x + [EOS], trg_in (B,T) = [BOS] + y, trg_out (B,T) = y + [EOS]), pad-padded,
-    int64. src is None for decoder_only."""
+    """(src (B,S) = framed x (frame_source), trg_in (B,T) = [BOS] + y, trg_out (B,T) = y + [EOS]),
+    pad-padded, int64. src is None for decoder_only."""
     def pad(rows):
         L = max(len(r) for r in rows)
         return torch.tensor([list(r) + [cfg.pad_id] * (L - len(r)) for r in rows], dtype=torch.long)
@@ -428,7 +441,7 @@ def make_batch(cfg: ModelConfig, src, trg):
             bad = [t for t in r if t in (cfg.pad_id, cfg.bos_id, cfg.eos_id)]
             if bad:
                 raise ValueError(f"input ids must not contain pad/bos/eos ids: {r}")
-    s = None if cfg.decoder_only else pad([list(x) + [cfg.eos_id] for x in src])
+    s = None if cfg.decoder_only else pad([frame_source(cfg, x) for x in src])
     return s, pad([[cfg.bos_id] + list(y) for y in trg]), pad([list(y) + [cfg.eos_id] for y in trg])
 
 

@@ -209,6 +209,22 @@ class ReferenceTests(unittest.TestCase):
         with self.assertRaises(ValueError):
             m.log_probs([[5, m.cfg.eos_id]], [[7]])
 
+    def test_source_framing(self):
+        """source_bos / source_eos frame each source; an empty source needs one of them."""
+        want = {(False, True): [[5, 6, 2], [7, 2, 0]], (True, True): [[1, 5, 6, 2], [1, 7, 2, 0]],
+                (True, False): [[1, 5, 6], [1, 7, 0]], (False, False): [[5, 6], [7, 0]]}
+        for (bos, eos), rows in want.items():
+            cfg = tiny(source_bos=bos, source_eos=eos)
+            s, ti, to = rm.make_batch(cfg, [[5, 6], [7]], [[4], [8, 9]])
+            self.assertEqual(s.tolist(), rows, (bos, eos))
+            self.assertEqual(ti.tolist(), [[1, 4, 0], [1, 8, 9]])
+            self.assertEqual(rm.ModelConfig.from_dict(json.loads(cfg.to_json())), cfg)
+        self.assertEqual(rm.make_batch(tiny(), [[]], [[4]])[0].tolist(), [[2]])
+        with self.assertRaises(ValueError):
+            rm.make_batch(tiny(source_eos=False), [[5], []], [[4], [4]])
+        with self.assertRaises(ValueError):
+            tiny(source_bos="yes")
+
     def test_label_smoothed_loss(self):
         m = self._model()
         s, ti, to = rm.make_batch(m.cfg, [[5, 6, 7], [8]], [[4, 5, 6], [7]])
@@ -304,22 +320,48 @@ class ConvertTests(unittest.TestCase):
                 self._check_config(name, ref.cfg)
                 self._compare(model, ref)
 
+    def test_source_framing_flags(self):
+        """--[no-]source-bos / --[no-]source-eos override the layout's framing; the seed model
+        fed each framing gives the converted model's log-probs, and each framing other numbers."""
+        make, layout, flags = seed_cases()["seed004_shared_tied"]
+        torch.manual_seed(0)
+        model = make()
+        mr.randomize(model, 5)
+        model.eval()
+        scores = {}
+        for extra, want in (([], (True, True)), (["--no-source-eos"], (True, False)),
+                            (["--no-source-bos"], (False, True)),
+                            (["--no-source-bos", "--no-source-eos"], (False, False)),
+                            (["--source-bos", "--source-eos"], (True, True))):
+            with self.subTest(extra), tempfile.TemporaryDirectory() as d:
+                ref = convert_in_process(model, layout, flags + extra, d)
+                self.assertEqual((ref.cfg.source_bos, ref.cfg.source_eos), want)
+                self._compare(model, ref)
+                scores[want] = ref.log_probs(SRC4, TRG)
+        for a in scores:
+            for b in scores:
+                if a < b:
+                    self.assertGreater((scores[a] - scores[b]).abs().max().item(), 1e-3, (a, b))
+
     def _check_config(self, name, cfg):
         want = {
             "seed004_shared_tied": dict(share_embeddings=True, tie_output=True, embed_scale="prj",
                                         norm="post", embed_norm=True, layer_norm_eps=1e-6,
-                                        max_length=40, positions="sinusoidal", bias=True),
+                                        max_length=40, positions="sinusoidal", bias=True,
+                                        source_bos=True, source_eos=True),
             "seed004_untied": dict(share_embeddings=False, tie_output=False, embed_scale="none",
                                    heads=2),
             "seed004_emb": dict(embed_scale="emb", encoder_layers=1),
             "seed000_shared": dict(share_embeddings=True, tie_output=True, norm="pre",
                                    final_norm=True, positions="sinusoidal_concat", heads=8,
-                                   embed_scale="emb", max_length=1024),
+                                   embed_scale="emb", max_length=1024, source_bos=False,
+                                   source_eos=True),
             "seed000_odd_unshared": dict(share_embeddings=False, d_model=15, src_vocab_size=23,
                                          trg_vocab_size=19),
             "seed000_decoder_only": dict(decoder_only=True, encoder_layers=0, src_vocab_size=0),
             "torch_nn_post": dict(norm="post", final_norm=True, output_bias=True,
-                                  tie_output=False, max_length=100, layer_norm_eps=1e-5),
+                                  tie_output=False, max_length=100, layer_norm_eps=1e-5,
+                                  source_bos=True, source_eos=True),
             "torch_nn_pre_gelu": dict(norm="pre", activation="gelu", d_ff=24, encoder_layers=1),
         }[name]
         for k, v in want.items():
@@ -470,15 +512,22 @@ class FixtureTests(unittest.TestCase):
                 self.assertTrue((np.diff(traj) < 0).all(), traj)
 
     def test_convert_fixtures(self):
-        for layout in ("seed004", "seed000", "torch-nn"):
-            with self.subTest(layout):
-                d = os.path.join(FIXTURES, "convert", layout)
+        want = {}
+        for name in mr.CONVERT_CASES:
+            with self.subTest(name):
+                d = os.path.join(FIXTURES, "convert", name)
                 ref = rm.load_model_dir(d).eval()
                 lines = lambda f: _read(os.path.join(d, f)).splitlines()
                 ids = lambda f: [[int(x) for x in line.split()] for line in lines(f)]
-                want = [float(x) for x in lines("expected_scores.txt")]
+                want[name] = np.array([float(x) for x in lines("expected_scores.txt")])
                 got = ref.log_probs(ids("src.ids"), ids("trg.ids")).tolist()
-                np.testing.assert_allclose(got, want, rtol=1e-8)
+                np.testing.assert_allclose(got, want[name], rtol=1e-8)
+        # The seed004 pair: one checkpoint and the same ids, framed [BOS] x [EOS] and [BOS] x.
+        framing = lambda n: (lambda c: (c.source_bos, c.source_eos))(
+            rm.load_model_dir(os.path.join(FIXTURES, "convert", n)).cfg)
+        self.assertEqual(framing("seed004"), (True, True))
+        self.assertEqual(framing("seed004-no-source-eos"), (True, False))
+        self.assertGreater(np.abs(want["seed004"] - want["seed004-no-source-eos"]).max(), 1e-3)
 
     def test_size(self):
         total = sum(os.path.getsize(os.path.join(p, f))

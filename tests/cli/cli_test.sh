@@ -14,8 +14,9 @@ else
   bad "info failed: $(cat "$tmp/err")"
 fi
 
-# score --ids on converted PyTorch checkpoints: the numbers PyTorch computed.
-for layout in seed004 seed000 torch-nn; do
+# score --ids on converted PyTorch checkpoints: the numbers PyTorch computed. seed004 twice: its
+# layout's source framing [BOS] x [EOS], and the same checkpoint converted with --no-source-eos.
+for layout in seed004 seed004-no-source-eos seed000 torch-nn; do
   d=$fx/convert/$layout
   if "$tfm" score --model "$d" --src "$d/src.ids" --trg "$d/trg.ids" --ids >"$tmp/s" 2>"$tmp/err"; then
     if paste "$tmp/s" "$d/expected_scores.txt" | awk '

@@ -132,7 +132,7 @@ grep -q '"max-updates": "2"' "$tmp/g/train_config.json" && ok || bad "effective 
 # Checkpoint averaging: the mean of a model with itself is the model; vocabularies come along.
 "$tfm" average --out "$tmp/avg" "$tmp/a" "$tmp/a" >/dev/null || bad "average failed"
 cmp -s "$tmp/a/model.safetensors" "$tmp/avg/model.safetensors" && ok || bad "average(x, x) != x"
-[[ -s "$tmp/avg/vocab.spm" ]] && ok || bad "average: vocabulary not copied"
+[[ -s "$tmp/avg/vocab.model" ]] && ok || bad "average: vocabulary not copied"
 printf 'der hund sieht die katze\n\nhaus\n' | "$tfm" translate --model "$tmp/a" --threads 1 >"$tmp/tr.out"
 [[ $(wc -l <"$tmp/tr.out") -eq 3 ]] && ok || bad "translate with a trained model: $(cat "$tmp/tr.out")"
 

@@ -190,6 +190,36 @@ TEST(Batcher, FingerprintTracksDataAndOptions) {
   EXPECT_NE(Batcher(fewer, opts(100, 1)).fingerprint(), f);
 }
 
+// The source framing enters the fingerprint only when it is not the default, so a training state
+// saved before the framing was an option (the literal: the fingerprint as that code computed it)
+// still resumes; another framing changes batch costs and so the fingerprint.
+TEST(Batcher, FingerprintOfTheDefaultFramingIsUnchangedAndOthersDiffer) {
+  const std::vector<Example> ex = {{{3, 4}, {5}}, {{6}, {7, 8, 9}}};
+  EXPECT_EQ(Batcher(ex, opts(100, 1)).fingerprint(), 0x9f116d5c0abcb341ull);
+  std::vector<uint64_t> seen = {Batcher(ex, opts(100, 1)).fingerprint()};
+  for (auto [bos, eos] : {std::pair{true, true}, {true, false}, {false, false}}) {
+    BatcherOptions o = opts(100, 1);
+    o.format.source_bos = bos, o.format.source_eos = eos;
+    const uint64_t f = Batcher(ex, o).fingerprint();
+    for (uint64_t g : seen) EXPECT_NE(f, g) << "bos " << bos << " eos " << eos;
+    seen.push_back(f);
+  }
+}
+
+// The budget rule counts the framing: a source costs its tokens + the BOS/EOS the format adds.
+TEST(Batcher, CostCountsTheSourceFraming) {
+  for (auto [bos, eos] : {std::pair{false, true}, {true, true}, {true, false}, {false, false}}) {
+    BatcherOptions o = opts(400);
+    o.format.source_bos = bos, o.format.source_eos = eos;
+    Batcher b(make_examples(100, 20), o);
+    for (const auto& batch : b.plan(0)) {
+      const Batch t = b.make(batch);
+      EXPECT_EQ(b.cost(batch), t.src.numel() + t.trg_in.numel()) << bos << eos;
+      EXPECT_LE(b.cost(batch), 400);
+    }
+  }
+}
+
 TEST(Batcher, BadOptionsAreErrors) {
   EXPECT_TFM_ERROR(Batcher({}, opts(100)), "no training examples");
   EXPECT_TFM_ERROR(Batcher(make_examples(3, 3), opts(0)), "batch_tokens must be positive");

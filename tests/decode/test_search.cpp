@@ -332,6 +332,49 @@ TEST(Search, NBestOrderingCountAndScoresMatchScorePairs) {
     EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i])));
 }
 
+// The search frames sources as the config says (source_bos / source_eos), as score_pairs does: the
+// n-best log-probabilities of each framing equal score_pairs' under that framing, and differ from
+// the default framing's scores of the same pairs (so neither side ignores the option).
+TEST(Search, SourceFramingIsHonouredAsScorePairsDoes) {
+  const std::vector<Ids> sources = {{3, 4, 5}, {6}, {5, 5, 3, 4, 6, 3}};
+  auto base = tiny_model(12);
+  for (auto [bos, eos] : {std::pair{true, true}, {true, false}, {false, false}}) {
+    ModelConfig c = tiny_config();
+    c.source_bos = bos, c.source_eos = eos;
+    Transformer m(c, 12);  // the same weights as `base`
+    SearchOptions o;
+    o.beam_size = 3;
+    o.n_best = 3;
+    o.max_length = 8;
+    std::vector<NBest> r = make_beam(o)->run(m, sources);
+    std::vector<Ids> src, trg;
+    std::vector<double> got;
+    for (size_t i = 0; i < r.size(); ++i)
+      for (const Hypothesis& h : r[i]) {
+        src.push_back(sources[i]);
+        trg.push_back(h.tokens);
+        got.push_back(h.log_prob);
+      }
+    const std::vector<double> want = score_pairs(m, src, trg, 4);
+    const std::vector<double> other = score_pairs(*base, src, trg, 4);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << bos << eos << " " << i;
+      EXPECT_GT(std::abs(want[i] - other[i]), 1e-3) << bos << eos << " " << i;
+    }
+    SearchOptions g;
+    g.max_length = 4;
+    const int64_t room = c.max_length - (bos ? 1 : 0) - (eos ? 1 : 0);
+    EXPECT_NO_THROW(make_greedy(g)->run(m, {Ids(room, 3)}));
+    EXPECT_TFM_ERROR(make_greedy(g)->run(m, {Ids(room + 1, 3)}), "the model allows");
+    if (!bos && !eos) {
+      EXPECT_TFM_ERROR(make_greedy(g)->run(m, {Ids{3}, Ids{}}),
+                       "source 1 is empty and the model adds neither BOS nor EOS");
+      EXPECT_TFM_ERROR(score_pairs(m, {Ids{3}, Ids{}}, {Ids{4}, Ids{4}}),
+                       "source 2 is empty and the model adds neither BOS nor EOS");
+    }
+  }
+}
+
 TEST(Search, SamplingReproducibleAndLimits) {
   auto m = tiny_model(8, 11);
   SearchOptions o;

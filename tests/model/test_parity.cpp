@@ -159,7 +159,16 @@ TEST_P(Converted, ScoresEqualPyTorch) {
     EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::abs(want[i]))) << "line " << i + 1;
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, Converted, ::testing::Values("seed004", "seed000", "torch-nn"));
+// seed004 twice: the layout's source framing [BOS] x [EOS], and --no-source-eos ([BOS] x).
+INSTANTIATE_TEST_SUITE_P(Layouts, Converted,
+                         ::testing::Values("seed004", "seed004-no-source-eos", "seed000",
+                                           "torch-nn"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (ch == '-') ch = '_';
+                           return s;
+                         });
 
 }  // namespace
 }  // namespace tfm

@@ -266,6 +266,30 @@ TEST(Config, JsonRoundTripAndErrors) {
   EXPECT_TFM_ERROR(ModelConfig::preset("huge"), "unknown preset");
 }
 
+// source_bos / source_eos: written to config.json, read back, and absent in a config written
+// before they existed, which then means what tfm did then (EOS only).
+TEST(Config, SourceFramingKeysRoundTripAndDefault) {
+  ModelConfig c = tiny(false);
+  EXPECT_FALSE(c.source_bos);
+  EXPECT_TRUE(c.source_eos);
+  c.source_bos = true, c.source_eos = false;
+  const std::string json = c.to_json();
+  EXPECT_NE(json.find("\"source_bos\": true"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"source_eos\": false"), std::string::npos) << json;
+  const ModelConfig back = ModelConfig::from_json(json);
+  EXPECT_TRUE(back.source_bos);
+  EXPECT_FALSE(back.source_eos);
+  const SeqFormat f = back.seq_format();
+  EXPECT_TRUE(f.source_bos);
+  EXPECT_FALSE(f.source_eos);
+  EXPECT_EQ(f.source_specials(), 1);
+  const ModelConfig old = ModelConfig::from_json("{\"d_model\": 32, \"heads\": 4}");
+  EXPECT_FALSE(old.source_bos);
+  EXPECT_TRUE(old.source_eos);
+  EXPECT_TFM_ERROR(ModelConfig::from_json("{\"source_eos\": 1}"),
+                   "source_eos must be true or false");
+}
+
 // quick is small's width with the training-speed choices the quick start relies on: a model built
 // from it has exactly the parameters of small cut to two layers a stack, plus the final norms.
 TEST(Config, QuickPresetIsTwoLayerSmallWithPreNorm) {

@@ -36,7 +36,7 @@ std::vector<Ids> random_sentences(int64_t n, int64_t vocab, uint64_t seed) {
 Batch batch_of(const std::vector<Ids>& src, const std::vector<Ids>& trg, const ModelConfig& c) {
   std::vector<const Ids*> s, t;
   for (size_t i = 0; i < src.size(); ++i) s.push_back(&src[i]), t.push_back(&trg[i]);
-  return make_batch(s, t, c.pad_id, c.bos_id, c.eos_id);
+  return make_batch(s, t, c.seq_format());
 }
 
 // max|Δ| / max|fp32| over the logits; the tiny model has d_model 32, d_ff 64.

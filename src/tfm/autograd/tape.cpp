@@ -1,13 +1,42 @@
 #include "tfm/autograd/tape.h"
 
 #include "tfm/autograd/grad_mode.h"
-#include "tfm/ops/elementwise.h"
+#include "tfm/core/parallel.h"
 
 namespace tfm {
 
 namespace {
 thread_local bool g_grad_enabled = true;
 thread_local std::vector<autograd::Node> g_tape;
+
+// grad += g, elementwise. The tape's only arithmetic, written here instead of calling ops/add_:
+// every op front end records on the tape, so autograd must sit below ops (docs/architecture.md,
+// "Layers"). The sum is per element, so the result does not depend on the thread count, and it
+// is the same float addition ops/add_ performs.
+template <typename T>
+void add_into(T* dst, const T* src, int64_t n) {
+  parallel_for(n, int64_t{1} << 14, [&](int64_t b, int64_t e) {
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) dst[i] += src[i];
+  });
+}
+
+void add_into(Tensor& grad, const Tensor& g) {
+  TFM_CHECK(grad.device() == Device::cpu && g.device() == Device::cpu)
+      << "autograd: gradients on " << device_name(g.device()) << " cannot be accumulated yet";
+  TFM_CHECK(grad.dtype() == g.dtype()) << "autograd: gradient " << g.describe()
+                                       << " added to one of dtype " << dtype_name(grad.dtype());
+  TFM_CHECK(grad.is_contiguous()) << "autograd: accumulated gradient is not contiguous";
+  const Tensor src = g.contiguous();
+  if (grad.dtype() == DType::f32) {
+    add_into(grad.data<float>(), src.data<float>(), grad.numel());
+  } else {
+    TFM_CHECK(grad.dtype() == DType::f64)
+        << "autograd: gradients must be f32 or f64, got " << g.describe();
+    add_into(grad.data<double>(), src.data<double>(), grad.numel());
+  }
+}
+
 }  // namespace
 
 bool GradMode::enabled() {
@@ -67,8 +96,7 @@ void accumulate(AutogradMeta& meta, const Tensor& g) {
     meta.grad = meta.grad.clone();
     meta.grad_owned = true;
   }
-  NoGradGuard no_grad;
-  add_(meta.grad, g);
+  add_into(meta.grad, g);
 }
 
 void backward(const Tensor& root, const Tensor& root_grad) {

@@ -25,7 +25,8 @@ std::vector<Ids> to_ids(const std::vector<std::string>& lines, const std::string
     if (ids_mode) {
       out.push_back(parse_ids(lines[i], vocab_size, where));
     } else {
-      TFM_CHECK(vocab) << "no SentencePiece vocabulary in the model directory; use --ids";
+      TFM_CHECK(vocab) << "no SentencePiece vocabulary in the model directory (" << kSharedVocabFile
+                       << ", or " << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
       out.push_back(vocab->encode(lines[i]));
     }
   }

@@ -100,11 +100,15 @@ nlohmann::json effective_config(CLI::App* cmd) {
 // Copies a vocabulary into the model directory under `name`; on resume it must be the same file.
 std::string install_vocab(const std::string& from, const std::string& dir, const char* name) {
   const fs::path to = fs::path(dir) / name;
-  if (fs::exists(to)) {
-    TFM_CHECK(read_file(from) == read_file(to.string()))
-        << to.string() << " differs from " << from
+  // A directory trained before the .model names holds the same file under its .spm name.
+  const fs::path legacy = fs::path(dir) / legacy_vocab_file(name);
+  for (const fs::path& have : {to, legacy}) {
+    if (!fs::exists(have)) continue;
+    TFM_CHECK(read_file(from) == read_file(have.string()))
+        << have.string() << " differs from " << from
         << ": the model directory was trained with another vocabulary";
-  } else {
+  }
+  if (!fs::exists(to)) {
     write_file_atomic(to.string(), read_file(from));
   }
   return to.string();
@@ -226,11 +230,11 @@ void run_train(CLI::App* cmd, Flags& f) {
   std::vector<std::string> vocab_files;
   std::shared_ptr<Vocab> vsrc, vtrg;
   if (joint) {
-    vocab_files.push_back(install_vocab(f.vocab, f.dir, "vocab.spm"));
+    vocab_files.push_back(install_vocab(f.vocab, f.dir, kSharedVocabFile));
     vsrc = vtrg = std::make_shared<Vocab>(vocab_files[0]);
   } else {
-    vocab_files.push_back(install_vocab(f.vocab_src, f.dir, "vocab.src.spm"));
-    vocab_files.push_back(install_vocab(f.vocab_trg, f.dir, "vocab.trg.spm"));
+    vocab_files.push_back(install_vocab(f.vocab_src, f.dir, kSrcVocabFile));
+    vocab_files.push_back(install_vocab(f.vocab_trg, f.dir, kTrgVocabFile));
     vsrc = std::make_shared<Vocab>(vocab_files[0]);
     vtrg = std::make_shared<Vocab>(vocab_files[1]);
   }
@@ -264,7 +268,7 @@ void run_train(CLI::App* cmd, Flags& f) {
   BatcherOptions bo;
   bo.batch_tokens = f.batch_tokens;
   bo.seed = f.seed;
-  bo.pad_id = config.pad_id, bo.bos_id = config.bos_id, bo.eos_id = config.eos_id;
+  bo.format = config.seq_format();
   Batcher batcher(std::move(train), bo);
 
   TrainerOptions o;

@@ -155,7 +155,8 @@ void add_translate(CLI::App& app) {
     if (!f.ids) {
       vocabs = load_model_vocabs(f.dir);
       TFM_CHECK(vocabs.src && vocabs.trg)
-          << "no SentencePiece vocabulary in " << f.dir << "; use --ids";
+          << "no SentencePiece vocabulary in " << f.dir << " (" << kSharedVocabFile << ", or "
+          << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
     }
     decode::SearchOptions o;
     o.beam_size = f.beam_size;
@@ -191,7 +192,7 @@ void add_translate(CLI::App& app) {
         const std::string where = input.name() + ":" + std::to_string(base + i + 1);
         src[i] =
             f.ids ? parse_ids(lines[i], c.src_vocab_size, where) : vocabs.src->encode(lines[i]);
-        const size_t limit = static_cast<size_t>(c.max_length - 1);  // + EOS
+        const size_t limit = static_cast<size_t>(c.max_length - c.seq_format().source_specials());
         if (src[i].size() > limit) {
           std::cerr << "tfm: warning: " << where << ": " << src[i].size()
                     << " tokens, more than the model's " << limit << "; truncated\n";

@@ -6,29 +6,39 @@
 
 namespace tfm {
 
-Tensor source_batch(const std::vector<const Ids*>& seqs, int64_t pad_id, int64_t eos_id) {
+Tensor source_batch(const std::vector<const Ids*>& seqs, const SeqFormat& format) {
   TFM_CHECK(!seqs.empty()) << "source_batch: empty batch";
+  const size_t extra = static_cast<size_t>(format.source_specials());
   size_t len = 0;
-  for (const Ids* s : seqs) len = std::max(len, s->size() + 1);
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    TFM_CHECK(seqs[b]->size() + extra > 0)
+        << "source " << b << " of the batch is empty and the model adds neither BOS nor EOS to "
+        << "a source (source_bos and source_eos are false): the encoder would see no token";
+    len = std::max(len, seqs[b]->size() + extra);
+  }
   Tensor t = Tensor::full({static_cast<int64_t>(seqs.size()), static_cast<int64_t>(len)},
-                          static_cast<double>(pad_id), DType::i32);
+                          static_cast<double>(format.pad_id), DType::i32);
   int32_t* p = t.data<int32_t>();
   for (size_t b = 0; b < seqs.size(); ++b) {
-    std::copy(seqs[b]->begin(), seqs[b]->end(), p + b * len);
-    p[b * len + seqs[b]->size()] = static_cast<int32_t>(eos_id);
+    int32_t* row = p + b * len;
+    if (format.source_bos) *row++ = static_cast<int32_t>(format.bos_id);
+    row = std::copy(seqs[b]->begin(), seqs[b]->end(), row);
+    if (format.source_eos) *row = static_cast<int32_t>(format.eos_id);
   }
   return t;
 }
 
 Batch make_batch(const std::vector<const Ids*>& src, const std::vector<const Ids*>& trg,
-                 int64_t pad_id, int64_t bos_id, int64_t eos_id) {
+                 const SeqFormat& format) {
+  const int64_t pad_id = format.pad_id, bos_id = format.bos_id, eos_id = format.eos_id;
   TFM_CHECK(!trg.empty()) << "make_batch: empty batch";
   TFM_CHECK(src.empty() || src.size() == trg.size())
       << "make_batch: " << src.size() << " sources for " << trg.size() << " targets";
   Batch b;
   if (!src.empty()) {
-    b.src = source_batch(src, pad_id, eos_id);
-    for (const Ids* s : src) b.src_tokens += static_cast<int64_t>(s->size()) + 1;
+    b.src = source_batch(src, format);
+    for (const Ids* s : src)
+      b.src_tokens += static_cast<int64_t>(s->size()) + format.source_specials();
   }
   size_t len = 0;
   for (const Ids* t : trg) len = std::max(len, t->size() + 1);

@@ -21,10 +21,6 @@ void shuffle(std::vector<T>& v, const RandomStream& stream) {
   }
 }
 
-int64_t side_len(const Ids& ids) {
-  return static_cast<int64_t>(ids.size()) + 1;  // + EOS (source) or + BOS/EOS (target)
-}
-
 }  // namespace
 
 Batcher::Batcher(std::vector<Example> examples, BatcherOptions options)
@@ -39,8 +35,7 @@ Batcher::Batcher(std::vector<Example> examples, BatcherOptions options)
   // The chunk holds about bucket_batches batches: estimate examples a batch from the mean
   // cost of one example (an underestimate of padding, so chunks come out a little large).
   double total = 0;
-  for (const Example& e : examples_)
-    total += static_cast<double>(side_len(e.src) + side_len(e.trg));
+  for (const Example& e : examples_) total += static_cast<double>(src_len(e) + trg_len(e));
   const double mean = total / static_cast<double>(examples_.size());
   double per_batch = std::max(1.0, static_cast<double>(options_.batch_tokens) / mean);
   if (options_.max_sentences > 0) {
@@ -55,8 +50,8 @@ Batcher::Batcher(std::vector<Example> examples, BatcherOptions options)
 int64_t Batcher::cost(const std::vector<int64_t>& batch) const {
   int64_t s = 0, t = 0;
   for (int64_t i : batch) {
-    s = std::max(s, side_len(examples_[i].src));
-    t = std::max(t, side_len(examples_[i].trg));
+    s = std::max(s, src_len(examples_[i]));
+    t = std::max(t, trg_len(examples_[i]));
   }
   return static_cast<int64_t>(batch.size()) * (s + t);
 }
@@ -89,8 +84,8 @@ std::vector<std::vector<int64_t>> Batcher::plan(int64_t epoch) const {
     int64_t ms = 0, mt = 0;
     for (int64_t k = begin; k < end; ++k) {
       const int64_t i = order[static_cast<size_t>(k)];
-      const int64_t s = std::max(ms, side_len(examples_[i].src));
-      const int64_t t = std::max(mt, side_len(examples_[i].trg));
+      const int64_t s = std::max(ms, src_len(examples_[i]));
+      const int64_t t = std::max(mt, trg_len(examples_[i]));
       const auto b = static_cast<int64_t>(cur.size()) + 1;
       const bool over_budget = b * (s + t) > options_.batch_tokens;
       const bool over_cap = options_.max_sentences > 0 && b > options_.max_sentences;
@@ -100,8 +95,8 @@ std::vector<std::vector<int64_t>> Batcher::plan(int64_t epoch) const {
         ms = mt = 0;
       }
       cur.push_back(i);
-      ms = std::max(ms, side_len(examples_[i].src));
-      mt = std::max(mt, side_len(examples_[i].trg));
+      ms = std::max(ms, src_len(examples_[i]));
+      mt = std::max(mt, trg_len(examples_[i]));
     }
     if (!cur.empty()) batches.push_back(std::move(cur));
   }
@@ -169,7 +164,7 @@ Batch Batcher::make(const std::vector<int64_t>& batch) const {
     src.push_back(&examples_[static_cast<size_t>(i)].src);
     trg.push_back(&examples_[static_cast<size_t>(i)].trg);
   }
-  return make_batch(src, trg, options_.pad_id, options_.bos_id, options_.eos_id);
+  return make_batch(src, trg, options_.format);
 }
 
 uint64_t Batcher::fingerprint() const {
@@ -188,10 +183,14 @@ uint64_t Batcher::fingerprint() const {
     for (int32_t id : e.trg) mix(static_cast<uint32_t>(id));
   }
   const BatcherOptions& o = options_;
+  const SeqFormat& f = o.format;
   for (int64_t v :
-       {o.batch_tokens, o.max_sentences, o.bucket_batches, o.pad_id, o.bos_id, o.eos_id}) {
+       {o.batch_tokens, o.max_sentences, o.bucket_batches, f.pad_id, f.bos_id, f.eos_id}) {
     mix(static_cast<uint64_t>(v));
   }
+  // The source framing changes batch costs. Mixed in only when it is not the default (EOS only),
+  // so that the fingerprints of runs saved before the framing was an option stay the same.
+  if (f.source_bos || !f.source_eos) mix(0x100 | (f.source_bos ? 2 : 0) | (f.source_eos ? 1 : 0));
   mix(o.shuffle ? 1 : 0);
   mix(o.seed);
   return h;
@@ -203,7 +202,7 @@ double padding_ratio(const Batcher& batcher, const std::vector<std::vector<int64
     padded += static_cast<double>(batcher.cost(b));
     for (int64_t i : b) {
       const Example& e = batcher.examples()[static_cast<size_t>(i)];
-      real += static_cast<double>(e.src.size() + e.trg.size() + 2);
+      real += static_cast<double>(batcher.src_len(e) + batcher.trg_len(e));
     }
   }
   return padded > 0 ? 1.0 - real / padded : 0.0;

@@ -1,8 +1,9 @@
 // Token-based batching with length bucketing and reproducible shuffling.
 //
 // The budget rule. A batch of B examples costs
-//     B × ((max source length + 1) + (max target length + 1))
-// tokens: the padded sizes of the encoder input [x…, EOS] and of the decoder input [BOS, y…]
+//     B × ((max source length + s) + (max target length + 1))
+// tokens, s = the BOS/EOS the format adds to a source (1 by default): the padded sizes of the
+// encoder input ([BOS] x… [EOS]) and of the decoder input [BOS, y…]
 // (the same length as its output [y…, EOS]), i.e. the Batch tensors src and trg_in that
 // make_batch builds. A batch never costs more than `batch_tokens`, with one exception: an
 // example that alone costs more than the budget gets a batch of its own (dropping it silently
@@ -33,7 +34,7 @@ struct BatcherOptions {
   int64_t bucket_batches = 100;  // chunk size for length sorting, in batches; 0: no bucketing
   bool shuffle = true;           // false: corpus order, batches in order (validation)
   uint64_t seed = 0;
-  int64_t pad_id = 0, bos_id = 1, eos_id = 2;
+  SeqFormat format;  // special ids and source framing (ModelConfig::seq_format())
 };
 
 // Where the batcher stands: the next batch it hands out is batch `index` of epoch `epoch`.
@@ -72,6 +73,12 @@ class Batcher {
   const BatcherOptions& options() const { return options_; }
   // The padded-token cost of a batch under the budget rule.
   int64_t cost(const std::vector<int64_t>& batch) const;
+  // An example's encoder input length (source + the format's BOS/EOS) and decoder input length
+  // (target + BOS), as the budget rule counts them.
+  int64_t src_len(const Example& e) const {
+    return static_cast<int64_t>(e.src.size()) + options_.format.source_specials();
+  }
+  int64_t trg_len(const Example& e) const { return static_cast<int64_t>(e.trg.size()) + 1; }
   // Batch tensors for a list of example indices.
   Batch make(const std::vector<int64_t>& batch) const;
 
@@ -88,7 +95,7 @@ class Batcher {
 };
 
 // Padding share of a set of batches: 1 - real tokens / padded tokens, both counted with the
-// budget rule (each side + 1). For measuring what bucketing saves.
+// budget rule (src_len, trg_len). For measuring what bucketing saves.
 double padding_ratio(const Batcher& batcher, const std::vector<std::vector<int64_t>>& batches);
 
 }  // namespace tfm

@@ -46,17 +46,42 @@ int64_t Vocab::eos_id() const {
   return sp_->eos_id();
 }
 
-ModelVocabs load_model_vocabs(const std::string& dir) {
+std::string legacy_vocab_file(const std::string& name) {
+  const std::string ext = ".model";
+  TFM_CHECK(name.size() > ext.size() && name.ends_with(ext)) << "not a vocabulary name: " << name;
+  return name.substr(0, name.size() - ext.size()) + ".spm";
+}
+
+namespace {
+
+// dir/name, else dir/<legacy name>, else "".
+std::string find_vocab(const std::string& dir, const std::string& name) {
   namespace fs = std::filesystem;
+  for (const std::string& n : {name, legacy_vocab_file(name)}) {
+    const fs::path p = fs::path(dir) / n;
+    if (fs::exists(p)) return p.string();
+  }
+  return "";
+}
+
+}  // namespace
+
+ModelVocabs load_model_vocabs(const std::string& dir) {
   ModelVocabs v;
-  const fs::path shared = fs::path(dir) / "vocab.spm";
-  if (fs::exists(shared)) {
-    v.src = v.trg = std::make_shared<Vocab>(shared.string());
+  const std::string shared = find_vocab(dir, kSharedVocabFile);
+  if (!shared.empty()) {
+    v.src = v.trg = std::make_shared<Vocab>(shared);
     return v;
   }
-  const fs::path src = fs::path(dir) / "vocab.src.spm", trg = fs::path(dir) / "vocab.trg.spm";
-  if (fs::exists(src)) v.src = std::make_shared<Vocab>(src.string());
-  if (fs::exists(trg)) v.trg = std::make_shared<Vocab>(trg.string());
+  const std::string src = find_vocab(dir, kSrcVocabFile), trg = find_vocab(dir, kTrgVocabFile);
+  TFM_CHECK(src.empty() == trg.empty())
+      << dir << " has " << (src.empty() ? trg : src) << " but no "
+      << (src.empty() ? kSrcVocabFile : kTrgVocabFile) << ": a model directory holds "
+      << kSharedVocabFile << ", or " << kSrcVocabFile << " and " << kTrgVocabFile;
+  if (!src.empty()) {
+    v.src = std::make_shared<Vocab>(src);
+    v.trg = std::make_shared<Vocab>(trg);
+  }
   return v;
 }
 

@@ -30,8 +30,17 @@ class Vocab {
   std::string path_;
 };
 
-// The source and target vocabularies of a model directory: vocab.spm (shared) or
-// vocab.src.spm + vocab.trg.spm. Null members when the directory has none.
+// The vocabulary files of a model directory: one shared SentencePiece model, or one per side.
+// `tfm vocab --out PREFIX` writes PREFIX.model; `tfm train` copies it in under these names.
+inline constexpr const char* kSharedVocabFile = "vocab.model";
+inline constexpr const char* kSrcVocabFile = "vocab.src.model";
+inline constexpr const char* kTrgVocabFile = "vocab.trg.model";
+// What tfm train wrote before the names above (still read): vocab.spm, vocab.src.spm, ….
+std::string legacy_vocab_file(const std::string& name);
+
+// The source and target vocabularies of a model directory: vocab.model (shared) or
+// vocab.src.model + vocab.trg.model (or the legacy .spm names). Null members when the directory
+// has none; a directory with one side's file but not the other's is an error that says so.
 struct ModelVocabs {
   std::shared_ptr<Vocab> src, trg;
 };

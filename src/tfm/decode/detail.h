@@ -13,8 +13,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Checks the sources against the model and the options (lengths, ids, flags).
 void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
                   const SearchOptions& options);
-// Encodes the sources (each + EOS, padded) and returns the state with one row per source, its
-// self-attention caches to be allocated once for max_len positions (the longest output).
+// Encodes the sources (each framed as the config says, padded) and returns the state with one row
+// per source, its self-attention caches to be allocated once for max_len positions (the longest
+// output).
 DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
                    int64_t max_len);
 // Feeds tokens (one per row) and returns log-probabilities f32 (rows, V), contiguous.

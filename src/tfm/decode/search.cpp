@@ -105,9 +105,13 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
   TFM_CHECK(o.top_p > 0.0 && o.top_p <= 1.0) << "search: top-p must be in (0, 1], got " << o.top_p;
   TFM_CHECK(o.top_k >= 0) << "search: top-k must be >= 0, got " << o.top_k;
   for (size_t i = 0; i < sources.size(); ++i) {
-    TFM_CHECK(static_cast<int64_t>(sources[i].size()) + 1 <= c.max_length)
+    const int64_t specials = c.seq_format().source_specials();
+    TFM_CHECK(static_cast<int64_t>(sources[i].size()) + specials <= c.max_length)
         << "search: source " << i << " has " << sources[i].size() << " tokens; the model allows "
-        << c.max_length - 1 << " (+ EOS)";
+        << c.max_length - specials << " (+ " << specials << " BOS/EOS)";
+    TFM_CHECK(!sources[i].empty() || specials > 0)
+        << "search: source " << i << " is empty and the model adds neither BOS nor EOS to a "
+        << "source (source_bos and source_eos are false)";
     for (int32_t t : sources[i])
       TFM_CHECK(t >= 0 && t < c.src_vocab_size) << "search: source " << i << " has id " << t
                                                 << " outside [0, " << c.src_vocab_size << ")";
@@ -117,7 +121,7 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
 DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
                    int64_t max_len) {
   const ModelConfig& c = model.config();
-  DecoderState state = model.start(source_batch(sources, c.pad_id, c.eos_id));
+  DecoderState state = model.start(source_batch(sources, c.seq_format()));
   state.reserve = max_len;
   return state;
 }

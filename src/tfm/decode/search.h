@@ -51,9 +51,10 @@ using NBest = std::vector<Hypothesis>;  // best first
 class Search {
  public:
   virtual ~Search() = default;
-  // sources: token ids without EOS, one per sentence (an encoder-decoder model). ids: a stable id
-  // per sentence (its input line), which keys its random stream when sampling so results do not
-  // depend on batching; empty means 0, 1, ….
+  // sources: token ids without BOS/EOS (the config's source_bos / source_eos frame them), one
+  // per sentence (an encoder-decoder model). ids: a stable id per sentence (its input line),
+  // which keys its random stream when sampling so results do not depend on batching; empty
+  // means 0, 1, ….
   virtual std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
                                  const std::vector<uint64_t>& ids = {}) const = 0;
 };

@@ -107,6 +107,8 @@ std::string ModelConfig::to_json() const {
   j["pad_id"] = pad_id;
   j["bos_id"] = bos_id;
   j["eos_id"] = eos_id;
+  j["source_bos"] = source_bos;
+  j["source_eos"] = source_eos;
   j["max_length"] = max_length;
   j["src_vocab_size"] = src_vocab_size;
   j["trg_vocab_size"] = trg_vocab_size;
@@ -164,6 +166,8 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
                                  "pad_id",
                                  "bos_id",
                                  "eos_id",
+                                 "source_bos",
+                                 "source_eos",
                                  "max_length",
                                  "src_vocab_size",
                                  "trg_vocab_size"};
@@ -203,6 +207,8 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
   integer("pad_id", c.pad_id);
   integer("bos_id", c.bos_id);
   integer("eos_id", c.eos_id);
+  boolean("source_bos", c.source_bos);
+  boolean("source_eos", c.source_eos);
   integer("max_length", c.max_length);
   integer("src_vocab_size", c.src_vocab_size);
   integer("trg_vocab_size", c.trg_vocab_size);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tfm/data/seq_format.h"
 #include "tfm/types.h"
 
 namespace tfm {
@@ -36,11 +37,17 @@ struct ModelConfig {
   int64_t pad_id = 0;
   int64_t bos_id = 1;
   int64_t eos_id = 2;
+  // The encoder reads [BOS] x1 … xm [EOS]: BOS when source_bos, EOS when source_eos (see
+  // data/seq_format.h). Config files written before these keys existed mean the defaults.
+  bool source_bos = false;
+  bool source_eos = true;
   int64_t max_length = 1024;  // positions available (table size)
   int64_t src_vocab_size = 0;
   int64_t trg_vocab_size = 0;
 
   bool has_encoder() const { return !decoder_only; }
+  // The special ids and source framing, for data/ (batches) and decode/.
+  SeqFormat seq_format() const { return {pad_id, bos_id, eos_id, source_bos, source_eos}; }
   int64_t head_dim() const { return d_model / heads; }
 
   // Throws tfm::Error naming the first inconsistent field.

@@ -15,6 +15,12 @@ std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>
   TFM_CHECK(!with_src || src.size() == trg.size())
       << "score: " << src.size() << " sources for " << trg.size() << " targets";
   TFM_CHECK(batch_size > 0) << "score: batch size must be positive";
+  if (with_src && c.seq_format().source_specials() == 0) {
+    for (size_t i = 0; i < src.size(); ++i)
+      TFM_CHECK(!src[i].empty()) << "score: source " << i + 1
+                                 << " is empty and the model adds neither BOS nor EOS to a "
+                                 << "source (source_bos and source_eos are false)";
+  }
   NoGradGuard no_grad;
   std::vector<size_t> order(trg.size());
   std::iota(order.begin(), order.end(), 0);
@@ -32,7 +38,7 @@ std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>
       if (with_src) bs.push_back(&src[order[i]]);
       bt.push_back(&trg[order[i]]);
     }
-    Batch b = make_batch(bs, bt, c.pad_id, c.bos_id, c.eos_id);
+    Batch b = make_batch(bs, bt, c.seq_format());
     Tensor logp = log_softmax(model.forward(b.src, b.trg_in));  // (B, T, V)
     const float* lp = logp.data<float>();
     const int32_t* out = b.trg_out.data<int32_t>();

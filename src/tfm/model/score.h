@@ -1,4 +1,5 @@
-// Teacher-forced scoring: the total log-probability of target + EOS given the source.
+// Teacher-forced scoring: the total log-probability of target + EOS given the source, framed as
+// the model's config says (source_bos / source_eos).
 #pragma once
 
 #include <vector>

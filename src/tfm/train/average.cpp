@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
 
 namespace tfm {
@@ -38,7 +39,10 @@ void average_models(const std::vector<std::string>& dirs, const std::string& out
     for (size_t i = 0; i < sums[k].size(); ++i) x[i] = static_cast<float>(sums[k][i] / n);
   }
   save_model(*result, out);
-  for (const char* name : {"vocab.spm", "vocab.src.spm", "vocab.trg.spm"}) {
+  for (const std::string& name :
+       {std::string(kSharedVocabFile), std::string(kSrcVocabFile), std::string(kTrgVocabFile),
+        legacy_vocab_file(kSharedVocabFile), legacy_vocab_file(kSrcVocabFile),
+        legacy_vocab_file(kTrgVocabFile)}) {
     const fs::path src = fs::path(dirs[0]) / name;
     if (!fs::exists(src)) continue;
     std::error_code ec;

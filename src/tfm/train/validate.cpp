@@ -21,7 +21,7 @@ ValidLoss validation_loss(Transformer& model, const std::vector<Example>& exampl
   bo.batch_tokens = batch_tokens;
   bo.shuffle = false;
   bo.bucket_batches = 0;
-  bo.pad_id = c.pad_id, bo.bos_id = c.bos_id, bo.eos_id = c.eos_id;
+  bo.format = c.seq_format();
   Batcher batcher(examples, bo);
   const bool was_training = model.training();
   model.set_training(false);

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Checks that the structure docs/architecture.md states is the structure of src/tfm/.
+
+    check_structure.py ARCHITECTURE_MD SRC_TFM_DIR     the check (ctest `architecture_doc`)
+    check_structure.py --self-test                     shows each rule can fail (ctest
+                                                       `architecture_doc_selftest`)
+
+It reads two tables from the document itself, so the document and the code cannot drift apart:
+
+  "Layers": `| `layer` | `dep`, `dep` |` rows, lowest layer first. A layer is a directory of
+    src/tfm/ (a file belongs to its first directory). A row may name only layers of earlier rows,
+    so the table is an order and the graph has no cycle. Every `#include "tfm/X/..."` in a file
+    of layer L must have X == L or X among L's row, and every layer a row names must be included
+    by some file of L (the table lists exactly what each layer uses). Every directory of src/tfm/
+    must have a row.
+  "Third-party headers": `| `<prefix>`, ... | `place`, ... |` rows. An `#include <prefix...>`
+    may appear only in files matching one of the row's places (fnmatch patterns relative to
+    src/tfm/, e.g. `ops/cpu/*` or `perf/model_bench.cpp`), and every place must hold at least
+    one such include.
+
+Standard library only (python3), no build needed. Exit 0: true; 1: a list of what is false.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import sys
+import tempfile
+
+SOURCE_EXTS = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
+TFM_INCLUDE = re.compile(r'^\s*#\s*include\s+"tfm/([^"]+)"', re.M)
+ANGLE_INCLUDE = re.compile(r"^\s*#\s*include\s+<([^>]+)>", re.M)
+CODE = re.compile(r"`([^`]+)`")
+
+
+class DocError(Exception):
+    pass
+
+
+def table_after(doc: str, heading: str) -> list[list[str]]:
+    """The cells of the first markdown table after the line `heading`, header rows dropped."""
+    lines = doc.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == heading)
+    except StopIteration:
+        raise DocError(f"no line {heading!r}") from None
+    rows, seen = [], False
+    for line in lines[start + 1:]:
+        s = line.strip()
+        if s.startswith("|"):
+            seen = True
+            cells = [c.strip() for c in s.strip("|").split("|")]
+            rows.append(cells)
+        elif seen:
+            break
+        elif s.startswith("#"):
+            break
+    if len(rows) < 3:
+        raise DocError(f"no table after {heading!r}")
+    return rows[2:]  # header and |---| rule
+
+
+def parse_layers(doc: str) -> list[tuple[str, list[str]]]:
+    out = []
+    for cells in table_after(doc, "## Layers"):
+        names = CODE.findall(cells[0])
+        if len(names) != 1 or len(cells) < 2:
+            raise DocError(f"Layers row {cells!r}: want | `layer` | `dep`, ... |")
+        out.append((names[0], CODE.findall(cells[1])))
+    return out
+
+
+def parse_homes(doc: str) -> list[tuple[list[str], list[str]]]:
+    out = []
+    for cells in table_after(doc, "### Third-party headers"):
+        if len(cells) < 2:
+            raise DocError(f"Third-party headers row {cells!r}")
+        prefixes = [p.strip("<>") for p in CODE.findall(cells[0]) if p.startswith("<")]
+        places = CODE.findall(cells[1])
+        if not prefixes or not places:
+            raise DocError(f"Third-party headers row {cells!r}: want | `<prefix>` | `place` |")
+        out.append((prefixes, places))
+    return out
+
+
+def sources(src: str):
+    for root, dirs, files in os.walk(src):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith(SOURCE_EXTS):
+                path = os.path.join(root, f)
+                rel = os.path.relpath(path, src).replace(os.sep, "/")
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    yield rel, fh.read()
+
+
+def check(doc_path: str, src: str) -> list[str]:
+    with open(doc_path, encoding="utf-8") as f:
+        doc = f.read()
+    try:
+        layers = parse_layers(doc)
+        homes = parse_homes(doc)
+    except DocError as e:
+        return [f"{doc_path}: {e}"]
+    problems = []
+    order = {}
+    for name, deps in layers:
+        if name in order:
+            problems.append(f"{doc_path}: layer {name} has two rows")
+        for d in deps:
+            if d not in order:
+                problems.append(f"{doc_path}: layer {name} names {d}, which is not a layer of an "
+                                "earlier row (the table must be an order: lowest first)")
+        order[name] = deps
+    dirs = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))
+    for d in dirs:
+        if d not in order:
+            problems.append(f"src/tfm/{d}/ has no row in the Layers table of {doc_path}")
+    used = {name: set() for name in order}
+    home_used = [[False] * len(places) for _, places in homes]
+    for rel, text in sources(src):
+        layer = rel.split("/")[0] if "/" in rel else ""
+        for inc in TFM_INCLUDE.findall(text):
+            target = inc.split("/")[0]
+            if layer not in order or target == layer:
+                continue
+            if target in order[layer]:
+                used[layer].add(target)
+            else:
+                problems.append(f"src/tfm/{rel} includes \"tfm/{inc}\": layer {layer} may "
+                                f"include only {', '.join(order[layer]) or 'itself'} "
+                                f"({doc_path}, Layers)")
+        for inc in ANGLE_INCLUDE.findall(text):
+            for r, (prefixes, places) in enumerate(homes):
+                if not any(inc.startswith(p) for p in prefixes):
+                    continue
+                hits = [i for i, pl in enumerate(places) if fnmatch.fnmatchcase(rel, pl)]
+                for i in hits:
+                    home_used[r][i] = True
+                if not hits:
+                    problems.append(f"src/tfm/{rel} includes <{inc}>, which {doc_path} "
+                                    f"(Third-party headers) allows only in "
+                                    f"{', '.join(places)}")
+    for name, deps in order.items():
+        for d in deps:
+            if d not in used[name] and name in dirs:
+                problems.append(f"{doc_path}: layer {name} lists {d}, but no file of src/tfm/"
+                                f"{name}/ includes a tfm/{d}/ header (the table must be exact)")
+    for (prefixes, places), flags in zip(homes, home_used):
+        for place, hit in zip(places, flags):
+            if not hit:
+                problems.append(f"{doc_path}: Third-party headers names {place} for "
+                                f"<{prefixes[0]}...>, but no such file includes it")
+    return problems
+
+
+# ----------------------------------------------------------------------------- self-test
+
+GOOD_DOC = """# x
+
+## Layers
+
+| layer | includes (besides itself) |
+|---|---|
+| `core` | – |
+| `ops` | `core` |
+| `cli` | `core`, `ops` |
+
+### Third-party headers
+
+| headers | included only in |
+|---|---|
+| `<dnnl>` | `ops/cpu/*`, `cli/main.cpp` |
+"""
+
+GOOD_TREE = {
+    "core/a.h": "#pragma once\n",
+    "ops/b.h": '#include "tfm/core/a.h"\n',
+    "ops/cpu/k.cpp": "#include <dnnl.hpp>\n#include \"tfm/ops/b.h\"\n",
+    "cli/main.cpp": '#include <dnnl.h>\n#include "tfm/ops/b.h"\n#include "tfm/core/a.h"\n',
+}
+
+
+def run_case(doc: str, tree: dict[str, str]) -> list[str]:
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "src")
+        for rel, text in tree.items():
+            os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
+            with open(os.path.join(src, rel), "w") as f:
+                f.write(text)
+        with open(os.path.join(d, "arch.md"), "w") as f:
+            f.write(doc)
+        return check(os.path.join(d, "arch.md"), src)
+
+
+def self_test() -> int:
+    """Each rule, broken once, must be reported; the unbroken case must pass."""
+    cases = {
+        "good": (GOOD_DOC, GOOD_TREE, None),
+        "include against the order": (GOOD_DOC, {**GOOD_TREE, "core/c.cpp":
+                                                 '#include "tfm/ops/b.h"\n'},
+                                      "layer core may include only itself"),
+        "cycle in the table": (GOOD_DOC.replace("| `core` | – |", "| `core` | `ops` |"),
+                               GOOD_TREE, "not a layer of an earlier row"),
+        "listed but unused": (GOOD_DOC.replace("| `cli` | `core`, `ops` |",
+                                               "| `cli` | `ops` |").replace(
+                                  "| `ops` | `core` |", "| `ops` | `core` |\n| `x` | `core` |"),
+                              {**GOOD_TREE, "x/y.h": "\n"}, "the table must be exact"),
+        "directory without a row": (GOOD_DOC, {**GOOD_TREE, "nn/m.h": "\n"},
+                                    "src/tfm/nn/ has no row"),
+        "header outside its home": (GOOD_DOC, {**GOOD_TREE, "ops/front.cpp": "#include <dnnl.h>\n"},
+                                    "allows only in"),
+        "home without the header": (GOOD_DOC, {**GOOD_TREE, "cli/main.cpp":
+                                               '#include "tfm/ops/b.h"\n#include "tfm/core/a.h"\n'},
+                                    "but no such file includes it"),
+        "no table": (GOOD_DOC.replace("## Layers", "## Levels"), GOOD_TREE, "no line"),
+    }
+    failed = 0
+    for name, (doc, tree, want) in cases.items():
+        got = run_case(doc, tree)
+        ok = (not got) if want is None else any(want in p for p in got)
+        if not ok:
+            failed += 1
+            print(f"self-test {name!r}: expected {want or 'no problem'!r}, got {got}")
+    print(f"self-test: {len(cases) - failed} of {len(cases)} cases behave")
+    return 1 if failed else 0
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--self-test"]:
+        return self_test()
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    problems = check(argv[0], argv[1])
+    for p in problems:
+        print(p)
+    if not problems:
+        print(f"{argv[0]}: the layer order and the third-party header homes hold for {argv[1]}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
