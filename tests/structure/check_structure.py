@@ -95,7 +95,18 @@ def sources(src: str):
                     yield rel, fh.read()
 
 
-def check(doc_path: str, src: str) -> list[str]:
+def public_headers(include: str) -> set[str]:
+    if not os.path.isdir(include):
+        return set()
+    return {f for f in os.listdir(include) if f.endswith((".h", ".hpp"))}
+
+
+def check(doc_path: str, src: str, include: str | None = None) -> list[str]:
+    """`include` is the public header directory (include/tfm/; default: beside src/)."""
+    if include is None:
+        include = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(src))), "include",
+                               "tfm")
+    public = public_headers(include)
     with open(doc_path, encoding="utf-8") as f:
         doc = f.read()
     try:
@@ -122,6 +133,11 @@ def check(doc_path: str, src: str) -> list[str]:
     for rel, text in sources(src):
         layer = rel.split("/")[0] if "/" in rel else ""
         for inc in TFM_INCLUDE.findall(text):
+            if "/" not in inc:  # a public header: every layer may include it
+                if inc not in public:
+                    problems.append(f"src/tfm/{rel} includes \"tfm/{inc}\", which is neither a "
+                                    f"layer's header nor a public one (include/tfm/)")
+                continue
             target = inc.split("/")[0]
             if layer not in order or target == layer:
                 continue
@@ -142,6 +158,20 @@ def check(doc_path: str, src: str) -> list[str]:
                     problems.append(f"src/tfm/{rel} includes <{inc}>, which {doc_path} "
                                     f"(Third-party headers) allows only in "
                                     f"{', '.join(places)}")
+    # The public headers stand below every layer: they include only each other and no library's
+    # headers but the standard one's, so a program using tfm needs nothing else to compile.
+    third_party = [pre for prefixes, _ in homes for pre in prefixes]
+    for name in sorted(public):
+        with open(os.path.join(include, name), encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        for inc in TFM_INCLUDE.findall(text):
+            if "/" in inc or inc not in public:
+                problems.append(f"include/tfm/{name} includes \"tfm/{inc}\": a public header may "
+                                "include only public headers")
+        for inc in ANGLE_INCLUDE.findall(text):
+            if any(inc.startswith(pre) for pre in third_party):
+                problems.append(f"include/tfm/{name} includes <{inc}>: a public header may "
+                                "include only the standard library")
     for name, deps in order.items():
         for d in deps:
             if d not in used[name] and name in dirs:
@@ -182,16 +212,21 @@ GOOD_TREE = {
 }
 
 
-def run_case(doc: str, tree: dict[str, str]) -> list[str]:
+def run_case(doc: str, tree: dict[str, str], public: dict[str, str] | None = None) -> list[str]:
     with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "src")
+        src = os.path.join(d, "src", "tfm")
+        include = os.path.join(d, "include", "tfm")
+        os.makedirs(include)
+        for rel, text in (public or {"api.h": "#pragma once\n#include <string>\n"}).items():
+            with open(os.path.join(include, rel), "w") as f:
+                f.write(text)
         for rel, text in tree.items():
             os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
             with open(os.path.join(src, rel), "w") as f:
                 f.write(text)
         with open(os.path.join(d, "arch.md"), "w") as f:
             f.write(doc)
-        return check(os.path.join(d, "arch.md"), src)
+        return check(os.path.join(d, "arch.md"), src, include)
 
 
 def self_test() -> int:
@@ -215,10 +250,19 @@ def self_test() -> int:
                                                '#include "tfm/ops/b.h"\n#include "tfm/core/a.h"\n'},
                                     "but no such file includes it"),
         "no table": (GOOD_DOC.replace("## Layers", "## Levels"), GOOD_TREE, "no line"),
+        "public header from any layer": (GOOD_DOC, {**GOOD_TREE, "core/t.h":
+                                                    '#include "tfm/api.h"\n'}, None),
+        "unknown top-level header": (GOOD_DOC, {**GOOD_TREE, "core/t.h":
+                                                '#include "tfm/nope.h"\n'},
+                                     "neither a layer's header nor a public one"),
+        "public header including a layer's": (GOOD_DOC, GOOD_TREE, "may include only public",
+                                              {"api.h": '#include "tfm/core/a.h"\n'}),
+        "public header including a library": (GOOD_DOC, GOOD_TREE, "only the standard library",
+                                              {"api.h": "#include <dnnl.h>\n"}),
     }
     failed = 0
-    for name, (doc, tree, want) in cases.items():
-        got = run_case(doc, tree)
+    for name, (doc, tree, want, *public) in cases.items():
+        got = run_case(doc, tree, public[0] if public else None)
         ok = (not got) if want is None else any(want in p for p in got)
         if not ok:
             failed += 1
