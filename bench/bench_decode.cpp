@@ -42,12 +42,16 @@ const Transformer& model(ComputeType precision = ComputeType::float32) {
   if (precision == ComputeType::bfloat16) {
     static std::unique_ptr<Transformer> bf16 = [] {
       auto m = make_model();
-      m->set_precision(ComputeType::bfloat16);
+      m->bind_inference(ComputeType::bfloat16);
       return m;
     }();
     return *bf16;
   }
-  static std::unique_ptr<Transformer> fp32 = make_model();
+  static std::unique_ptr<Transformer> fp32 = [] {
+    auto m = make_model();
+    m->bind_inference(ComputeType::float32);  // decoding steps on packed weights, as tfm translate
+    return m;
+  }();
   return *fp32;
 }
 

@@ -136,7 +136,7 @@ void BM_decode(benchmark::State& st, const char* preset, ComputeType precision) 
   c.src_vocab_size = c.trg_vocab_size = kVocab;
   c.max_length = 256;
   Transformer model(c, 1);
-  model.set_precision(precision);
+  model.bind_inference(precision);
   tfm::RandomStream rs(5, 0);
   std::vector<Ids> src(kBatch, Ids(kLen));
   uint64_t i = 0;

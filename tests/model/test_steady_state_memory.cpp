@@ -20,7 +20,7 @@ TEST_P(SteadyStateMemory, TrainingStepsTakeNoNewMemory) {
   c.dropout = 0.1;
   Transformer m(c, 2);
   m.set_training(true);
-  m.set_train_precision(GetParam());
+  m.set_train_compute(GetParam());
   Tensor src = testing::random_ids({6, 9}, 30, 1), trg_in = testing::random_ids({6, 7}, 30, 2);
   Tensor trg_out = testing::random_ids({6, 7}, 30, 3);
   for (Tensor* t : {&src, &trg_in, &trg_out})

@@ -1,4 +1,4 @@
-// Transformer::set_train_precision(bf16): every linear layer and the output projection run their
+// Transformer::set_train_compute(bf16): every linear layer and the output projection run their
 // training GEMMs in bf16, so the loss and every gradient move by bf16 rounding (not more), and
 // inference, the parameters and checkpoints are untouched.
 #include <algorithm>
@@ -50,16 +50,19 @@ TEST(TrainPrecision, Bf16GradientsAreFp32sUpToRounding) {
     const Tensor trg_in = testing::random_ids({6, 7}, 97, 2);
     const Tensor gold = testing::random_ids({6, 7}, 97, 3);
     const Step f32 = loss_and_grads(m, src, trg_in, gold);
-    m.set_train_precision(ComputeType::bfloat16);
-    EXPECT_EQ(m.train_precision(), ComputeType::bfloat16);
+    m.set_train_compute(ComputeType::bfloat16);
+    EXPECT_EQ(m.train_compute(), ComputeType::bfloat16);
+    // Every linear of the module tree, found by a walk that tests types (the model's own list
+    // must hold exactly these).
     int linears = 0;
     m.apply([&](nn::Module& mod) {
       if (auto* l = dynamic_cast<nn::Linear*>(&mod)) {
         ++linears;
-        EXPECT_EQ(l->train_precision(), ComputeType::bfloat16);
+        EXPECT_EQ(l->kernel().train_compute(), ComputeType::bfloat16);
       }
     });
     EXPECT_EQ(linears, 2 * 6 + 2 * 10);  // attention q/k/v/out and fc1/fc2 of every layer
+    EXPECT_EQ(m.linear_layers().size(), static_cast<size_t>(linears));
     const Step b16 = loss_and_grads(m, src, trg_in, gold);
 
     // The loss moves (the GEMMs really ran in bf16) by no more than rounding would.
@@ -98,7 +101,7 @@ TEST(TrainPrecision, Bf16GradientsAreFp32sUpToRounding) {
     EXPECT_GE(compared, static_cast<int>(f32.grads.size()) - 6);  // all but the 6 k biases
 
     // Back to fp32: exactly the first step again (nothing cached from the bf16 run).
-    m.set_train_precision(ComputeType::float32);
+    m.set_train_compute(ComputeType::float32);
     const Step again = loss_and_grads(m, src, trg_in, gold);
     EXPECT_EQ(again.loss, f32.loss);
     for (size_t k = 0; k < f32.grads.size(); ++k)
@@ -113,7 +116,7 @@ TEST(TrainPrecision, InferenceIgnoresTheTrainingPrecision) {
   const Tensor src = testing::random_ids({3, 8}, 97, 4);
   const Tensor trg_in = testing::random_ids({3, 5}, 97, 5);
   const Tensor before = m.forward(src, trg_in);
-  m.set_train_precision(ComputeType::bfloat16);
+  m.set_train_compute(ComputeType::bfloat16);
   EXPECT_TRUE(testing::bitwise_equal(m.forward(src, trg_in), before));
 }
 

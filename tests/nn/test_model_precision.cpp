@@ -42,11 +42,11 @@ Batch batch_of(const std::vector<Ids>& src, const std::vector<Ids>& trg, const M
 // max|Δ| / max|fp32| over the logits; the tiny model has d_model 32, d_ff 64.
 double logits_error(Transformer& model, ComputeType p, const Batch& b) {
   NoGradGuard no_grad;
-  model.set_precision(ComputeType::float32);
+  model.unbind_inference();
   const Tensor ref = model.forward(b.src, b.trg_in);
-  model.set_precision(p);
+  model.bind_inference(p);
   const Tensor low = model.forward(b.src, b.trg_in);
-  model.set_precision(ComputeType::float32);
+  model.unbind_inference();
   return testing::scaled_error(low, ref);
 }
 
@@ -68,22 +68,24 @@ TEST(ModelPrecision, LogitsCloseToFp32AndTrainingStaysFp32) {
     EXPECT_GT(e_int8, 0.0);
     EXPECT_LT(e_int8, 5e-2);
 
-    // With gradients on, the model is the fp32 training model whatever the precision. (Without
-    // them, fp32 decoding-sized batches run on the packed kernel, whose summation order is its
-    // own: equal to the training path's only to rounding.)
-    Tensor nograd_fp32;
+    // With gradients on, the model is the fp32 training model whatever it is bound to, and the
+    // forward drops the bindings. (fp32 binding runs decoding-sized batches on the packed
+    // kernel, whose summation order is its own: equal to the training path's only to rounding.)
+    Tensor unbound_fp32, packed_fp32;
     {
       NoGradGuard no_grad;
-      nograd_fp32 = model.forward(b.src, b.trg_in);
+      unbound_fp32 = model.forward(b.src, b.trg_in);
+      model.bind_inference(ComputeType::float32);
+      packed_fp32 = model.forward(b.src, b.trg_in);
     }
     const Tensor train_fp32 = model.forward(b.src, b.trg_in);
-    EXPECT_LT(testing::scaled_error(nograd_fp32, train_fp32), 1e-5);
-    model.set_precision(ComputeType::int8);
+    EXPECT_TRUE(testing::bitwise_equal(train_fp32, unbound_fp32));
+    EXPECT_LT(testing::scaled_error(packed_fp32, train_fp32), 1e-5);
+    model.bind_inference(ComputeType::int8);
     EXPECT_TRUE(testing::bitwise_equal(model.forward(b.src, b.trg_in), train_fp32));
-    // And fp32 again is exactly fp32.
-    model.set_precision(ComputeType::float32);
+    EXPECT_EQ(model.inference_compute(), ComputeType::float32);  // the forward unbound it
     NoGradGuard no_grad;
-    EXPECT_TRUE(testing::bitwise_equal(model.forward(b.src, b.trg_in), nograd_fp32));
+    EXPECT_TRUE(testing::bitwise_equal(model.forward(b.src, b.trg_in), unbound_fp32));
   }
 }
 
@@ -92,14 +94,15 @@ TEST(ModelPrecision, OutputProjectionCanStayAtAnotherPrecision) {
   Transformer model(c, 4);
   const Batch b = batch_of(random_sentences(4, 20, 5), random_sentences(4, 20, 6), c);
   NoGradGuard no_grad;
-  model.set_precision(ComputeType::int8);
+  model.bind_inference(ComputeType::int8);
   const Tensor all_int8 = model.forward(b.src, b.trg_in);
-  model.set_precision(ComputeType::int8, ComputeType::float32);
+  model.bind_inference(ComputeType::int8, ComputeType::float32);
+  EXPECT_EQ(model.output_kernel().inference_compute(), ComputeType::float32);
   const Tensor fp32_output = model.forward(b.src, b.trg_in);
   EXPECT_GT(testing::max_abs_diff(all_int8, fp32_output), 0.0);
-  model.set_precision(ComputeType::float32, ComputeType::float32);
+  model.bind_inference(ComputeType::float32, ComputeType::float32);
   const Tensor fp32 = model.forward(b.src, b.trg_in);
-  EXPECT_GT(testing::max_abs_diff(fp32_output, fp32), 0.0);  // the layers below are still int8
+  EXPECT_GT(testing::max_abs_diff(fp32_output, fp32), 0.0);  // the layers below were int8
 }
 
 // Trained to copy its input, the model is confident: lower precision must not change a single
@@ -108,7 +111,7 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
   ModelConfig c = tiny_config();
   c.encoder_layers = c.decoder_layers = 1;
   Transformer model(c, 7);
-  model.set_precision(ComputeType::int8);  // set before training: training must ignore it
+  model.bind_inference(ComputeType::int8);  // bound before training: training drops it
   model.set_training(true);
   std::vector<std::pair<std::string, Tensor>> params;
   for (auto& [name, p] : model.named_parameters()) params.emplace_back(name, *p);
@@ -129,12 +132,19 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
       autograd::backward(loss);
       adam.step(step < 100 ? 3e-3 * (step + 1) / 100 : 3e-3);
       adam.zero_grad();
-      // Mid-training inference prepares int8 copies of the weights of the time.
-      if (step == 20) early = search->run(model, test);
+      // Mid-training inference binds int8 copies of the weights of the time; the next training
+      // forward must drop them.
+      if (step == 20) {
+        model.bind_inference(ComputeType::int8);
+        early = search->run(model, test);
+      }
     }
   });
   model.set_training(false);
-  model.set_precision(ComputeType::float32);
+  // Training dropped the bindings; the int8 copies made at step 20 ran the early model.
+  EXPECT_EQ(model.inference_compute(), ComputeType::float32);
+  EXPECT_FALSE(model.output_kernel().bound());
+  model.bind_inference(ComputeType::float32);
   const auto fp32 = search->run(model, test);
   int copied = 0;
   for (size_t i = 0; i < test.size(); ++i) copied += fp32[i][0].tokens == test[i];
@@ -146,9 +156,9 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
     decode::SearchOptions so;
     so.beam_size = beam;
     const auto fast = decode::make_search(so)->run(model, test);
-    model.set_fp32_packing(false);
+    model.unbind_inference();
     const auto plain = decode::make_search(so)->run(model, test);
-    model.set_fp32_packing(true);
+    model.bind_inference(ComputeType::float32);
     int same = 0;
     double worst = 0;
     for (size_t i = 0; i < test.size(); ++i) {
@@ -161,10 +171,11 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
     EXPECT_LT(worst, 1e-4) << "beam " << beam;
   }
   // The last entry keeps the output projection (the vocabulary-sized one) at fp32.
-  for (auto [p, out] :
-       {std::pair{ComputeType::bfloat16, ComputeType::bfloat16}, std::pair{ComputeType::int8, ComputeType::int8},
-        std::pair{ComputeType::int8, ComputeType::bfloat16}, std::pair{ComputeType::int8, ComputeType::float32}}) {
-    model.set_precision(p, out);
+  for (auto [p, out] : {std::pair{ComputeType::bfloat16, ComputeType::bfloat16},
+                        std::pair{ComputeType::int8, ComputeType::int8},
+                        std::pair{ComputeType::int8, ComputeType::bfloat16},
+                        std::pair{ComputeType::int8, ComputeType::float32}}) {
+    model.bind_inference(p, out);
     const auto low = search->run(model, test);
     int same = 0;
     double worst = 0;

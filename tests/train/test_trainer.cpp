@@ -79,7 +79,7 @@ class TrainerTest : public ::testing::Test {
                     std::vector<double>* losses = nullptr, BleuHook bleu = {},
                     ComputeType precision = ComputeType::float32) {
     Transformer model(toy_config(24, dropout), seed);
-    model.set_train_precision(precision);
+    model.set_train_compute(precision);
     TrainLog log((fs::path(o.model_dir).parent_path() / "log.txt").string(), false);
     Trainer t(o, model, batcher(data), valid, log, std::move(bleu));
     TrainResult r = t.run();

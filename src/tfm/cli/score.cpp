@@ -51,7 +51,8 @@ void add_score(CLI::App& app) {
   cmd->callback([] {
     set_threads(threads);
     auto model = load_model(dir);
-    model->set_precision(resolve_compute_type(parse_compute_type(precision)));
+    model->bind_inference(resolve_compute_type(parse_compute_type(precision)), std::nullopt,
+                          /*keep_f32=*/false);
     const ModelConfig& c = model->config();
     ModelVocabs vocabs;
     if (!ids) vocabs = load_model_vocabs(dir);

@@ -298,9 +298,9 @@ void run_train(CLI::App* cmd, Flags& f) {
   o.files_to_copy = vocab_files;
 
   Transformer model(config, f.seed);
-  model.set_train_precision(
+  model.set_train_compute(
       resolve_compute_type(parse_compute_type(f.precision), Device::cpu, /*training=*/true));
-  if (model.train_precision() == ComputeType::bfloat16) {
+  if (model.train_compute() == ComputeType::bfloat16) {
     log.line("training GEMMs in bf16 (mixed precision: f32 parameters, gradients and optimiser)");
     if (!cpu_has_bf16_dot())
       log.line("note: this CPU (" + cpu_isa_summary() +

@@ -148,7 +148,8 @@ void add_translate(CLI::App& app) {
   cmd->callback([topk, topp, temp] {
     set_threads(f.threads);
     auto model = load_model(f.dir);
-    model->set_precision(resolve_compute_type(parse_compute_type(f.precision)));
+    model->bind_inference(resolve_compute_type(parse_compute_type(f.precision)), std::nullopt,
+                          /*keep_f32=*/false);
     const ModelConfig& c = model->config();
     TFM_CHECK(c.has_encoder()) << "translate: " << f.dir << " is a decoder-only model";
     ModelVocabs vocabs;

@@ -125,6 +125,7 @@ Transformer::Transformer(const ModelConfig& config, uint64_t seed) : c_(config),
     output_bias_ = Tensor::zeros({c_.trg_vocab_size});
     register_parameter("output.bias", &output_bias_);
   }
+  linears_ = linears();
 }
 
 int64_t Transformer::parameter_count() const {
@@ -133,25 +134,29 @@ int64_t Transformer::parameter_count() const {
   return n;
 }
 
-void Transformer::set_precision(ComputeType p, std::optional<ComputeType> output) {
-  apply([p](nn::Module& m) {
-    if (auto* linear = dynamic_cast<nn::Linear*>(&m)) linear->set_precision(p);
-  });
-  output_precision_.set_precision(output.value_or(p));
+void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> output, bool keep_f32) {
+  for (nn::Linear* l : linears_) l->bind(t, keep_f32);
+  const ComputeType out = output.value_or(t);
+  const Tensor& w = c_.tie_output ? embed_trg_ : output_weight_;
+  TFM_CHECK(w.defined()) << "bind_inference: the output projection's weights were released";
+  output_kernel_.bind(w, out);
+  // The tied weight is the embedding table, which lookups still need.
+  if (!keep_f32 && !c_.tie_output && out != ComputeType::float32) output_weight_ = Tensor();
 }
 
-void Transformer::set_fp32_packing(bool on) {
-  apply([on](nn::Module& m) {
-    if (auto* linear = dynamic_cast<nn::Linear*>(&m)) linear->set_fp32_packing(on);
-  });
-  output_precision_.set_fp32_packing(on);
+void Transformer::unbind_inference() {
+  for (nn::Linear* l : linears_) l->kernel().unbind();
+  output_kernel_.unbind();
 }
 
-void Transformer::set_train_precision(ComputeType p) {
-  apply([p](nn::Module& m) {
-    if (auto* linear = dynamic_cast<nn::Linear*>(&m)) linear->set_train_precision(p);
-  });
-  output_precision_.set_train_precision(p);
+ComputeType Transformer::inference_compute() const {
+  return linears_.empty() ? output_kernel_.inference_compute()
+                          : linears_.front()->kernel().inference_compute();
+}
+
+void Transformer::set_train_compute(ComputeType t) {
+  for (nn::Linear* l : linears_) l->kernel().set_train_compute(t);
+  output_kernel_.set_train_compute(t);
 }
 
 Tensor Transformer::padding_mask(const Tensor& ids) const {
@@ -179,8 +184,8 @@ Tensor Transformer::embed(const Tensor& ids, const Tensor& table, const Tensor& 
 }
 
 Tensor Transformer::project(const Tensor& h) const {
-  Tensor logits = output_precision_.linear(h, c_.tie_output ? embed_trg_ : output_weight_,
-                                           output_bias_, Activation::none);
+  Tensor logits = output_kernel_.forward(h, c_.tie_output ? embed_trg_ : output_weight_,
+                                         output_bias_, Activation::none);
   if (c_.embed_scale == EmbedScale::prj)
     logits = scale(logits, 1.0 / std::sqrt(static_cast<double>(c_.d_model)));
   return logits;

@@ -70,18 +70,25 @@ class Transformer : public nn::Module {
 
   int64_t parameter_count() const;
 
-  // Inference precision of every linear layer and of the output projection (training runs in
-  // set_train_precision's; see nn::PrecisionSwitch). `output` overrides it for the output
-  // projection alone.
-  void set_precision(ComputeType p, std::optional<ComputeType> output = std::nullopt);
-  // fp32 inference of few rows (decoding steps) on weights packed once (on by default; see
-  // nn::PrecisionSwitch). Off: fp32 inference runs exactly the training path's GEMMs.
-  void set_fp32_packing(bool on);
+  // Binds every linear layer and the output projection for inference at `t` (resolved: fp32,
+  // bf16 or int8; see nn::LinearKernel), now, once; `output` overrides it for the output
+  // projection alone. Without keep_f32, layers bound to bf16/int8 release their f32 weights, so
+  // the model holds one copy of each (it can then translate and score, not train or be saved).
+  // A forward that needs gradients drops the bindings it meets: bind again after training.
+  void bind_inference(ComputeType t, std::optional<ComputeType> output = std::nullopt,
+                      bool keep_f32 = true);
+  // Back to the plain f32 path for inference (exactly the training path's GEMMs).
+  void unbind_inference();
+  // The compute type the linear layers are bound to (float32 when unbound).
+  ComputeType inference_compute() const;
   // The GEMMs of training forwards and backwards (every linear layer and the output projection):
   // fp32 (default) or bf16 mixed precision. Attention's own products, layer norms, softmax,
   // the loss and the optimiser stay fp32; parameters and gradients are f32 either way.
-  void set_train_precision(ComputeType p);
-  ComputeType train_precision() const { return output_precision_.train_precision(); }
+  void set_train_compute(ComputeType t);
+  ComputeType train_compute() const { return output_kernel_.train_compute(); }
+  // Every linear layer (not the output projection), in parameter order.
+  const std::vector<nn::Linear*>& linear_layers() const { return linears_; }
+  const nn::LinearKernel& output_kernel() const { return output_kernel_; }
 
  private:
   // ids (B, L) at positions [offset, offset + L) -> (B, L, C), dropout and embed_norm applied.
@@ -99,9 +106,10 @@ class Transformer : public nn::Module {
   Tensor embed_src_, embed_trg_;  // (V, C)
   Tensor pos_src_, pos_trg_;      // (max_length, C): learned parameters or a fixed table
   Tensor output_weight_, output_bias_;
-  nn::PrecisionSwitch output_precision_;
+  nn::LinearKernel output_kernel_;
   Stack<EncoderLayer> encoder_;
   Stack<DecoderLayer> decoder_;
+  std::vector<nn::Linear*> linears_;
 };
 
 }  // namespace tfm

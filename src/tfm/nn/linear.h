@@ -2,7 +2,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 
 #include "tfm/core/rng.h"
 #include "tfm/nn/module.h"
@@ -12,49 +11,40 @@
 
 namespace tfm::nn {
 
-// The precision a linear map runs in when no gradient is needed, and its weight prepared for
-// it. The fp32 parameters stay the truth (training, saving); the bf16/int8 copy is made on first
-// use, kept, and made again when the weight changes. fp32 inference of at most kPackedMaxRows
-// rows (decoding steps) runs on a packed copy of the same values (ops/cpu/packed_f32_cpu.h):
-// same maths, its own summation order, so results may differ from the training path in the
-// last bits; set_fp32_packing(false) keeps fp32 inference on the training path. A change is noticed
-// by the weight's address and shape, a sample of its values, and any forward that needs gradients
-// (training is about to update it); after editing weights in place some other way, call
-// invalidate(). Forwards that need gradients (training) run their GEMMs in the training matmul
-// precision instead: fp32, or bf16 mixed precision (ops/linear.h, ComputeType).
-class PrecisionSwitch {
+// How a linear map runs: in training (a forward that needs gradients) the op `linear` at the
+// training compute type (fp32, or bf16 mixed precision) on the f32 parameters; for inference, on
+// the weight bound once for one compute type (bind), or on the parameters when nothing is bound.
+// Binding is explicit and made once (the Transformer does it when a model is loaded for
+// inference): no per-call check of the weights. A forward that needs gradients drops the binding,
+// since the optimiser is about to move the weights; bind again after training.
+//
+// fp32 binding packs the same values into panels for the few rows of decoding steps (at most
+// kPackedMaxRows; ops/cpu/packed_f32_cpu.h: its own summation order, so results equal the
+// training path's to rounding) and keeps the parameters for larger products. bf16 and int8
+// binding run every product on the bound weight, so the f32 parameters can be released to hold
+// one copy of each weight (bind's keep_f32 = false); such a layer can no longer train.
+class LinearKernel {
  public:
-  // Above this many rows (an encoder batch, validation) the plain path is as fast.
+  // Above this many rows (an encoder batch, validation) the plain f32 path is as fast.
   static constexpr int64_t kPackedMaxRows = 128;
 
-  void set_precision(ComputeType p);
-  ComputeType precision() const { return precision_; }
-  void set_fp32_packing(bool on);
-  bool fp32_packing() const { return pack_fp32_; }
-  void set_train_precision(ComputeType p) { train_precision_ = p; }
-  ComputeType train_precision() const { return train_precision_; }
-  // act(x·wᵀ + b): in the set precision when no input needs a gradient, in the training
-  // precision otherwise.
-  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
-  void invalidate() const;
-  // The prepared copy, made now if missing or stale (null for fp32 without packing).
-  std::shared_ptr<const LowpWeight> prepared(const Tensor& w) const;
+  void set_train_compute(ComputeType t);  // float32 | bfloat16
+  ComputeType train_compute() const { return train_compute_; }
+  // Prepares w (out, in) for inference at `t` (float32, bfloat16 or int8; resolved).
+  void bind(const Tensor& w, ComputeType t);
+  void unbind() { bound_.reset(); }
+  // The bound compute type; float32 when nothing is bound (the plain path).
+  ComputeType inference_compute() const;
+  bool bound() const { return bound_ != nullptr; }
+  const LowpWeight* bound_weight() const { return bound_.get(); }
+
+  // act(x·wᵀ + b) as described above. w may be undefined (released) only for a layer bound to
+  // bf16 or int8, and then only without gradients.
+  Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
 
  private:
-  struct Fingerprint {
-    const void* data = nullptr;
-    Shape shape;
-    uint64_t sample = 0;
-    bool operator==(const Fingerprint&) const = default;
-  };
-  static Fingerprint fingerprint(const Tensor& w);
-
-  ComputeType precision_ = ComputeType::float32;
-  ComputeType train_precision_ = ComputeType::float32;
-  bool pack_fp32_ = true;
-  mutable std::mutex mu_;
-  mutable std::shared_ptr<const LowpWeight> prepared_;
-  mutable Fingerprint prepared_from_;
+  ComputeType train_compute_ = ComputeType::float32;
+  mutable std::shared_ptr<const LowpWeight> bound_;  // dropped by a forward that needs gradients
 };
 
 class Linear : public Module {
@@ -62,21 +52,19 @@ class Linear : public Module {
   // weight (out, in) Xavier uniform, bias zeros (as the seeds' initialize_weight).
   Linear(int64_t in, int64_t out, bool bias, Generator& gen);
   Tensor operator()(const Tensor& x, Activation act = Activation::none) const {
-    return precision_.linear(x, weight_, bias_, act);
+    return kernel_.forward(x, weight_, bias_, act);
   }
-  // Inference precision (see PrecisionSwitch); training runs in the training precision.
-  void set_precision(ComputeType p) { precision_.set_precision(p); }
-  void set_train_precision(ComputeType p) { precision_.set_train_precision(p); }
-  ComputeType train_precision() const { return precision_.train_precision(); }
-  ComputeType precision() const { return precision_.precision(); }
-  void set_fp32_packing(bool on) { precision_.set_fp32_packing(on); }
-  void invalidate_prepared() const { precision_.invalidate(); }
+  LinearKernel& kernel() { return kernel_; }
+  const LinearKernel& kernel() const { return kernel_; }
+  // Binds the weight for inference (see LinearKernel); without keep_f32, a bf16/int8 binding
+  // releases the f32 weight.
+  void bind(ComputeType t, bool keep_f32 = true);
 
-  Tensor weight_;  // (out, in)
+  Tensor weight_;  // (out, in); undefined once released
   Tensor bias_;    // (out) or undefined
 
  private:
-  PrecisionSwitch precision_;
+  LinearKernel kernel_;
 };
 
 class LayerNorm : public Module {

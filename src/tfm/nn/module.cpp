@@ -1,5 +1,9 @@
 #include "tfm/nn/module.h"
 
+#include <algorithm>
+
+#include "tfm/nn/linear.h"
+
 namespace tfm::nn {
 
 NamedTensors Module::named_parameters(const std::string& prefix) const {
@@ -24,6 +28,20 @@ void Module::apply(const std::function<void(Module&)>& fn) {
   for (auto& [name, m] : children_) m->apply(fn);
 }
 
+std::vector<Linear*> Module::linears() const {
+  std::vector<Linear*> out;
+  for (const auto& [name, m] : children_) {
+    const auto own = std::find(own_linears_.begin(), own_linears_.end(), m);
+    if (own != own_linears_.end()) {
+      out.push_back(*own);
+    } else {
+      auto below = m->linears();
+      out.insert(out.end(), below.begin(), below.end());
+    }
+  }
+  return out;
+}
+
 void Module::register_parameter(const std::string& name, Tensor* p) {
   p->set_requires_grad(true);
   params_.emplace_back(name, p);
@@ -31,6 +49,11 @@ void Module::register_parameter(const std::string& name, Tensor* p) {
 
 void Module::register_module(const std::string& name, Module* m) {
   children_.emplace_back(name, m);
+}
+
+void Module::register_module(const std::string& name, Linear* m) {
+  children_.emplace_back(name, m);
+  own_linears_.push_back(m);
 }
 
 }  // namespace tfm::nn

@@ -12,6 +12,8 @@
 
 namespace tfm::nn {
 
+class Linear;
+
 using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;
 
 class Module {
@@ -26,18 +28,23 @@ class Module {
   void set_training(bool on);
   // Calls fn on this module and every module below it, parents first.
   void apply(const std::function<void(Module&)>& fn);
+  // Every Linear below this module, in registration order (what a model binds for inference and
+  // sets a training compute type on; registered as such, so no walk needs to test types).
+  std::vector<Linear*> linears() const;
   bool training() const { return training_; }
 
  protected:
   // Registers a parameter member; it is marked as requiring grad.
   void register_parameter(const std::string& name, Tensor* p);
   void register_module(const std::string& name, Module* m);
+  void register_module(const std::string& name, Linear* m);
 
  private:
   void collect(const std::string& prefix, NamedTensors& out) const;
 
   std::vector<std::pair<std::string, Tensor*>> params_;
   std::vector<std::pair<std::string, Module*>> children_;
+  std::vector<Linear*> own_linears_;  // the children that are Linear
   bool training_ = false;
 };
 

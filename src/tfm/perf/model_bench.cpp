@@ -291,10 +291,10 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& in) {
   Transformer model(c, o.seed);
   res.parameters = model.parameter_count();
   if (o.mode == BenchMode::train)
-    model.set_train_precision(
+    model.set_train_compute(
         resolve_compute_type(parse_compute_type(o.precision), Device::cpu, /*training=*/true));
   else
-    model.set_precision(resolve_compute_type(parse_compute_type(o.precision)));
+    model.bind_inference(resolve_compute_type(parse_compute_type(o.precision)));
   std::unique_ptr<Workload> work;
   if (o.mode == BenchMode::train)
     work = std::make_unique<TrainWorkload>(model, o);

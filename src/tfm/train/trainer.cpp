@@ -232,7 +232,13 @@ void Trainer::copy_files(const std::string& dir) const {
 void Trainer::validate() {
   model_.set_training(false);  // no dropout, and no random stream drawn, in the BLEU hook either
   const ValidLoss vl = validation_loss(model_, valid_, o_.valid_batch_tokens);
-  const double bleu = bleu_ ? bleu_(model_) : std::numeric_limits<double>::quiet_NaN();
+  double bleu = std::numeric_limits<double>::quiet_NaN();
+  if (bleu_) {
+    // Decoding runs on weights packed for it; the next training step drops them again.
+    model_.bind_inference(ComputeType::float32);
+    bleu = bleu_(model_);
+    model_.unbind_inference();
+  }
   const double m = metric_value(vl.loss(), vl.perplexity(), vl.accuracy(), bleu);
   last_valid_ppl_ = vl.perplexity();
   const bool better = p_.best_update == 0 ||
