@@ -67,32 +67,33 @@ BENCHMARK_CAPTURE(BM_linear, fp32, ComputeType::float32)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear, bf16, ComputeType::bfloat16)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_linear, int8, ComputeType::int8)->Apply(shapes);
 
-// The three inference kernels on the same problem, called directly (no dispatch by row count):
-// tfm's packed fp32 panels, oneDNN's bf16 matmul on its blocked copy, and tfm's packed bf16
-// panels; bias + ReLU. The shapes are the linear layers of the small and base presets (N × K:
+// The inference kernels on the same problem, called directly: tfm's packed fp32 and bf16 panels,
+// and the int8 kernel this CPU's level picks (oneDNN with VNNI, tfm's panels without); bias +
+// ReLU. The shapes are the linear layers of the small and base presets (N × K:
 // attention and FFN projections and the 8000-word output layer) at decode row counts (16
 // sentences a thread, × 4 for beam 4, up to the encoder's 16 × 33 = 528). Run single-threaded
 // (TFM_THREADS=1), as decoding runs each shard of 16 sentences on one thread:
 //   TFM_THREADS=1 build/bench/bench_precision --benchmark_filter=BM_kernel
-enum class Kernel { f32_packed, onednn_bf16, tfm_bf16 };
+enum class Kernel { f32_packed, tfm_bf16, int8 };
 
 void BM_kernel(benchmark::State& st, Kernel kernel) {
   const int64_t m = st.range(0), n = st.range(1), k = st.range(2);
   const Tensor x = random_f32({m, k}, 1, 1.0f), w = random_f32({n, k}, 2, 0.05f),
                b = random_f32({n}, 3, 0.1f);
   Tensor y = Tensor::empty({m, n});
-  const auto packed = tfm::cpu::pack_weights(
-      kernel == Kernel::f32_packed ? tfm::ComputeType::float32 : tfm::ComputeType::bfloat16, n, k,
-      w.data<float>());
+  const auto packed = tfm::cpu::pack_weights(kernel == Kernel::f32_packed ? tfm::ComputeType::float32
+                                             : kernel == Kernel::tfm_bf16 ? tfm::ComputeType::bfloat16
+                                                                          : tfm::ComputeType::int8,
+                                             n, k, w.data<float>());
   for (auto _ : st) {
     switch (kernel) {
       case Kernel::f32_packed:
         tfm::cpu::packed_f32_linear_forward(m, x.data<float>(), packed->f32, b.data<float>(),
                                             tfm::Activation::relu, y.data<float>());
         break;
-      case Kernel::onednn_bf16:
-        tfm::cpu::onednn_linear_forward(m, x.data<float>(), *packed, b.data<float>(),
-                                        tfm::Activation::relu, y.data<float>());
+      case Kernel::int8:
+        tfm::cpu::lowp_linear_forward(m, x.data<float>(), *packed, b.data<float>(),
+                                      tfm::Activation::relu, y.data<float>());
         break;
       case Kernel::tfm_bf16:
         tfm::cpu::packed_bf16_linear_forward(m, x.data<float>(), packed->bf16, b.data<float>(),
@@ -122,8 +123,8 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK_CAPTURE(BM_kernel, f32_packed, Kernel::f32_packed)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_kernel, onednn_bf16, Kernel::onednn_bf16)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_kernel, tfm_bf16, Kernel::tfm_bf16)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_kernel, int8, Kernel::int8)->Apply(decode_shapes);
 
 // End to end: a random model of the `small` (d 256, ff 1024, 3 + 3 layers) or `base` (d 512,
 // ff 2048, 6 + 6 layers) preset with a vocabulary of 8000 encodes 32 sources of 32 tokens and

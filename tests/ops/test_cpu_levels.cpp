@@ -146,7 +146,7 @@ TEST(CpuLevels, Int8PicksAnExactKernelAtThisLevel) {
   const Tensor x = random_tensor({m, k}, DType::f32, 40, 0.0, 2.0);
   const Tensor w = random_tensor({n, k}, DType::f32, 41, 0.5, 1.0);
   const LowpWeight lw(w, ComputeType::int8);
-  EXPECT_EQ(lw.packed().desc != nullptr, cpu_has_vnni());
+  EXPECT_EQ(lw.packed().onednn.desc != nullptr, cpu_has_vnni());
   EXPECT_EQ(lw.packed().int8.data != nullptr, !cpu_has_vnni());
   const Tensor y = linear_lowp(x, lw);
   Tensor own = Tensor::empty({m, n});

@@ -24,7 +24,7 @@ class LowpWeight {
   ComputeType precision() const { return precision_; }
   int64_t out_features() const;
   int64_t in_features() const;
-  size_t bytes() const;  // of the packed copies (bf16 keeps two: tfm's panels and oneDNN's)
+  size_t bytes() const;  // of the packed copy (the only one kept)
   // int8: the quantisation scale of each output channel, max|w[n, :]| / 127 (empty for bf16).
   const std::vector<float>& scales() const;
   const cpu::PackedWeights& packed() const { return *packed_; }

@@ -1,17 +1,11 @@
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 
-#include "tfm/ops/cpu/dnnl_context.h"
-
 #include <immintrin.h>
-#include <omp.h>
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <mutex>
-#include <unordered_map>
 
 #include "tfm/core/allocator.h"
 #include "tfm/core/check.h"
@@ -19,110 +13,9 @@
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/activation_cpu.h"
 
-// GCC 12 warns about the deliberately undefined registers inside its own AVX-512 intrinsics.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 namespace tfm::cpu {
 
 namespace {
-
-using dnnl::memory;
-using dt = memory::data_type;
-
-dt src_type(ComputeType kind) {
-  return kind == ComputeType::bfloat16 ? dt::bf16 : dt::u8;
-}
-dt weight_type(ComputeType kind) {
-  return kind == ComputeType::bfloat16 ? dt::bf16 : dt::s8;
-}
-// int8 leaves the s32 sums to tfm's epilogue: per-row activation scales and zero points are
-// beyond oneDNN 2.6's matmul attributes (output scales vary along N only).
-dt dst_type(ComputeType kind) {
-  return kind == ComputeType::bfloat16 ? dt::f32 : dt::s32;
-}
-
-struct Key {
-  ComputeType kind;
-  int64_t m, n, k;
-  bool bias;
-  Activation post;
-  int threads;  // oneDNN fixes its work split at creation, from the thread count then
-  bool operator==(const Key&) const = default;
-};
-
-struct KeyHash {
-  size_t operator()(const Key& key) const {
-    uint64_t h = 1469598103934665603ull;
-    for (uint64_t v : {uint64_t(key.kind), uint64_t(key.m), uint64_t(key.n), uint64_t(key.k),
-                       uint64_t(key.bias), uint64_t(key.post), uint64_t(key.threads)})
-      h = (h ^ v) * 1099511628211ull;
-    return static_cast<size_t>(h);
-  }
-};
-
-struct Entry {
-  dnnl::matmul primitive;
-  memory::desc src, dst, bias, scratchpad;
-  size_t scratchpad_bytes = 0;
-};
-
-dnnl::matmul::primitive_desc make_pd(const Key& key, const memory::desc& weights, memory::desc* src,
-                                     memory::desc* dst, memory::desc* bias) {
-  *src = memory::desc({key.m, key.k}, src_type(key.kind), memory::format_tag::ab);
-  *dst = memory::desc({key.m, key.n}, dst_type(key.kind), memory::format_tag::ab);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (key.post != Activation::none) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f,
-                       key.post == Activation::relu ? dnnl::algorithm::eltwise_relu
-                                                    : dnnl::algorithm::eltwise_gelu_erf,
-                       0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
-  if (key.bias) {
-    *bias = memory::desc({1, key.n}, dt::f32, memory::format_tag::ab);
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(*src, weights, *bias, *dst), attr,
-                                        dnnl_engine());
-  }
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(*src, weights, *dst), attr, dnnl_engine());
-}
-
-// The few shapes a model uses, per row count: bounded, and simply emptied when full (decoding
-// revisits the same handful of row counts, so a refill is rare and cheap next to the run).
-class PrimitiveCache {
- public:
-  std::shared_ptr<const Entry> get(const Key& key, const memory::desc& weights) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = map_.find(key);
-      if (it != map_.end()) return it->second;
-    }
-    auto entry = std::make_shared<Entry>();
-    auto pd = make_pd(key, weights, &entry->src, &entry->dst, &entry->bias);
-    // Packing fixed the weights' layout; a primitive that wanted another would run slow paths.
-    TFM_CHECK(pd.weights_desc() == weights)
-        << "oneDNN " << compute_type_name(key.kind) << " matmul (m=" << key.m << " n=" << key.n
-        << " k=" << key.k << ") wants another weight layout than the packed one";
-    entry->scratchpad = pd.scratchpad_desc();
-    entry->scratchpad_bytes = entry->scratchpad.get_size();
-    entry->primitive = dnnl::matmul(pd);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (map_.size() >= kCapacity) map_.clear();
-    map_.emplace(key, entry);
-    return entry;
-  }
-
- private:
-  static constexpr size_t kCapacity = 256;
-  std::mutex mu_;
-  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> map_;
-};
-
-PrimitiveCache& cache() {
-  static PrimitiveCache c;
-  return c;
-}
 
 // lo = min(0, min x), hi = max(0, max x); false if x holds an inf or NaN (which min and max
 // would pass over: the probe x·0 turns NaN on them). AVX2 is the library's floor; GCC leaves the
@@ -235,54 +128,33 @@ std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, i
   packed->kind = kind;
   packed->n = n;
   packed->k = k;
-  if (kind == ComputeType::float32) {
-    packed->f32 = pack_f32(n, k, w);
-    packed->bytes = packed->f32.bytes;
-    return packed;
-  }
-  std::shared_ptr<void> plain;
-  if (kind == ComputeType::bfloat16) {
-    packed->bf16 = pack_bf16(n, k, w);
-    packed->bytes = packed->bf16.bytes;
-    // Where the CPU multiplies bf16, oneDNN's blocked copy serves the larger row counts too;
-    // elsewhere tfm's panels serve every row count.
-    if (!cpu_has_bf16_dot()) return packed;
-    plain = cpu_allocator().allocate(static_cast<size_t>(n * k) * 2);
-    float_to_bf16(n * k, w, static_cast<uint16_t*>(plain.get()));
-  } else {
-    plain = cpu_allocator().allocate(static_cast<size_t>(n * k));
-    auto* q = static_cast<int8_t*>(plain.get());
-    packed->scales.resize(n);
-    packed->sums.resize(n);
-    quantize_weights_s8(n, k, w, q, packed->scales.data(), packed->sums.data());
-    // Without VNNI oneDNN's products saturate (packed_int8_cpu.h): tfm's exact kernel instead.
-    if (!cpu_has_vnni()) {
-      packed->int8 = pack_int8(n, k, q);
-      packed->bytes = packed->int8.bytes;
-      return packed;
+  switch (kind) {
+    case ComputeType::float32:
+      packed->f32 = pack_f32(n, k, w);
+      packed->bytes = packed->f32.bytes;
+      break;
+    case ComputeType::bfloat16:
+      packed->bf16 = pack_bf16(n, k, w);
+      packed->bytes = packed->bf16.bytes;
+      break;
+    case ComputeType::int8: {
+      std::vector<int8_t> q(static_cast<size_t>(n * k));
+      packed->scales.resize(n);
+      packed->sums.resize(n);
+      quantize_weights_s8(n, k, w, q.data(), packed->scales.data(), packed->sums.data());
+      // oneDNN's exact VNNI path where the CPU has it; without VNNI its products saturate
+      // (packed_int8_cpu.h), so tfm's exact kernel instead.
+      if (cpu_has_vnni()) {
+        packed->onednn = pack_s8_matmul_weights(n, k, q.data());
+        packed->bytes = packed->onednn.bytes;
+      } else {
+        packed->int8 = pack_int8(n, k, q.data());
+        packed->bytes = packed->int8.bytes;
+      }
+      break;
     }
-  }
-  try {
-    // The layout the matmul picks for these weights (the same for every M; checked per
-    // primitive).
-    const Key key{kind, 1, n, k, false, Activation::none, get_threads()};
-    memory::desc src, dst, bias;
-    const memory::desc any({k, n}, weight_type(kind), memory::format_tag::any);
-    auto pd = make_pd(key, any, &src, &dst, &bias);
-    auto desc = std::make_shared<memory::desc>(pd.weights_desc());
-    packed->data = cpu_allocator().allocate(desc->get_size());
-    // Both bf16 copies count: tfm's panels and oneDNN's blocked layout.
-    packed->bytes = desc->get_size() + packed->bf16.bytes;
-    // (K, N) view of the (N, K) row-major weight: strides (1, K).
-    const memory::desc plain_desc({k, n}, weight_type(kind), memory::dims{1, k});
-    memory from(plain_desc, dnnl_engine(), plain.get());
-    memory to(*desc, dnnl_engine(), packed->data.get());
-    dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
-    dnnl_stream().wait();
-    packed->desc = desc;
-  } catch (const dnnl::error& e) {
-    TFM_FAIL() << "packing " << compute_type_name(kind) << " weights (" << n << ", " << k
-               << ") for oneDNN failed: " << e.what();
+    case ComputeType::automatic:
+      TFM_FAIL() << "pack_weights: resolve the compute type first";
   }
   return packed;
 }
@@ -291,72 +163,41 @@ void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, cons
                          Activation post, float* y) {
   if (m == 0) return;
   TFM_CHECK(m > 0) << "lowp_linear_forward: negative row count " << m;
-  if (w.kind == ComputeType::float32) {
-    packed_f32_linear_forward(m, x, w.f32, bias, post, y);
-    return;
+  switch (w.kind) {
+    case ComputeType::float32:
+      packed_f32_linear_forward(m, x, w.f32, bias, post, y);
+      return;
+    case ComputeType::bfloat16:
+      packed_bf16_linear_forward(m, x, w.bf16, bias, post, y);
+      return;
+    case ComputeType::int8:
+      if (w.int8.data != nullptr)
+        packed_int8_linear_forward(m, x, w.int8, w.scales.data(), w.sums.data(), bias, post, y);
+      else
+        onednn_int8_linear_forward(m, x, w, bias, post, y);
+      return;
+    case ComputeType::automatic:
+      break;
   }
-  if (w.kind == ComputeType::bfloat16 && (m <= kBf16PanelMaxRows || w.desc == nullptr)) {
-    packed_bf16_linear_forward(m, x, w.bf16, bias, post, y);
-    return;
-  }
-  if (w.kind == ComputeType::int8 && w.desc == nullptr) {
-    packed_int8_linear_forward(m, x, w.int8, w.scales.data(), w.sums.data(), bias, post, y);
-    return;
-  }
-  onednn_linear_forward(m, x, w, bias, post, y);
+  TFM_FAIL() << "lowp_linear_forward: weights of no compute type";
 }
 
-void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
-                           Activation post, float* y) {
+void onednn_int8_linear_forward(int64_t m, const float* x, const PackedWeights& w,
+                                const float* bias, Activation post, float* y) {
   if (m == 0) return;
-  TFM_CHECK(m > 0) << "onednn_linear_forward: negative row count " << m;
-  TFM_CHECK(w.kind != ComputeType::float32 && w.desc != nullptr)
-      << "onednn_linear_forward: " << compute_type_name(w.kind) << " weights have no oneDNN copy"
-      << (w.kind == ComputeType::float32 ? "" : " at this CPU level (" + cpu_isa_summary() + ")");
+  TFM_CHECK(m > 0) << "onednn_int8_linear_forward: negative row count " << m;
+  TFM_CHECK(w.kind == ComputeType::int8 && w.onednn.desc != nullptr)
+      << "onednn_int8_linear_forward: " << compute_type_name(w.kind)
+      << " weights have no oneDNN copy at this CPU level (" << cpu_isa_summary() << ")";
   const int64_t n = w.n, k = w.k;
-  const bool int8 = w.kind == ComputeType::int8;
-  // Inside another op's parallel region oneDNN runs on the calling thread only.
-  const int threads = omp_in_parallel() ? 1 : get_threads();
-  // int8 applies bias and post-op in its own dequantising pass.
-  const Key key{w.kind, m, n, k, !int8 && bias != nullptr, int8 ? Activation::none : post, threads};
-  const auto& wdesc = *static_cast<const memory::desc*>(w.desc.get());
-
-  std::shared_ptr<void> src_buf, acc_buf;
-  std::vector<float> row_scale;
-  std::vector<int32_t> row_zero;
-  if (int8) {
-    src_buf = cpu_allocator().allocate(static_cast<size_t>(m * k));
-    row_scale.resize(m);
-    row_zero.resize(m);
-    quantize_rows_u8(m, k, x, static_cast<uint8_t*>(src_buf.get()), row_scale.data(),
-                     row_zero.data());
-    acc_buf = cpu_allocator().allocate(static_cast<size_t>(m * n) * 4);
-  } else {
-    src_buf = cpu_allocator().allocate(static_cast<size_t>(m * k) * 2);
-    float_to_bf16(m * k, x, static_cast<uint16_t*>(src_buf.get()));
-  }
-
-  try {
-    auto entry = cache().get(key, wdesc);
-    std::unordered_map<int, memory> args;
-    args.emplace(DNNL_ARG_SRC, memory(entry->src, dnnl_engine(), src_buf.get()));
-    args.emplace(DNNL_ARG_WEIGHTS, memory(wdesc, dnnl_engine(), w.data.get()));
-    args.emplace(DNNL_ARG_DST,
-                 memory(entry->dst, dnnl_engine(), int8 ? acc_buf.get() : static_cast<void*>(y)));
-    if (key.bias)
-      args.emplace(DNNL_ARG_BIAS, memory(entry->bias, dnnl_engine(), const_cast<float*>(bias)));
-    std::shared_ptr<void> scratch;
-    if (entry->scratchpad_bytes > 0) {
-      scratch = cpu_allocator().allocate(entry->scratchpad_bytes);
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(entry->scratchpad, dnnl_engine(), scratch.get()));
-    }
-    entry->primitive.execute(dnnl_stream(), args);
-    dnnl_stream().wait();
-  } catch (const dnnl::error& e) {
-    TFM_FAIL() << "oneDNN " << compute_type_name(w.kind) << " matmul (m=" << m << " n=" << n
-               << " k=" << k << ") failed: " << e.what();
-  }
-  if (!int8) return;
+  auto src_buf = cpu_allocator().allocate(static_cast<size_t>(m * k));
+  auto acc_buf = cpu_allocator().allocate(static_cast<size_t>(m * n) * 4);
+  std::vector<float> row_scale(m);
+  std::vector<int32_t> row_zero(m);
+  quantize_rows_u8(m, k, x, static_cast<uint8_t*>(src_buf.get()), row_scale.data(),
+                   row_zero.data());
+  matmul_primitive_u8s8(m, static_cast<const uint8_t*>(src_buf.get()), w.onednn,
+                        static_cast<int32_t*>(acc_buf.get()));
 
   // y = post(sx[i] · sw[j] · (acc[i, j] − zero[i] · Σ_k q[j, k]) + bias[j])
   const auto* acc = static_cast<const int32_t*>(acc_buf.get());

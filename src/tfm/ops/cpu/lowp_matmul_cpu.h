@@ -1,9 +1,8 @@
-// Inference GEMMs for linear layers with weights converted and packed once, chosen by the CPU
-// level (core/cpu_isa.h): f32 on tfm's own few-row kernel (packed_f32_cpu.h); bf16 on tfm's own
-// kernel (packed_bf16_cpu.h) for the few rows of decoding and, where the CPU has AVX512-BF16, on
-// oneDNN above (elsewhere tfm's kernel at every row count); int8 on oneDNN matmul primitives where
-// the CPU has VNNI, elsewhere on tfm's exact-sum kernel (packed_int8_cpu.h). Row-major,
-// contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at the interface.
+// Inference GEMMs for linear layers with weights converted and packed once: f32 and bf16 on tfm's
+// own panel kernels (packed_f32_cpu.h, packed_bf16_cpu.h); int8 on a oneDNN matmul primitive
+// where the CPU has VNNI (core/cpu_isa.h), elsewhere on tfm's exact-sum kernel
+// (packed_int8_cpu.h). Row-major, contiguous; w is (N, K) as in nn.Linear; x and y stay f32 at
+// the interface.
 #pragma once
 
 #include <cmath>
@@ -19,49 +18,41 @@
 
 namespace tfm::cpu {
 
-// A weight prepared for its kernels: oneDNN's blocked layout for its matmul (the layout does not
-// depend on M, so one copy serves every row count) and/or tfm's panels. int8 also keeps the per
-// output channel scales and the column sums of the quantised weight that undo the activations'
-// zero points. With AVX512-BF16, bf16 keeps both tfm's panels (few rows) and oneDNN's copy, so
-// its `bytes` count both (about the fp32 size); below it, and for int8 without VNNI, only tfm's
-// panels exist.
+// A weight prepared for its kernel at one compute type: tfm's panels (f32, bf16, and int8 without
+// VNNI) or, for int8 on VNNI CPUs, oneDNN's blocked layout (one copy serves every row count).
+// int8 also keeps the per output channel scales and the column sums of the quantised weight that
+// undo the activations' zero points. One packed copy of the weight, whatever the type.
 struct PackedWeights {
   ComputeType kind;
   int64_t n = 0, k = 0;
-  std::shared_ptr<void> data;        // opaque oneDNN-blocked bf16 or s8 weights, or null
-  size_t bytes = 0;                  // of every copy held
-  std::shared_ptr<const void> desc;  // the oneDNN memory descriptor of `data`, or null
-  std::vector<float> scales;         // int8: (N) max|w[n, :]| / 127
-  std::vector<int32_t> sums;         // int8: (N) Σ_k q[n, k]
-  PackedF32 f32;                     // f32: the panels (data and desc unused)
-  PackedBf16 bf16;                   // bf16: tfm's panels
-  PackedInt8 int8;                   // int8 without VNNI: tfm's panels
+  size_t bytes = 0;              // of the packed copy
+  PackedF32 f32;                 // float32
+  PackedBf16 bf16;               // bfloat16
+  PackedInt8 int8;               // int8 without VNNI
+  S8MatmulWeights onednn;        // int8 with VNNI
+  std::vector<float> scales;     // int8: (N) max|w[n, :]| / 127
+  std::vector<int32_t> sums;     // int8: (N) Σ_k q[n, k]
 };
 
-// bf16 products of up to this many rows run on tfm's panels (a decode step: 16 rows, 64 for
-// beam 4), larger ones on oneDNN's blocked copy: tfm's kernel is 1.0–1.3× oneDNN up to 128
-// rows, a wash at 528 (docs/performance.md, "Decoding in bf16 on tfm's packed kernel").
-inline constexpr int64_t kBf16PanelMaxRows = 128;
-
-// Converts w f32 (N, K) once. f32 keeps the values and only reorders them into panels. bf16 rounds
-// to nearest even; int8 is symmetric per output channel (q = round(w / scale), scale = max|w[n, :]|
-// / 127, an all-zero row gets scale 1).
+// Converts w f32 (N, K) once for `kind` (float32, bfloat16 or int8). f32 keeps the values and
+// only reorders them into panels. bf16 rounds to nearest even; int8 is symmetric per output
+// channel (q = round(w / scale), scale = max|w[n, :]| / 127, an all-zero row gets scale 1).
 std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, int64_t k,
                                                   const float* w);
 
-// y (M, N) = post(x (M, K) · wᵀ + bias). bf16: x is rounded to bf16, products accumulate in f32;
-// on tfm's panels (packed_bf16_cpu.h) up to kBf16PanelMaxRows rows, or at every row count below
-// AVX512-BF16; above, in oneDNN with bias + post-op in its epilogue. int8: each row of x is
-// quantised to u8 with its own scale and zero point (min and max of the row, 0 included), u8·s8
-// products accumulate exactly in s32 (oneDNN with VNNI, tfm's kernel without), and one pass
-// dequantises with row × channel scales, adds bias and applies the post-op.
+// y (M, N) = post(x (M, K) · wᵀ + bias), at every row count. f32 on tfm's panels
+// (packed_f32_cpu.h). bf16: x is rounded to bf16, products accumulate in f32, on tfm's panels
+// (packed_bf16_cpu.h). int8: each row of x is quantised to u8 with its own scale and zero point
+// (min and max of the row, 0 included), u8·s8 products accumulate exactly in s32 (oneDNN with
+// VNNI, tfm's kernel without), and one pass dequantises with row × channel scales, adds bias and
+// applies the post-op.
 void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
                          Activation post, float* y);
 
-// The oneDNN matmul on the blocked copy alone, whatever M (bf16 or int8), for tests and
-// benchmarks that compare it with tfm's kernels. An error where the CPU level made no such copy.
-void onednn_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
-                           Activation post, float* y);
+// The int8 product on oneDNN's copy (VNNI CPUs), for tests and benchmarks that compare it with
+// tfm's kernel. An error where the CPU level made no such copy.
+void onednn_int8_linear_forward(int64_t m, const float* x, const PackedWeights& w,
+                                const float* bias, Activation post, float* y);
 
 // The conversions, exposed for tests. bf16 values are the upper 16 bits of the f32 pattern.
 void float_to_bf16(int64_t n, const float* src, uint16_t* dst);

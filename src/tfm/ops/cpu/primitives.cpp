@@ -161,14 +161,19 @@ namespace tfm::cpu {
 
 namespace {
 
+// The operand types of a cached oneDNN matmul primitive.
+enum class MatmulOperands : uint8_t { f32, bf16, u8s8 };
+
 struct PrimitiveKey {
   int64_t m, n, k;
   bool bias;
   Activation post;
   // oneDNN fixes its work split when the primitive is created, from the thread count then.
   int threads;
-  // f32: (M, K) · (N, K)ᵀ. bf16: op(A) · op(B) with the layouts the flags say.
-  bool bf16 = false, trans_a = false, trans_b = true;
+  // f32: (M, K) · (N, K)ᵀ. bf16: op(A) · op(B) with the layouts the flags say. u8s8: x (M, K) u8
+  // times weights s8 in the layout oneDNN picks (format any), into s32, no bias or post-op.
+  MatmulOperands operands = MatmulOperands::f32;
+  bool trans_a = false, trans_b = true;
   bool operator==(const PrimitiveKey&) const = default;
 };
 
@@ -182,8 +187,8 @@ struct PrimitiveKeyHash {
     mix(static_cast<uint64_t>(key.bias));
     mix(static_cast<uint64_t>(key.post));
     mix(static_cast<uint64_t>(key.threads));
-    mix(static_cast<uint64_t>(key.bf16) | static_cast<uint64_t>(key.trans_a) << 1 |
-        static_cast<uint64_t>(key.trans_b) << 2);
+    mix(static_cast<uint64_t>(key.operands) | static_cast<uint64_t>(key.trans_a) << 2 |
+        static_cast<uint64_t>(key.trans_b) << 3);
     return static_cast<size_t>(h);
   }
 };
@@ -199,7 +204,21 @@ std::shared_ptr<const PrimitiveEntry> create_primitive(const PrimitiveKey& key) 
   using dt = memory::data_type;
   const memory::dims src_dims{key.m, key.k}, w_dims{key.k, key.n}, dst_dims{key.m, key.n};
   auto entry = std::make_shared<PrimitiveEntry>();
-  const dt in = key.bf16 ? dt::bf16 : dt::f32;
+  if (key.operands == MatmulOperands::u8s8) {
+    entry->src = memory::desc(src_dims, dt::u8, memory::format_tag::ab);
+    entry->dst = memory::desc(dst_dims, dt::s32, memory::format_tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const memory::desc any(w_dims, dt::s8, memory::format_tag::any);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(entry->src, any, entry->dst), attr,
+                                          dnnl_engine());
+    entry->weights = pd.weights_desc();
+    entry->scratchpad = pd.scratchpad_desc();
+    entry->scratchpad_bytes = entry->scratchpad.get_size();
+    entry->primitive = dnnl::matmul(pd);
+    return entry;
+  }
+  const dt in = key.operands == MatmulOperands::bf16 ? dt::bf16 : dt::f32;
   // Transposed operands are read through their strides, no copy: op(A) (M, K) of a row-major
   // (K, M) is strides (1, M); op(B) (K, N) of a row-major (N, K) (nn.Linear's weight) is (1, K).
   entry->src =
@@ -308,10 +327,15 @@ PrimitiveCache& primitive_cache() {
 
 namespace {
 
+// `weights`, when given, is the layout b was packed in: the primitive must want exactly that one.
 void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const float* bias,
-                   float* c) {
+                   void* c, const dnnl::memory::desc* weights = nullptr) {
   try {
     auto entry = primitive_cache().get(key);
+    // Packing fixed the weights' layout; a primitive that wanted another would read them wrong.
+    TFM_CHECK(weights == nullptr || entry->weights == *weights)
+        << "oneDNN int8 matmul (m=" << key.m << " n=" << key.n << " k=" << key.k
+        << ") wants another weight layout than the packed one";
     const dnnl::engine& eng = dnnl_engine();
     std::unordered_map<int, dnnl::memory> args;
     args.emplace(DNNL_ARG_SRC, dnnl::memory(entry->src, eng, const_cast<void*>(a)));
@@ -327,7 +351,8 @@ void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const 
     entry->primitive.execute(dnnl_stream(), args);
     dnnl_stream().wait();
   } catch (const dnnl::error& e) {
-    TFM_FAIL() << "oneDNN " << (key.bf16 ? "bf16" : "f32") << " matmul (m=" << key.m
+    const char* names[] = {"f32", "bf16", "int8"};
+    TFM_FAIL() << "oneDNN " << names[static_cast<int>(key.operands)] << " matmul (m=" << key.m
                << " n=" << key.n << " k=" << key.k << " trans_a=" << key.trans_a
                << " trans_b=" << key.trans_b << " bias=" << key.bias
                << " post=" << static_cast<int>(key.post) << ") failed: " << e.what()
@@ -355,8 +380,9 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
   TFM_CHECK(m > 0 && n > 0 && k > 0)
       << "matmul_primitive_bf16: empty problem m=" << m << " n=" << n << " k=" << k;
   if (cpu_has_bf16_dot()) {
-    run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), true, trans_a, trans_b}, a,
-                  b, bias, c);
+    run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), MatmulOperands::bf16,
+                   trans_a, trans_b},
+                  a, b, bias, c);
     return;
   }
   // Below AVX512-BF16 (oneDNN 2.6 has no bf16 matmul under AVX-512, and only a slow one without
@@ -374,8 +400,45 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
     return buf;
   };
   const auto af = widen(m * k, a), bf = widen(k * n, b);
-  run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), false, trans_a, trans_b},
+  run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), MatmulOperands::f32,
+                 trans_a, trans_b},
                 af.get(), bf.get(), bias, c);
+}
+
+S8MatmulWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q) {
+  TFM_CHECK(n > 0 && k > 0) << "pack_s8_matmul_weights: empty weight (" << n << ", " << k << ")";
+  TFM_CHECK(cpu_has_vnni()) << "int8 matmuls on oneDNN need VNNI (CPU level "
+                            << cpu_isa_summary() << "); packed_int8_cpu.h serves other CPUs";
+  S8MatmulWeights w;
+  w.n = n;
+  w.k = k;
+  try {
+    // The layout the matmul picks for these weights: the same for every M (run_primitive checks).
+    const auto entry = primitive_cache().get(
+        {1, n, k, false, Activation::none, primitive_threads(), MatmulOperands::u8s8});
+    auto desc = std::make_shared<dnnl::memory::desc>(entry->weights);
+    w.bytes = desc->get_size();
+    w.data = cpu_allocator().allocate(w.bytes);
+    // (K, N) view of the (N, K) row-major weight: strides (1, K).
+    const dnnl::memory::desc plain({k, n}, dnnl::memory::data_type::s8, dnnl::memory::dims{1, k});
+    dnnl::memory from(plain, dnnl_engine(), const_cast<int8_t*>(q));
+    dnnl::memory to(*desc, dnnl_engine(), w.data.get());
+    dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
+    dnnl_stream().wait();
+    w.desc = desc;
+  } catch (const dnnl::error& e) {
+    TFM_FAIL() << "packing int8 weights (" << n << ", " << k << ") for oneDNN failed: "
+               << e.what();
+  }
+  return w;
+}
+
+void matmul_primitive_u8s8(int64_t m, const uint8_t* x, const S8MatmulWeights& w, int32_t* acc) {
+  TFM_CHECK(m > 0 && w.desc != nullptr)
+      << "matmul_primitive_u8s8: empty problem or unpacked weights (m=" << m << ")";
+  run_primitive({m, w.n, w.k, false, Activation::none, primitive_threads(), MatmulOperands::u8s8},
+                x, w.data.get(), nullptr, acc,
+                static_cast<const dnnl::memory::desc*>(w.desc.get()));
 }
 
 PrimitiveCacheStats matmul_primitive_cache_stats() {
