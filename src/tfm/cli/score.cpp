@@ -1,34 +1,25 @@
 // tfm score --model DIR --src F --trg F [--ids]: one total log-probability of target + EOS per
-// line pair, teacher forced.
+// line pair, teacher forced: flags, the lines, and one Translator::score_batch call.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 
 #include "tfm/cli/commands.h"
 #include "tfm/cli/io.h"
-#include "tfm/core/parallel.h"
+#include "tfm/core/check.h"
 #include "tfm/data/vocab.h"
-#include "tfm/model/checkpoint.h"
-#include "tfm/model/score.h"
+#include "tfm/translator.h"
 
 namespace tfm::cli {
 
 namespace {
 
-std::vector<Ids> to_ids(const std::vector<std::string>& lines, const std::string& path,
-                        bool ids_mode, const std::shared_ptr<Vocab>& vocab, int64_t vocab_size) {
-  std::vector<Ids> out;
+std::vector<std::vector<int64_t>> parse_id_lines(const std::vector<std::string>& lines,
+                                                 const std::string& path, int64_t vocab_size) {
+  std::vector<std::vector<int64_t>> out;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string where = path + ":" + std::to_string(i + 1);
-    if (ids_mode) {
-      out.push_back(parse_ids(lines[i], vocab_size, where));
-    } else {
-      TFM_CHECK(vocab) << "no SentencePiece vocabulary in the model directory (" << kSharedVocabFile
-                       << ", or " << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
-      out.push_back(vocab->encode(lines[i]));
-    }
+    const Ids ids = parse_ids(lines[i], vocab_size, path + ":" + std::to_string(i + 1));
+    out.emplace_back(ids.begin(), ids.end());
   }
   return out;
 }
@@ -46,27 +37,31 @@ void add_score(CLI::App& app) {
   cmd->add_option("--trg", trg_path, "Target sentences, one a line")->required();
   cmd->add_flag("--ids", ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", threads, "Threads (0: all cores)");
-  cmd->add_option("--precision", precision, "Linear layers in fp32, bf16 or int8");
+  cmd->add_option("--precision", precision, "Linear layers in fp32, bf16, int8 or auto");
   cmd->add_option("--batch-size", batch_size, "Sentences a batch")->check(CLI::PositiveNumber);
   cmd->callback([] {
-    set_threads(threads);
-    auto model = load_model(dir);
-    model->bind_inference(resolve_compute_type(parse_compute_type(precision)), std::nullopt,
-                          /*keep_f32=*/false);
-    const ModelConfig& c = model->config();
-    ModelVocabs vocabs;
-    if (!ids) vocabs = load_model_vocabs(dir);
-    std::vector<std::string> trg_lines = read_lines(trg_path);
-    std::vector<Ids> src, trg = to_ids(trg_lines, trg_path, ids, vocabs.trg, c.trg_vocab_size);
-    if (c.has_encoder()) {
+    TranslatorOptions to;
+    to.compute_type = parse_compute_type(precision);
+    to.intra_threads = threads;
+    to.max_batch_size = batch_size;
+    Translator translator(dir, to);
+    const ModelInfo& info = translator.model_info();
+    TFM_CHECK(ids || translator.has_vocabularies())
+        << "no SentencePiece vocabulary in the model directory (" << kSharedVocabFile << ", or "
+        << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
+    const std::vector<std::string> trg = read_lines(trg_path);
+    std::vector<std::string> src;
+    if (!info.decoder_only) {
       TFM_CHECK(!src_path.empty()) << "score: --src is required for an encoder-decoder model";
-      std::vector<std::string> src_lines = read_lines(src_path);
-      TFM_CHECK(src_lines.size() == trg_lines.size())
-          << "score: " << src_path << " has " << src_lines.size() << " lines but " << trg_path
-          << " has " << trg_lines.size();
-      src = to_ids(src_lines, src_path, ids, vocabs.src, c.src_vocab_size);
+      src = read_lines(src_path);
+      TFM_CHECK(src.size() == trg.size()) << "score: " << src_path << " has " << src.size()
+                                          << " lines but " << trg_path << " has " << trg.size();
     }
-    for (double s : score_pairs(*model, src, trg, batch_size)) std::printf("%.9g\n", s);
+    const std::vector<double> scores =
+        ids ? translator.score_batch(parse_id_lines(src, src_path, info.src_vocab_size),
+                                     parse_id_lines(trg, trg_path, info.trg_vocab_size))
+            : translator.score_batch(src, trg);
+    for (double s : scores) std::printf("%.9g\n", s);
   });
 }
 

@@ -20,6 +20,7 @@
 #include "tfm/data/vocab.h"
 #include "tfm/decode/search.h"
 #include "tfm/eval/bleu.h"
+#include "tfm/runtime/batch_search.h"
 #include "tfm/train/config_file.h"
 #include "tfm/train/trainer.h"
 
@@ -140,21 +141,12 @@ BleuHook make_bleu_hook(std::shared_ptr<const ValidSet> valid, std::shared_ptr<V
     decode::SearchOptions so;
     so.max_length = model.config().max_length;
     auto search = decode::make_greedy(so);
-    const auto& ex = valid->examples;
-    std::vector<size_t> order(ex.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return ex[a].src.size() < ex[b].src.size(); });
-    std::vector<std::string> hyps(ex.size());
-    constexpr size_t kBatch = 64;
-    for (size_t b = 0; b < order.size(); b += kBatch) {
-      std::vector<Ids> srcs;
-      for (size_t k = b; k < std::min(order.size(), b + kBatch); ++k) {
-        srcs.push_back(ex[order[k]].src);
-      }
-      const auto out = search->run(model, srcs);
-      for (size_t k = 0; k < out.size(); ++k) hyps[order[b + k]] = trg->decode(out[k][0].tokens);
-    }
+    std::vector<Ids> srcs;
+    for (const auto& e : valid->examples) srcs.push_back(e.src);
+    const auto out = runtime::search_in_batches(model, *search, srcs, {}, BatchLimits{64, 0});
+    std::vector<std::string> hyps(out.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!out[i].empty()) hyps[i] = trg->decode(out[i][0].tokens);
     return eval::corpus_bleu(hyps, {valid->refs}).score;
   };
 }

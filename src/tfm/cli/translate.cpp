@@ -1,123 +1,32 @@
-// tfm translate --model DIR [search flags] [--ids] [--input F] [--output F]: one output line per
-// input line, in input order, streamed: input is read in windows of at most 8 batches (one line on
-// a terminal), each window sorted by length and decoded in batches (less padding), and finished
-// output is written and flushed after each batch as far as input order allows.
-#include <fcntl.h>
-#include <poll.h>
+// tfm translate --model DIR [search flags] [--ids] [--input F] [--output F]: flags into the
+// Translator's options, then one translate_stream call (include/tfm/translator.h): one output
+// line per input line, in input order, each written as soon as it and the lines before it are
+// done.
+#include <ext/stdio_filebuf.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <numeric>
 
 #include "tfm/cli/commands.h"
-#include "tfm/core/parallel.h"
-#include "tfm/data/vocab.h"
-#include "tfm/decode/search.h"
-#include "tfm/model/checkpoint.h"
+#include "tfm/core/check.h"
+#include "tfm/translator.h"
 
 namespace tfm::cli {
 
 namespace {
 
-std::string join_ids(const Ids& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ' ';
-    s += std::to_string(ids[i]);
-  }
-  return s;
-}
-
-// Lines of a file or standard input, read in windows: next_window blocks for the first line, then
-// takes only lines already available, so a pipe fed one line at a time (a coprocess, a chat
-// front end) gets each translation without waiting for more input or EOF. Lines split on '\n'
-// only, bytes kept as they are; a last line without '\n' counts (as cli::read_lines).
-class LineStream {
- public:
-  explicit LineStream(const std::string& path)
-      : name_(path.empty() || path == "-" ? std::string("<stdin>") : path) {
-    if (path.empty() || path == "-") {
-      fd_ = STDIN_FILENO;
-    } else {
-      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      TFM_CHECK(fd_ >= 0) << "cannot open " << path << ": " << std::strerror(errno);
-      own_ = true;
-    }
-  }
-  ~LineStream() {
-    if (own_) ::close(fd_);
-  }
-  LineStream(const LineStream&) = delete;
-  LineStream& operator=(const LineStream&) = delete;
-
-  bool interactive() const { return ::isatty(fd_) == 1; }
-  const std::string& name() const { return name_; }
-
-  // Replaces `lines` by up to `max` lines; false when the input is exhausted.
-  bool next_window(size_t max, std::vector<std::string>& lines) {
-    lines.clear();
-    while (lines.size() < max) {
-      const size_t nl = buf_.find('\n', pos_);
-      if (nl != std::string::npos) {
-        lines.emplace_back(buf_, pos_, nl - pos_);
-        pos_ = nl + 1;
-      } else if (eof_) {
-        if (pos_ < buf_.size()) lines.emplace_back(buf_, pos_);
-        pos_ = buf_.size();
-        break;
-      } else if (!lines.empty() && !readable_now()) {
-        break;
-      } else {
-        read_more();
-      }
-    }
-    return !lines.empty();
-  }
-
- private:
-  bool readable_now() const {
-    pollfd p{fd_, POLLIN, 0};
-    return ::poll(&p, 1, 0) > 0;
-  }
-  void read_more() {
-    buf_.erase(0, pos_);
-    pos_ = 0;
-    char chunk[1 << 16];
-    for (;;) {
-      const ssize_t n = ::read(fd_, chunk, sizeof chunk);
-      if (n > 0) {
-        buf_.append(chunk, static_cast<size_t>(n));
-        return;
-      }
-      if (n == 0) {
-        eof_ = true;
-        return;
-      }
-      TFM_CHECK(errno == EINTR) << "error reading " << name_ << ": " << std::strerror(errno);
-    }
-  }
-
-  std::string name_;
-  int fd_ = -1;
-  bool own_ = false;
-  bool eof_ = false;
-  std::string buf_;  // bytes read and not yet handed out, from pos_
-  size_t pos_ = 0;
-};
-
 struct Flags {
   std::string dir, input, output, precision = "fp32";
-  int64_t beam_size = 1, n_best = 0, batch_size = 32, sampling_topk = 0, min_length = 0;
+  int64_t beam_size = 1, n_best = 0, batch_size = 32, batch_tokens = 0, sampling_topk = 0,
+          min_length = 0;
   double length_penalty = 0.0, max_length_factor = 2.0, sampling_topp = 1.0, temperature = 1.0;
   uint64_t seed = 0;
   bool ids = false, normalize = false;
-  int threads = 0;
+  int threads = 0, inter_threads = 1;
 };
 
 }  // namespace
@@ -132,6 +41,7 @@ void add_translate(CLI::App& app) {
   cmd->add_option("--length-penalty", f.length_penalty, "GNMT length penalty alpha (0: none)");
   cmd->add_flag("--normalize", f.normalize, "Rank by log-probability / length instead");
   cmd->add_option("--batch-size", f.batch_size, "Sentences a batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-tokens", f.batch_tokens, "Padded source tokens a batch (0: no limit)");
   cmd->add_option("--max-length-factor", f.max_length_factor,
                   "Max output length = F * source length + 10 (with EOS)");
   cmd->add_option("--min-length", f.min_length, "Tokens before EOS is allowed");
@@ -141,112 +51,66 @@ void add_translate(CLI::App& app) {
   auto* temp = cmd->add_option("--temperature", f.temperature, "Sampling temperature");
   cmd->add_option("--seed", f.seed, "Sampling seed");
   cmd->add_flag("--ids", f.ids, "Lines are space-separated token ids (no BOS/EOS)");
-  cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
-  cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16 or int8");
+  cmd->add_option("--threads", f.threads, "Threads of each batch (0: all cores / inter-threads)");
+  cmd->add_option("--inter-threads", f.inter_threads, "Batches translated at once");
+  cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
   cmd->callback([topk, topp, temp] {
-    set_threads(f.threads);
-    auto model = load_model(f.dir);
-    model->bind_inference(resolve_compute_type(parse_compute_type(f.precision)), std::nullopt,
-                          /*keep_f32=*/false);
-    const ModelConfig& c = model->config();
-    TFM_CHECK(c.has_encoder()) << "translate: " << f.dir << " is a decoder-only model";
-    ModelVocabs vocabs;
-    if (!f.ids) {
-      vocabs = load_model_vocabs(f.dir);
-      TFM_CHECK(vocabs.src && vocabs.trg)
-          << "no SentencePiece vocabulary in " << f.dir << " (" << kSharedVocabFile << ", or "
-          << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
-    }
-    decode::SearchOptions o;
+    TranslatorOptions to;
+    to.compute_type = parse_compute_type(f.precision);
+    to.intra_threads = f.threads;
+    to.inter_threads = f.inter_threads;
+    to.max_batch_size = f.batch_size;
+    to.max_batch_tokens = f.batch_tokens;
+    TranslationOptions o;
     o.beam_size = f.beam_size;
-    o.n_best = f.n_best > 0 ? f.n_best : 1;
+    o.num_hypotheses = f.n_best > 0 ? f.n_best : 1;
     o.length_penalty = f.length_penalty;
-    o.normalize = f.normalize;
-    o.max_length_a = f.max_length_factor;
-    o.min_length = f.min_length;
+    o.normalize_scores = f.normalize;
+    o.max_length_factor = f.max_length_factor;
+    o.min_decoding_length = f.min_length;
     o.sampling = topk->count() > 0 || topp->count() > 0 || temp->count() > 0;
-    o.top_k = f.sampling_topk;
-    o.top_p = f.sampling_topp;
-    o.temperature = f.temperature;
+    o.sampling_topk = f.sampling_topk;
+    o.sampling_topp = f.sampling_topp;
+    o.sampling_temperature = f.temperature;
     o.seed = f.seed;
     TFM_CHECK(!o.sampling || o.beam_size == 1) << "translate: sampling needs --beam-size 1";
-    TFM_CHECK(o.n_best <= o.beam_size)
-        << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
-    auto search = decode::make_search(o);
+    TFM_CHECK(o.num_hypotheses <= o.beam_size)
+        << "translate: --n-best " << o.num_hypotheses << " exceeds --beam-size " << o.beam_size;
+    Translator translator(f.dir, to);
+    TFM_CHECK(f.ids || translator.has_vocabularies())
+        << "no SentencePiece vocabulary in " << f.dir << "; use --ids";
+    StreamOptions so;
+    so.ids = f.ids;
+    so.n_best = f.n_best > 0;
+    so.read_ahead = f.batch_size * 8;
+    so.warnings = &std::cerr;
 
-    LineStream input(f.input);  // first: a missing input leaves no empty output file
-    std::FILE* out = stdout;
-    if (!f.output.empty()) {
-      out = std::fopen(f.output.c_str(), "w");
-      TFM_CHECK(out) << "cannot write " << f.output;
+    // Input first: a missing input leaves no empty output file. Standard input is read through
+    // a filebuf on fd 0, whose in_avail sees what the pipe holds (cin's stdio buffer does not).
+    const bool from_stdin = f.input.empty() || f.input == "-";
+    __gnu_cxx::stdio_filebuf<char> stdin_buf(STDIN_FILENO, std::ios::in, 1 << 16);
+    std::ifstream file_in;
+    if (!from_stdin) {
+      file_in.open(f.input, std::ios::binary);
+      TFM_CHECK(file_in.is_open()) << "cannot open " << f.input << ": " << std::strerror(errno);
     }
-    // A terminal gets each line's translation as soon as it is typed; otherwise a window of lines
-    // is sorted by length and batched (less padding), bounded so memory stays flat on any input.
-    const size_t window = input.interactive() ? 1 : static_cast<size_t>(f.batch_size) * 8;
-    size_t base = 0;  // index of the window's first line in the whole input
-    std::vector<std::string> lines;
-    while (input.next_window(window, lines)) {
-      std::vector<Ids> src(lines.size());
-      for (size_t i = 0; i < lines.size(); ++i) {
-        const std::string where = input.name() + ":" + std::to_string(base + i + 1);
-        src[i] =
-            f.ids ? parse_ids(lines[i], c.src_vocab_size, where) : vocabs.src->encode(lines[i]);
-        const size_t limit = static_cast<size_t>(c.max_length - c.seq_format().source_specials());
-        if (src[i].size() > limit) {
-          std::cerr << "tfm: warning: " << where << ": " << src[i].size()
-                    << " tokens, more than the model's " << limit << "; truncated\n";
-          src[i].resize(limit);
-        }
-      }
-      // Non-empty lines, shortest first; empty lines translate to empty lines without a search.
-      std::vector<size_t> order;
-      for (size_t i = 0; i < src.size(); ++i)
-        if (!src[i].empty()) order.push_back(i);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
-      std::vector<decode::NBest> result(src.size());
-      std::vector<bool> ready(src.size(), false);
-      for (size_t i = 0; i < src.size(); ++i) ready[i] = src[i].empty();
-      size_t next_out = 0;
-      auto flush_ready = [&] {
-        for (; next_out < src.size() && ready[next_out]; ++next_out) {
-          const decode::NBest& nb = result[next_out];
-          if (f.n_best > 0) {  // empty inputs print nothing here: there is no hypothesis
-            for (const auto& h : nb) {
-              const std::string text = f.ids ? join_ids(h.tokens) : vocabs.trg->decode(h.tokens);
-              std::fprintf(out, "%zu ||| %s ||| %.6f\n", base + next_out, text.c_str(), h.score);
-            }
-          } else {
-            const std::string text = nb.empty() ? std::string()
-                                     : f.ids    ? join_ids(nb[0].tokens)
-                                                : vocabs.trg->decode(nb[0].tokens);
-            std::fprintf(out, "%s\n", text.c_str());
-          }
-          result[next_out].clear();
-        }
-        std::fflush(out);
-      };
-      flush_ready();
-      for (size_t start = 0; start < order.size(); start += static_cast<size_t>(f.batch_size)) {
-        const size_t end = std::min(order.size(), start + static_cast<size_t>(f.batch_size));
-        std::vector<Ids> batch;
-        std::vector<uint64_t> ids;  // whole-input line numbers: sampling does not see windows
-        for (size_t k = start; k < end; ++k) {
-          batch.push_back(src[order[k]]);
-          ids.push_back(base + order[k]);
-        }
-        std::vector<decode::NBest> r = search->run(*model, batch, ids);
-        for (size_t k = 0; k < r.size(); ++k) {
-          result[order[start + k]] = std::move(r[k]);
-          ready[order[start + k]] = true;
-        }
-        flush_ready();
-      }
-      base += lines.size();
+    std::istream stdin_stream(&stdin_buf);
+    std::istream& in = from_stdin ? stdin_stream : file_in;
+    const std::string in_name = from_stdin ? "<stdin>" : f.input;
+
+    if (f.output.empty()) {
+      translator.translate_stream(in, std::cout, o, so, in_name);
+      return;
     }
-    if (out != stdout) TFM_CHECK(std::fclose(out) == 0) << "cannot write " << f.output;
+    std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
+    TFM_CHECK(out.is_open()) << "cannot write " << f.output << ": " << std::strerror(errno);
+    translator.translate_stream(in, out, o, so, in_name);
+    errno = 0;
+    out.close();
+    TFM_CHECK(!out.fail()) << "cannot write " << f.output << ": "
+                           << (errno ? std::strerror(errno) : "close failed");
   });
 }
 

@@ -4,29 +4,11 @@
 #pragma once
 
 #include <sstream>
-#include <stdexcept>
 #include <string>
 
+#include "tfm/error.h"
+
 namespace tfm {
-
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message, const std::string& location = "")
-      : std::runtime_error(join(message, location)), message_(message) {}
-  // The message alone, without the source location (what a command-line user needs).
-  const std::string& message() const { return message_; }
-
- private:
-  // Appends rather than chaining operator+, which trips GCC 12's -Wrestrict false positive.
-  static std::string join(const std::string& message, const std::string& location) {
-    if (location.empty()) return message;
-    std::string s;
-    s.reserve(message.size() + location.size() + 3);
-    s.append(message).append(" [").append(location).append("]");
-    return s;
-  }
-  std::string message_;
-};
 
 namespace detail {
 

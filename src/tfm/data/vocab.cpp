@@ -66,22 +66,23 @@ std::string find_vocab(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-ModelVocabs load_model_vocabs(const std::string& dir) {
-  ModelVocabs v;
+ModelVocabPaths find_model_vocabs(const std::string& dir) {
   const std::string shared = find_vocab(dir, kSharedVocabFile);
-  if (!shared.empty()) {
-    v.src = v.trg = std::make_shared<Vocab>(shared);
-    return v;
-  }
+  if (!shared.empty()) return {shared, shared};
   const std::string src = find_vocab(dir, kSrcVocabFile), trg = find_vocab(dir, kTrgVocabFile);
   TFM_CHECK(src.empty() == trg.empty())
       << dir << " has " << (src.empty() ? trg : src) << " but no "
       << (src.empty() ? kSrcVocabFile : kTrgVocabFile) << ": a model directory holds "
       << kSharedVocabFile << ", or " << kSrcVocabFile << " and " << kTrgVocabFile;
-  if (!src.empty()) {
-    v.src = std::make_shared<Vocab>(src);
-    v.trg = std::make_shared<Vocab>(trg);
-  }
+  return {src, trg};
+}
+
+ModelVocabs load_model_vocabs(const std::string& dir) {
+  const ModelVocabPaths p = find_model_vocabs(dir);
+  ModelVocabs v;
+  if (p.src.empty()) return v;
+  v.src = std::make_shared<Vocab>(p.src);
+  v.trg = p.trg == p.src ? v.src : std::make_shared<Vocab>(p.trg);
   return v;
 }
 

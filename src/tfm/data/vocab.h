@@ -45,6 +45,12 @@ struct ModelVocabs {
   std::shared_ptr<Vocab> src, trg;
 };
 ModelVocabs load_model_vocabs(const std::string& dir);
+// The same files' paths, without loading them (both empty when the directory has none; equal
+// for a shared vocabulary).
+struct ModelVocabPaths {
+  std::string src, trg;
+};
+ModelVocabPaths find_model_vocabs(const std::string& dir);
 
 // "12 7 9" -> {12, 7, 9}; each id checked against [0, vocab_size). `where` names the line.
 Ids parse_ids(const std::string& line, int64_t vocab_size, const std::string& where);

@@ -5,13 +5,19 @@
 #include <vector>
 
 #include "tfm/data/batch.h"
+#include "tfm/data/length_batches.h"
 #include "tfm/model/transformer.h"
 
 namespace tfm {
 
-// One total log-probability per pair, in input order. Pairs are batched by length (up to
-// batch_size a batch) with grad mode off. src is empty for decoder-only models.
+// One total log-probability per pair, in input order. Pairs are batched by length
+// (length_batches over source + target lengths) with grad mode off. src is empty for
+// decoder-only models.
 std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>& src,
-                                const std::vector<Ids>& trg, int64_t batch_size = 32);
+                                const std::vector<Ids>& trg, const BatchLimits& limits);
+inline std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>& src,
+                                       const std::vector<Ids>& trg, int64_t batch_size = 32) {
+  return score_pairs(model, src, trg, BatchLimits{batch_size, 0});
+}
 
 }  // namespace tfm

@@ -1,0 +1,123 @@
+// tfm::Translator: a model directory loaded once, translating and scoring text or token ids.
+//
+//   tfm::Translator t("model/", {.compute_type = tfm::ComputeType::automatic});
+//   auto results = t.translate_batch({"Ein Hund läuft.", "Zwei Katzen."}, {.beam_size = 4});
+//   std::cout << results[0].hypotheses[0].text << "\n";
+//
+// The translator owns everything between text and the search: SentencePiece tokenisation, the
+// model's source framing, truncation to the model's positions, sorting by length and cutting
+// into batches (max_batch_size sentences, max_batch_tokens padded tokens), and restoring input
+// order. Results do not depend on the batching or the thread counts.
+//
+// Thread safety: every method is const and may be called from several threads at once; all
+// callers share the one copy of the weights. inter_threads > 1 also runs the batches of one call
+// in parallel, each worker with intra_threads threads of its own.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tfm/model_info.h"
+#include "tfm/types.h"
+
+namespace tfm {
+
+struct TranslatorOptions {
+  Device device = Device::cpu;
+  // Resolved once, at load: automatic is bf16 where the CPU multiplies bf16, else fp32.
+  ComputeType compute_type = ComputeType::float32;
+  int intra_threads = 0;  // threads of each batch's ops; 0: all cores / inter_threads
+  int inter_threads = 1;  // batches translated at once, sharing the weights
+  int64_t max_batch_size = 32;  // sentences a batch
+  int64_t max_batch_tokens = 0;  // padded source tokens a batch; 0: no limit
+};
+
+struct TranslationOptions {
+  int64_t beam_size = 1;        // 1: greedy (or sampling)
+  int64_t num_hypotheses = 1;   // returned per sentence; at most beam_size
+  double length_penalty = 0.0;  // GNMT alpha; 0: the raw sum of log-probabilities
+  bool normalize_scores = false;  // rank by log-probability / length instead
+  // Max output length (tokens with EOS) = max_length_factor * source length + max_length_extra,
+  // capped by max_decoding_length and by the model's positions.
+  double max_length_factor = 2.0;
+  int64_t max_length_extra = 10;
+  int64_t max_decoding_length = 1024;
+  int64_t min_decoding_length = 0;  // tokens before EOS is allowed
+  // Random sampling (beam_size must be 1): temperature, then the top k (0: all), then nucleus p.
+  bool sampling = false;
+  double sampling_temperature = 1.0;
+  int64_t sampling_topk = 0;
+  double sampling_topp = 1.0;
+  uint64_t seed = 0;  // with a sentence's index in the call, keys its random stream
+};
+
+struct TranslationHypothesis {
+  std::string text;                // detokenised (empty for the id methods)
+  std::vector<int64_t> ids;        // target ids, without BOS/EOS
+  double score = 0.0;              // the ranking score (length penalty applied)
+  double log_prob = 0.0;           // log P(ids + EOS | source)
+};
+
+struct TranslationResult {
+  std::vector<TranslationHypothesis> hypotheses;  // best first; none for an empty source
+  bool source_truncated = false;  // the source was longer than the model's positions and cut
+};
+
+// What the stream methods read and write: text lines through the vocabularies, or
+// space-separated ids; one output line per input line, or with n_best the
+// "index ||| hypothesis ||| score" lines of every hypothesis (Moses' n-best format).
+struct StreamOptions {
+  bool ids = false;
+  bool n_best = false;
+  // Input lines read ahead and sorted by length before decoding; the stream writes each output
+  // line as soon as it and every earlier line are done. Lines already readable are taken without
+  // waiting, so an interactive pipe gets each answer without sending more.
+  int64_t read_ahead = 256;
+  // Where warnings go (a source cut to the model's positions, with its line); null: nowhere.
+  std::ostream* warnings = nullptr;
+};
+
+class Translator {
+ public:
+  // Loads model_dir (config, weights, and the SentencePiece vocabularies when present). Every
+  // problem with the directory or the options is a tfm::Error.
+  explicit Translator(const std::string& model_dir, const TranslatorOptions& options = {});
+  ~Translator();
+  Translator(Translator&&) noexcept;
+  Translator& operator=(Translator&&) noexcept;
+
+  const ModelInfo& model_info() const;
+  const TranslatorOptions& options() const;  // compute_type resolved, thread counts filled in
+  bool has_vocabularies() const;             // the text methods need them
+
+  // Text in, text out. An empty line gives a result without hypotheses.
+  std::vector<TranslationResult> translate_batch(const std::vector<std::string>& sources,
+                                                 const TranslationOptions& options = {}) const;
+  // Source ids (without BOS/EOS; the model's framing is added) in, target ids out.
+  std::vector<TranslationResult> translate_batch(
+      const std::vector<std::vector<int64_t>>& sources,
+      const TranslationOptions& options = {}) const;
+
+  // log P(target + EOS | source) of each pair, teacher-forced.
+  std::vector<double> score_batch(const std::vector<std::string>& sources,
+                                  const std::vector<std::string>& targets) const;
+  std::vector<double> score_batch(const std::vector<std::vector<int64_t>>& sources,
+                                  const std::vector<std::vector<int64_t>>& targets) const;
+
+  // Translates `in` line by line to `out` (see StreamOptions). Input errors name `source_name`
+  // and the line. Throws tfm::Error when `out` fails (a full disk is not a success).
+  void translate_stream(std::istream& in, std::ostream& out,
+                        const TranslationOptions& options = {},
+                        const StreamOptions& stream = {},
+                        const std::string& source_name = "<input>") const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tfm

@@ -1,0 +1,27 @@
+// The search over many sentences, batched once for every front end: sentences sorted by length,
+// cut under BatchLimits, decoded batch by batch (in parallel on a WorkerPool when given), and
+// returned in input order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "tfm/data/length_batches.h"
+#include "tfm/decode/search.h"
+#include "tfm/runtime/worker_pool.h"
+
+namespace tfm::runtime {
+
+// sources: ids without BOS/EOS. ids: each sentence's stable id (keys sampling; empty: its index).
+// An empty source gets an empty n-best list without a search. `pool` null: the calling thread.
+// on_batch, when set, is called from the thread that ran each batch (under no lock) with the
+// input indices of its sentences and their results, which it may move from; the results are
+// returned only when on_batch is not set.
+using BatchDone = std::function<void(const std::vector<size_t>&, std::vector<decode::NBest>&)>;
+std::vector<decode::NBest> search_in_batches(
+    const Transformer& model, const decode::Search& search, const std::vector<Ids>& sources,
+    const std::vector<uint64_t>& ids, const BatchLimits& limits, WorkerPool* pool = nullptr,
+    const BatchDone& on_batch = {});
+
+}  // namespace tfm::runtime

@@ -1,0 +1,360 @@
+#include "tfm/translator.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <istream>
+#include <mutex>
+#include <ostream>
+
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/data/vocab.h"
+#include "tfm/model/checkpoint.h"
+#include "tfm/model/score.h"
+#include "tfm/runtime/batch_search.h"
+#include "tfm/runtime/model_info_impl.h"
+
+namespace tfm {
+
+namespace {
+
+// Every TranslationOptions value checked before any work, in the API's own words.
+decode::SearchOptions search_options(const TranslationOptions& t, const ModelConfig& c) {
+  TFM_CHECK(t.beam_size >= 1) << "beam_size must be at least 1 (got " << t.beam_size << ")";
+  TFM_CHECK(t.beam_size <= c.trg_vocab_size)
+      << "beam_size " << t.beam_size << " exceeds the target vocabulary (" << c.trg_vocab_size
+      << " tokens)";
+  TFM_CHECK(t.num_hypotheses >= 1 && t.num_hypotheses <= t.beam_size)
+      << "num_hypotheses must be between 1 and beam_size " << t.beam_size << " (got "
+      << t.num_hypotheses << ")";
+  TFM_CHECK(std::isfinite(t.length_penalty) && std::fabs(t.length_penalty) <= 100)
+      << "length_penalty must be a finite number in [-100, 100] (got " << t.length_penalty << ")";
+  TFM_CHECK(std::isfinite(t.max_length_factor) && t.max_length_factor >= 0 &&
+            t.max_length_factor <= 1000)
+      << "max_length_factor must be in [0, 1000] (got " << t.max_length_factor << ")";
+  TFM_CHECK(t.max_length_extra >= 0 && t.max_length_extra <= 1'000'000)
+      << "max_length_extra must be in [0, 1000000] (got " << t.max_length_extra << ")";
+  TFM_CHECK(t.max_decoding_length >= 1)
+      << "max_decoding_length must be at least 1 (got " << t.max_decoding_length << ")";
+  TFM_CHECK(t.min_decoding_length >= 0)
+      << "min_decoding_length must be at least 0 (got " << t.min_decoding_length << ")";
+  TFM_CHECK(!t.sampling || t.beam_size == 1) << "sampling needs beam_size 1";
+  TFM_CHECK(std::isfinite(t.sampling_temperature) && t.sampling_temperature >= 0)
+      << "sampling_temperature must be a finite number >= 0 (got " << t.sampling_temperature
+      << ")";
+  TFM_CHECK(t.sampling_topk >= 0) << "sampling_topk must be at least 0 (got " << t.sampling_topk
+                                  << ")";
+  TFM_CHECK(std::isfinite(t.sampling_topp) && t.sampling_topp > 0 && t.sampling_topp <= 1)
+      << "sampling_topp must be in (0, 1] (got " << t.sampling_topp << ")";
+  decode::SearchOptions o;
+  o.beam_size = t.beam_size;
+  o.n_best = t.num_hypotheses;
+  o.length_penalty = t.length_penalty;
+  o.normalize = t.normalize_scores;
+  o.max_length_a = t.max_length_factor;
+  o.max_length_b = static_cast<double>(t.max_length_extra);
+  o.max_length = t.max_decoding_length;
+  o.min_length = t.min_decoding_length;
+  o.sampling = t.sampling;
+  o.temperature = t.sampling_temperature;
+  o.top_k = t.sampling_topk;
+  o.top_p = t.sampling_topp;
+  o.seed = t.seed;
+  return o;
+}
+
+std::string join_ids(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+class Translator::Impl {
+ public:
+  Impl(const std::string& dir, TranslatorOptions o) : options_(o) {
+    TFM_CHECK(o.device == Device::cpu)
+        << "Translator: device " << device_name(o.device)
+        << " is not available (this build translates on the CPU only)";
+    TFM_CHECK(o.inter_threads >= 1)
+        << "inter_threads must be at least 1 (got " << o.inter_threads << ")";
+    TFM_CHECK(o.intra_threads >= 0)
+        << "intra_threads must be at least 0 (0: all cores; got " << o.intra_threads << ")";
+    TFM_CHECK(o.max_batch_size >= 1)
+        << "max_batch_size must be at least 1 (got " << o.max_batch_size << ")";
+    TFM_CHECK(o.max_batch_tokens >= 0)
+        << "max_batch_tokens must be at least 0 (0: no limit; got " << o.max_batch_tokens << ")";
+    const int cores = omp_get_num_procs();
+    if (options_.intra_threads == 0)
+      options_.intra_threads = std::max(1, cores / options_.inter_threads);
+    options_.compute_type = resolve_compute_type(o.compute_type, o.device, /*training=*/false);
+    model_ = load_model(dir);
+    const ModelConfig& c = model_->config();
+    model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
+    vocabs_ = load_model_vocabs(dir);
+    info_ = runtime::make_model_info(dir, c, model_->parameter_count());
+    if (vocabs_.src) {
+      info_.src_vocab_path = vocabs_.src->path();
+      info_.trg_vocab_path = vocabs_.trg->path();
+      check_vocab_size(*vocabs_.src, c.src_vocab_size, "source");
+      check_vocab_size(*vocabs_.trg, c.trg_vocab_size, "target");
+    }
+    pool_ = std::make_unique<runtime::WorkerPool>(options_.inter_threads, options_.intra_threads);
+  }
+
+  const ModelConfig& config() const { return model_->config(); }
+  bool has_vocabs() const { return vocabs_.src != nullptr; }
+
+  void require_vocabs() const {
+    TFM_CHECK(has_vocabs()) << info_.directory << " has no SentencePiece vocabulary ("
+                            << kSharedVocabFile << ", or " << kSrcVocabFile << " + "
+                            << kTrgVocabFile << "): translate token ids instead";
+  }
+
+  Ids encode_src(const std::string& text) const { return vocabs_.src->encode(text); }
+  Ids encode_trg(const std::string& text) const { return vocabs_.trg->encode(text); }
+  std::string decode_trg(const Ids& ids) const { return vocabs_.trg->decode(ids); }
+
+  // Source ids checked against the vocabulary and cut to the model's positions; true when cut.
+  bool prepare_source(Ids& ids, const std::string& where) const {
+    const ModelConfig& c = config();
+    for (int64_t id : ids)
+      TFM_CHECK(id >= 0 && id < c.src_vocab_size)
+          << where << ": token id " << id << " is outside the source vocabulary [0, "
+          << c.src_vocab_size << ")";
+    const auto limit = static_cast<size_t>(c.max_length - c.seq_format().source_specials());
+    if (ids.size() <= limit) return false;
+    ids.resize(limit);
+    return true;
+  }
+
+  // The search over sources (already prepared), results in input order. on_batch as in
+  // search_in_batches.
+  std::vector<decode::NBest> search(
+      const std::vector<Ids>& sources, const std::vector<uint64_t>& ids,
+      const decode::SearchOptions& so,
+      const runtime::BatchDone& on_batch = {}) const {
+    auto s = decode::make_search(so);
+    BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
+    return runtime::search_in_batches(*model_, *s, sources, ids, limits, pool_.get(), on_batch);
+  }
+
+  void require_encoder() const {
+    TFM_CHECK(config().has_encoder())
+        << info_.directory << " is a decoder-only model: it scores targets, it does not "
+        << "translate (an encoder-decoder model does)";
+  }
+
+  std::vector<TranslationResult> translate(std::vector<Ids> src, const TranslationOptions& options,
+                                           bool text) const {
+    require_encoder();
+    const auto so = search_options(options, config());
+    std::vector<char> truncated(src.size());
+    for (size_t i = 0; i < src.size(); ++i)
+      truncated[i] = prepare_source(src[i], "source " + std::to_string(i + 1));
+    auto nbest = search(src, {}, so);
+    std::vector<TranslationResult> out;
+    out.reserve(nbest.size());
+    for (size_t i = 0; i < nbest.size(); ++i) {
+      out.push_back(to_result(nbest[i], text));
+      out.back().source_truncated = truncated[i];
+    }
+    return out;
+  }
+
+  TranslationResult to_result(decode::NBest& nb, bool text) const {
+    TranslationResult r;
+    for (auto& h : nb) {
+      TranslationHypothesis th;
+      th.ids.assign(h.tokens.begin(), h.tokens.end());
+      if (text) th.text = decode_trg(h.tokens);
+      th.score = h.score;
+      th.log_prob = h.log_prob;
+      r.hypotheses.push_back(std::move(th));
+    }
+    return r;
+  }
+
+  std::vector<double> score(const std::vector<Ids>& src, const std::vector<Ids>& trg) const {
+    const ModelConfig& c = config();
+    if (c.has_encoder())
+      TFM_CHECK(src.size() == trg.size())
+          << "score_batch: " << src.size() << " sources for " << trg.size() << " targets";
+    else
+      TFM_CHECK(src.empty()) << "score_batch: " << info_.directory
+                             << " is a decoder-only model: give targets alone (no sources)";
+    for (size_t i = 0; i < trg.size(); ++i) {
+      for (int64_t id : trg[i])
+        TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
+            << "score_batch: target " << i + 1 << ": token id " << id
+            << " is outside the target vocabulary [0, " << c.trg_vocab_size << ")";
+      TFM_CHECK(static_cast<int64_t>(trg[i].size()) + 1 <= c.max_length)
+          << "score_batch: target " << i + 1 << " has " << trg[i].size()
+          << " tokens; the model has " << c.max_length << " positions (with BOS/EOS)";
+      if (src.empty()) continue;
+      Ids s = src[i];
+      TFM_CHECK(!prepare_source(s, "score_batch: source " + std::to_string(i + 1)))
+          << "score_batch: source " << i + 1 << " has " << src[i].size()
+          << " tokens, more than the model's positions allow";
+    }
+    // Scoring runs on a worker so it gets the translator's intra_threads, as translation does.
+    std::vector<double> out;
+    BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
+    pool_->submit([&] { out = score_pairs(*model_, src, trg, limits); }).get();
+    return out;
+  }
+
+  const ModelInfo& info() const { return info_; }
+  const TranslatorOptions& options() const { return options_; }
+
+ private:
+  static void check_vocab_size(const Vocab& v, int64_t expected, const char* side) {
+    TFM_CHECK(v.size() == expected)
+        << v.path() << " has " << v.size() << " pieces but the model's " << side
+        << " vocabulary has " << expected << ": the vocabulary does not belong to this model";
+  }
+
+  TranslatorOptions options_;
+  std::unique_ptr<Transformer> model_;
+  ModelVocabs vocabs_;
+  ModelInfo info_;
+  std::unique_ptr<runtime::WorkerPool> pool_;
+};
+
+Translator::Translator(const std::string& model_dir, const TranslatorOptions& options)
+    : impl_(std::make_unique<Impl>(model_dir, options)) {}
+Translator::~Translator() = default;
+Translator::Translator(Translator&&) noexcept = default;
+Translator& Translator::operator=(Translator&&) noexcept = default;
+
+const ModelInfo& Translator::model_info() const {
+  return impl_->info();
+}
+const TranslatorOptions& Translator::options() const {
+  return impl_->options();
+}
+bool Translator::has_vocabularies() const {
+  return impl_->has_vocabs();
+}
+
+std::vector<TranslationResult> Translator::translate_batch(
+    const std::vector<std::vector<int64_t>>& sources, const TranslationOptions& options) const {
+  std::vector<Ids> src(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) src[i].assign(sources[i].begin(), sources[i].end());
+  return impl_->translate(std::move(src), options, /*text=*/false);
+}
+
+std::vector<TranslationResult> Translator::translate_batch(
+    const std::vector<std::string>& sources, const TranslationOptions& options) const {
+  impl_->require_vocabs();
+  std::vector<Ids> src(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) src[i] = impl_->encode_src(sources[i]);
+  return impl_->translate(std::move(src), options, /*text=*/true);
+}
+
+std::vector<double> Translator::score_batch(
+    const std::vector<std::vector<int64_t>>& sources,
+    const std::vector<std::vector<int64_t>>& targets) const {
+  std::vector<Ids> s(sources.size()), t(targets.size());
+  for (size_t i = 0; i < sources.size(); ++i) s[i].assign(sources[i].begin(), sources[i].end());
+  for (size_t i = 0; i < targets.size(); ++i) t[i].assign(targets[i].begin(), targets[i].end());
+  return impl_->score(s, t);
+}
+
+std::vector<double> Translator::score_batch(const std::vector<std::string>& sources,
+                                            const std::vector<std::string>& targets) const {
+  impl_->require_vocabs();
+  std::vector<Ids> s, t;
+  for (const auto& x : sources) s.push_back(impl_->encode_src(x));
+  for (const auto& y : targets) t.push_back(impl_->encode_trg(y));
+  return impl_->score(s, t);
+}
+
+void Translator::translate_stream(std::istream& in, std::ostream& out,
+                                  const TranslationOptions& options, const StreamOptions& stream,
+                                  const std::string& source_name) const {
+  impl_->require_encoder();
+  if (!stream.ids) impl_->require_vocabs();
+  TFM_CHECK(stream.read_ahead >= 1)
+      << "read_ahead must be at least 1 line (got " << stream.read_ahead << ")";
+  const auto so = search_options(options, impl_->config());
+  const ModelConfig& c = impl_->config();
+  uint64_t base = 0;  // index of the window's first line in the whole input
+  std::vector<std::string> lines;
+  for (;;) {
+    // A window: block for one line, then take only lines already readable (in_avail counts the
+    // buffered bytes and, for files and pipes, what the kernel holds), so an interactive
+    // caller gets its answer without sending more.
+    lines.clear();
+    for (std::string line; static_cast<int64_t>(lines.size()) < stream.read_ahead;) {
+      if (!lines.empty() && in.rdbuf()->in_avail() <= 0) break;
+      if (!std::getline(in, line)) break;
+      lines.push_back(std::move(line));
+    }
+    TFM_CHECK(!in.bad()) << "error reading " << source_name;
+    if (lines.empty()) break;
+    std::vector<Ids> src(lines.size());
+    std::vector<uint64_t> ids(lines.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string where = source_name + ":" + std::to_string(base + i + 1);
+      src[i] = stream.ids ? parse_ids(lines[i], c.src_vocab_size, where)
+                          : impl_->encode_src(lines[i]);
+      const size_t n = src[i].size();
+      if (impl_->prepare_source(src[i], where) && stream.warnings)
+        *stream.warnings << "tfm: warning: " << where << ": " << n
+                         << " tokens, more than the model's " << src[i].size()
+                         << "; truncated\n";
+      ids[i] = base + i;
+    }
+    // Lines are written in input order as soon as they and every earlier one are done; batches
+    // finish on the workers, so the bookkeeping and the writing happen under one lock.
+    std::mutex mu;
+    std::vector<decode::NBest> results(src.size());
+    std::vector<char> ready(src.size(), 0);
+    for (size_t i = 0; i < src.size(); ++i) ready[i] = src[i].empty();
+    size_t next = 0;
+    auto text = [&](const Ids& t) {
+      return stream.ids ? join_ids(std::vector<int64_t>(t.begin(), t.end())) : impl_->decode_trg(t);
+    };
+    auto flush_ready = [&] {
+      for (; next < src.size() && ready[next]; ++next) {
+        const decode::NBest& nb = results[next];
+        if (stream.n_best) {  // an empty input prints nothing here: there is no hypothesis
+          for (const auto& h : nb) {
+            char score[32];
+            std::snprintf(score, sizeof score, "%.6f", h.score);
+            out << base + next << " ||| " << text(h.tokens) << " ||| " << score << '\n';
+          }
+        } else {
+          out << (nb.empty() ? std::string() : text(nb[0].tokens)) << '\n';
+        }
+        results[next].clear();
+      }
+      errno = 0;
+      out.flush();
+      TFM_CHECK(out.good()) << "error writing the translations of " << source_name << ": "
+                            << (errno ? std::strerror(errno) : "stream failed");
+    };
+    flush_ready();
+    impl_->search(src, ids, so,
+                  [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    for (size_t k = 0; k < where.size(); ++k) {
+                      results[where[k]] = std::move(r[k]);
+                      ready[where[k]] = 1;
+                    }
+                    flush_ready();
+                  });
+    base += lines.size();
+  }
+}
+
+}  // namespace tfm

@@ -1,0 +1,288 @@
+// tfm::Translator against the pieces it is built from: the search run sentence by sentence,
+// score_pairs, and its own results under other batchings, thread counts and concurrent callers.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tfm/data/length_batches.h"
+#include "tfm/decode/search.h"
+#include "tfm/model/checkpoint.h"
+#include "tfm/model/score.h"
+#include "tfm/translator.h"
+
+namespace tfm {
+namespace {
+
+const std::string kModel = std::string(TFM_FIXTURES_DIR) + "/convert/seed004";
+
+std::vector<std::vector<int64_t>> fixture_sources() {
+  std::ifstream in(kModel + "/src.ids");
+  std::vector<std::vector<int64_t>> out;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream s(line);
+    std::vector<int64_t> ids;
+    for (int64_t v; s >> v;) ids.push_back(v);
+    out.push_back(ids);
+  }
+  // More sentences than a batch, of varied lengths, one empty, one repeated.
+  std::vector<std::vector<int64_t>> all = out;
+  for (const auto& x : out) all.push_back(std::vector<int64_t>(x.begin(), x.begin() + x.size() / 2));
+  all.push_back({});
+  all.push_back(out[0]);
+  return all;
+}
+
+void expect_same(const std::vector<TranslationResult>& a, const std::vector<TranslationResult>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].hypotheses.size(), b[i].hypotheses.size()) << "sentence " << i;
+    for (size_t k = 0; k < a[i].hypotheses.size(); ++k) {
+      EXPECT_EQ(a[i].hypotheses[k].ids, b[i].hypotheses[k].ids) << "sentence " << i;
+      // Other batch shapes round differently in the GEMMs: the ids must agree, the scores to
+      // float precision.
+      const double tol = 1e-5 * (1 + std::abs(a[i].hypotheses[k].log_prob));
+      EXPECT_NEAR(a[i].hypotheses[k].score, b[i].hypotheses[k].score, tol) << "sentence " << i;
+      EXPECT_NEAR(a[i].hypotheses[k].log_prob, b[i].hypotheses[k].log_prob, tol)
+          << "sentence " << i;
+    }
+  }
+}
+
+TEST(Translator, IdsAgreeWithTheSearchRunOneSentenceAtATime) {
+  Translator t(kModel);
+  TranslationOptions o;
+  o.beam_size = 4;
+  o.num_hypotheses = 2;
+  const auto sources = fixture_sources();
+  const auto got = t.translate_batch(sources, o);
+
+  auto model = load_model(kModel);
+  decode::SearchOptions so;
+  so.beam_size = 4;
+  so.n_best = 2;
+  auto search = decode::make_search(so);
+  ASSERT_EQ(got.size(), sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].empty()) {
+      EXPECT_TRUE(got[i].hypotheses.empty());
+      continue;
+    }
+    const auto want = search->run(*model, {Ids(sources[i].begin(), sources[i].end())});
+    ASSERT_EQ(got[i].hypotheses.size(), want[0].size());
+    for (size_t k = 0; k < want[0].size(); ++k) {
+      EXPECT_EQ(got[i].hypotheses[k].ids, std::vector<int64_t>(want[0][k].tokens.begin(),
+                                                                want[0][k].tokens.end()));
+      EXPECT_NEAR(got[i].hypotheses[k].score, want[0][k].score, 1e-5);
+      EXPECT_TRUE(got[i].hypotheses[k].text.empty());
+    }
+  }
+}
+
+TEST(Translator, ResultsDoNotDependOnBatchingOrThreads) {
+  const auto sources = fixture_sources();
+  TranslationOptions o;
+  o.beam_size = 3;
+  o.num_hypotheses = 3;
+  const auto want = Translator(kModel, {.intra_threads = 1, .max_batch_size = 1})
+                        .translate_batch(sources, o);
+  expect_same(want, Translator(kModel, {.intra_threads = 2, .inter_threads = 2,
+                                        .max_batch_size = 3})
+                        .translate_batch(sources, o));
+  expect_same(want, Translator(kModel, {.max_batch_size = 64, .max_batch_tokens = 12})
+                        .translate_batch(sources, o));
+}
+
+TEST(Translator, ConcurrentCallersShareOneModel) {
+  const auto sources = fixture_sources();
+  Translator t(kModel, {.inter_threads = 2, .max_batch_size = 2});
+  TranslationOptions greedy, beam;
+  beam.beam_size = 4;
+  const auto want_greedy = t.translate_batch(sources, greedy);
+  const auto want_beam = t.translate_batch(sources, beam);
+  std::vector<TranslationResult> got_greedy, got_beam;
+  std::thread a([&] { got_greedy = t.translate_batch(sources, greedy); });
+  std::thread b([&] { got_beam = t.translate_batch(sources, beam); });
+  a.join();
+  b.join();
+  expect_same(want_greedy, got_greedy);
+  expect_same(want_beam, got_beam);
+}
+
+TEST(Translator, ScoresAreScorePairsAndTheSearchsLogProbs) {
+  Translator t(kModel, {.max_batch_size = 2});
+  auto sources = fixture_sources();
+  std::erase_if(sources, [](const auto& x) { return x.empty(); });
+  TranslationOptions o;
+  o.beam_size = 2;
+  const auto tr = t.translate_batch(sources, o);
+  std::vector<std::vector<int64_t>> targets;
+  for (const auto& r : tr) targets.push_back(r.hypotheses.at(0).ids);
+  const std::vector<double> got = t.score_batch(sources, targets);
+
+  auto model = load_model(kModel);
+  std::vector<Ids> s, g;
+  for (const auto& x : sources) s.emplace_back(x.begin(), x.end());
+  for (const auto& y : targets) g.emplace_back(y.begin(), y.end());
+  const std::vector<double> want = score_pairs(*model, s, g, 2);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i])));
+    EXPECT_NEAR(got[i], tr[i].hypotheses[0].log_prob, 1e-4 * (1 + std::abs(want[i])));
+  }
+}
+
+TEST(Translator, StreamWritesWhatTheBatchMethodReturns) {
+  Translator t(kModel, {.inter_threads = 2, .max_batch_size = 2});
+  const auto sources = fixture_sources();
+  std::string input;
+  for (const auto& s : sources) {
+    for (size_t k = 0; k < s.size(); ++k) input += (k ? " " : "") + std::to_string(s[k]);
+    input += "\n";
+  }
+  TranslationOptions o;
+  o.beam_size = 2;
+  o.num_hypotheses = 2;
+  const auto want = t.translate_batch(sources, o);
+  for (bool n_best : {false, true}) {
+    std::istringstream in(input);
+    std::ostringstream out;
+    // One window holding the whole input: the same batches as translate_batch, the same bits.
+    t.translate_stream(in, out, o, {.ids = true, .n_best = n_best, .read_ahead = 100});
+    std::ostringstream expect;
+    for (size_t i = 0; i < want.size(); ++i) {
+      auto text = [](const std::vector<int64_t>& ids) {
+        std::string s;
+        for (size_t k = 0; k < ids.size(); ++k) s += (k ? " " : "") + std::to_string(ids[k]);
+        return s;
+      };
+      if (!n_best) {
+        expect << (want[i].hypotheses.empty() ? "" : text(want[i].hypotheses[0].ids)) << "\n";
+        continue;
+      }
+      for (const auto& h : want[i].hypotheses) {
+        char score[32];
+        std::snprintf(score, sizeof score, "%.6f", h.score);
+        expect << i << " ||| " << text(h.ids) << " ||| " << score << "\n";
+      }
+    }
+    EXPECT_EQ(out.str(), expect.str()) << "n_best " << n_best;
+  }
+  // Windows of 3 lines (other batches): the same lines, ids and line numbers.
+  std::istringstream in(input);
+  std::ostringstream out;
+  t.translate_stream(in, out, o, {.ids = true, .read_ahead = 3});
+  std::istringstream lines(out.str());
+  size_t n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    ASSERT_LT(n, want.size());
+    std::string w;
+    if (!want[n].hypotheses.empty())
+      for (size_t k = 0; k < want[n].hypotheses[0].ids.size(); ++k)
+        w += (k ? " " : "") + std::to_string(want[n].hypotheses[0].ids[k]);
+    EXPECT_EQ(line, w) << "line " << n + 1;
+  }
+  EXPECT_EQ(n, want.size());
+}
+
+// A sink that refuses every byte, as a full disk does.
+struct FullBuf : std::streambuf {
+  int overflow(int) override { return traits_type::eof(); }
+  std::streamsize xsputn(const char*, std::streamsize) override { return 0; }
+};
+
+TEST(Translator, AFailingOutputIsAnError) {
+  Translator t(kModel);
+  std::istringstream in("17 14 11\n15 17\n");
+  FullBuf buf;
+  std::ostream out(&buf);
+  try {
+    t.translate_stream(in, out, {}, {.ids = true}, "in.ids");
+    FAIL() << "no error on a failing output";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.message()).find("error writing the translations of in.ids"),
+              std::string::npos)
+        << e.message();
+  }
+}
+
+TEST(Translator, ErrorsNameTheProblemInTheApisWords) {
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.message();
+    }
+    return std::string("(no error)");
+  };
+  Translator t(kModel);
+  const auto src = fixture_sources();
+  EXPECT_EQ(message([&] { t.translate_batch(src, {.beam_size = 0}); }),
+            "beam_size must be at least 1 (got 0)");
+  EXPECT_NE(message([&] { t.translate_batch(src, {.beam_size = 2, .num_hypotheses = 3}); })
+                .find("num_hypotheses must be between 1 and beam_size 2"),
+            std::string::npos);
+  EXPECT_NE(message([&] { t.translate_batch(src, {.max_length_factor = 1e30}); })
+                .find("max_length_factor must be in [0, 1000]"),
+            std::string::npos);
+  EXPECT_NE(message([&] { t.translate_batch(std::vector<std::vector<int64_t>>{{1, 2}, {3, 99999}}); })
+                .find("source 2: token id 99999 is outside the source vocabulary"),
+            std::string::npos);
+  EXPECT_NE(message([&] { t.translate_batch(std::vector<std::string>{"x"}); })
+                .find("has no SentencePiece vocabulary"),
+            std::string::npos);
+  EXPECT_NE(message([&] { Translator(kModel + "/nope"); }).find("does not exist"),
+            std::string::npos);
+  EXPECT_NE(message([&] { Translator(kModel, {.inter_threads = 0}); })
+                .find("inter_threads must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(message([&] { Translator(kModel, {.device = Device::cuda}); }).find("device cuda"),
+            std::string::npos);
+}
+
+TEST(Translator, ModelInfoDescribesTheDirectory) {
+  const ModelInfo info = read_model_info(kModel);
+  auto model = load_model(kModel);
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(info.d_model, c.d_model);
+  EXPECT_EQ(info.heads, c.heads);
+  EXPECT_EQ(info.src_vocab_size, c.src_vocab_size);
+  EXPECT_EQ(info.trg_vocab_size, c.trg_vocab_size);
+  EXPECT_EQ(info.max_length, c.max_length);
+  EXPECT_EQ(info.source_eos, c.source_eos);
+  EXPECT_EQ(info.parameter_count, model->parameter_count());
+  EXPECT_EQ(info.config_json, c.to_json());
+  EXPECT_TRUE(info.src_vocab_path.empty());
+  Translator t(kModel, {.compute_type = ComputeType::automatic});
+  EXPECT_EQ(t.model_info().parameter_count, info.parameter_count);
+  EXPECT_NE(t.options().compute_type, ComputeType::automatic);  // resolved at load
+  EXPECT_GE(t.options().intra_threads, 1);
+}
+
+TEST(LengthBatches, SortedCutUnderBothLimitsAndCoveringEveryItemOnce) {
+  const std::vector<int64_t> lengths = {5, 1, 9, 3, 3, 7, 2, 8, 6, 4, 30};
+  const auto batches = length_batches(lengths, {.max_sentences = 3, .max_tokens = 16});
+  std::vector<int> seen(lengths.size(), 0);
+  int64_t prev = 0;
+  for (const auto& b : batches) {
+    ASSERT_FALSE(b.empty());
+    EXPECT_LE(b.size(), 3u);
+    int64_t longest = 0;
+    for (size_t i : b) {
+      ++seen[i];
+      EXPECT_GE(lengths[i], prev);  // ascending across and within batches
+      prev = lengths[i];
+      longest = std::max(longest, lengths[i]);
+    }
+    if (b.size() > 1) {
+      EXPECT_LE(static_cast<int64_t>(b.size()) * longest, 16);
+    }
+  }
+  for (int s : seen) EXPECT_EQ(s, 1);
+  EXPECT_EQ(batches.back(), std::vector<size_t>{10});  // longer than the limit: alone
+  EXPECT_THROW(length_batches(lengths, {.max_sentences = 0}), Error);
+}
+
+}  // namespace
+}  // namespace tfm
