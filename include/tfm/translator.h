@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/error.h"
 #include "tfm/model_info.h"
 #include "tfm/types.h"
 

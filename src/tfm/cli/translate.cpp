@@ -13,6 +13,7 @@
 
 #include "tfm/cli/commands.h"
 #include "tfm/core/check.h"
+#include "tfm/data/vocab.h"
 #include "tfm/translator.h"
 
 namespace tfm::cli {
@@ -80,7 +81,8 @@ void add_translate(CLI::App& app) {
         << "translate: --n-best " << o.num_hypotheses << " exceeds --beam-size " << o.beam_size;
     Translator translator(f.dir, to);
     TFM_CHECK(f.ids || translator.has_vocabularies())
-        << "no SentencePiece vocabulary in " << f.dir << "; use --ids";
+        << "no SentencePiece vocabulary in " << f.dir << " (" << kSharedVocabFile << ", or "
+        << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
     StreamOptions so;
     so.ids = f.ids;
     so.n_best = f.n_best > 0;
