@@ -19,6 +19,7 @@
 
 #include "tfm/core/check.h"
 #include "tfm/ops/cpu/philox_cpu.h"
+#include "tfm/ops/cpu/simd_exp.h"
 
 // Vector types returned by value change ABI without AVX-512; everything here is inline.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -97,31 +98,10 @@ inline Elem<V> hmax(V v) {
   return reduce_lanes(v, [](auto a, auto b) { return a > b ? a : b; });
 }
 
-// exp for softmax arguments. f32: Cody-Waite reduction and the Cephes degree-6 polynomial
-// (about 1 ulp); arguments below -87 give 0 (exp(-87) ≈ 1.6e-38 is below anything a softmax
-// could notice), so -inf gives 0. f64 is the reference/gradient-check path and uses std::exp.
+// exp for softmax arguments: simd_exp.h's one f32 exp on the tile's vectors. f64 is the
+// reference/gradient-check path and uses std::exp.
 inline Vec<float> exp_vec(Vec<float> x) {
-  using V = Vec<float>;
-  using I = Simd<float>::I;
-  const I under = x < -87.0f;
-  x = x > 88.0f ? splat(88.0f) : x;
-  x = under ? splat(-87.0f) : x;
-  const float magic = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer
-  const V n = (x * 1.44269504088896341f + magic) - magic;
-  V r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  V p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  const I bits = (__builtin_convertvector(n, I) + 127) << 23;
-  V two_n;
-  std::memcpy(&two_n, &bits, sizeof two_n);
-  const V y = p * two_n;
-  return under ? V{} : y;
+  return exp_f32<Vec<float>, Simd<float>::I>(x);
 }
 inline Vec<double> exp_vec(Vec<double> x) {
   for (int i = 0; i < Simd<double>::L; ++i) x[i] = std::exp(x[i]);
