@@ -3,11 +3,14 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <mutex>
@@ -81,6 +84,14 @@ class Server {
 
   // Binds, then serves until stop(); false when the address cannot be bound.
   void bind() {
+    // httplib 0.11 listens with a backlog of 5: a burst of new connections beyond that waits for
+    // the client's SYN retransmit (a second or more), and some are reset. So keep the socket
+    // (the last one this sees is the one bound) and listen() again with a real backlog.
+    http_.set_socket_options([this](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      listen_fd_ = sock;
+    });
     if (options_.port == 0) {
       port_ = http_.bind_to_any_port(options_.host);
     } else {
@@ -88,6 +99,8 @@ class Server {
     }
     TFM_CHECK(port_ > 0) << "serve: cannot listen on " << options_.host << ":" << options_.port
                          << " (the port is taken, or the host is not an address of this machine)";
+    TFM_CHECK(::listen(listen_fd_, SOMAXCONN) == 0)
+        << "serve: listen on " << options_.host << ":" << port_ << ": " << std::strerror(errno);
     std::fprintf(stderr, "tfm serve: listening on http://%s:%d (model %s, %s, %d x %d threads)\n",
                  options_.host.c_str(), port_, options_.model_dir.c_str(),
                  compute_type_name(translator_.options().compute_type),
@@ -262,6 +275,7 @@ class Server {
   httplib::Server http_;
   std::atomic<bool> draining_{false};
   int port_ = -1;
+  int listen_fd_ = -1;
 };
 
 // SIGTERM and SIGINT blocked in this thread (and so in every thread it starts) and taken by
