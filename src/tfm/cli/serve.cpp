@@ -35,8 +35,7 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--max-request-bytes", o.max_request_bytes,
                   "Largest request body; larger get 413 (default 1048576)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-sentences", o.max_sentences,
-                  "Texts a request; more get 413 (default 256)")
+  cmd->add_option("--max-sentences", o.max_sentences, "Texts a request; more get 413 (default 256)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--timeout-ms", o.timeout_ms,
                   "Time a request may take; later get 504 (default 30000)")

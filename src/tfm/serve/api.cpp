@@ -37,8 +37,8 @@ int64_t get_int(const json& j, const char* key, int64_t fallback, int64_t lo, in
   const json* v = field(j, key);
   if (!v) return fallback;
   if (!v->is_number_integer())
-    throw HttpError(400, std::string("'") + key + "' must be an integer (got " + v->type_name() +
-                             ")");
+    throw HttpError(400,
+                    std::string("'") + key + "' must be an integer (got " + v->type_name() + ")");
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
     throw HttpError(400, std::string("'") + key + "' must be at most " + std::to_string(hi));
   const auto x = v->get<int64_t>();
@@ -52,8 +52,8 @@ double get_number(const json& j, const char* key, double fallback) {
   const json* v = field(j, key);
   if (!v) return fallback;
   if (!v->is_number())
-    throw HttpError(400, std::string("'") + key + "' must be a number (got " + v->type_name() +
-                             ")");
+    throw HttpError(400,
+                    std::string("'") + key + "' must be a number (got " + v->type_name() + ")");
   return v->get<double>();
 }
 
@@ -61,8 +61,8 @@ bool get_bool(const json& j, const char* key, bool fallback) {
   const json* v = field(j, key);
   if (!v) return fallback;
   if (!v->is_boolean())
-    throw HttpError(400, std::string("'") + key + "' must be true or false (got " +
-                             v->type_name() + ")");
+    throw HttpError(
+        400, std::string("'") + key + "' must be true or false (got " + v->type_name() + ")");
   return v->get<bool>();
 }
 
@@ -70,8 +70,8 @@ std::string get_string(const json& j, const char* key, const std::string& fallba
   const json* v = field(j, key);
   if (!v) return fallback;
   if (!v->is_string())
-    throw HttpError(400, std::string("'") + key + "' must be a string (got " + v->type_name() +
-                             ")");
+    throw HttpError(400,
+                    std::string("'") + key + "' must be a string (got " + v->type_name() + ")");
   return v->get<std::string>();
 }
 
@@ -118,8 +118,8 @@ TranslateRequest parse_translate_request(const std::string& body, int64_t max_se
   r.return_scores = get_bool(j, "return_scores", false);
   if (const json* s = field(j, "sampling")) {
     if (!s->is_object())
-      throw HttpError(400, std::string("'sampling' must be an object (got ") + s->type_name() +
-                               ")");
+      throw HttpError(400,
+                      std::string("'sampling' must be an object (got ") + s->type_name() + ")");
     if (o.beam_size != 1) throw HttpError(400, "'sampling' needs 'beam_size' 1");
     o.sampling = true;
     o.sampling_topk = get_int(*s, "topk", 0, 0, std::numeric_limits<int32_t>::max());
@@ -221,6 +221,8 @@ std::string model_response(const ModelInfo& info, const TranslatorOptions& optio
   return dump(out);
 }
 
-std::string error_body(const std::string& message) { return dump(json{{"error", message}}); }
+std::string error_body(const std::string& message) {
+  return dump(json{{"error", message}});
+}
 
 }  // namespace tfm::serve

@@ -34,12 +34,14 @@ Batcher::Batcher(const Translator& translator, const BatcherOptions& options, On
       << "max_batch_delay_ms must be at least 0 (got " << options.max_batch_delay_ms << ")";
   TFM_CHECK(options.max_queue >= 1)
       << "max_queue must be at least 1 (got " << options.max_queue << ")";
-  TFM_CHECK(options.workers >= 1) << "batcher workers must be at least 1 (got "
-                                  << options.workers << ")";
+  TFM_CHECK(options.workers >= 1) << "batcher workers must be at least 1 (got " << options.workers
+                                  << ")";
   for (int i = 0; i < options.workers; ++i) threads_.emplace_back([this] { work(); });
 }
 
-Batcher::~Batcher() { stop(); }
+Batcher::~Batcher() {
+  stop();
+}
 
 bool Batcher::submit(const std::shared_ptr<Job>& job) {
   TFM_CHECK(!job->sources_.empty()) << "batcher: a job needs at least one sentence";
@@ -59,8 +61,7 @@ bool Batcher::submit(const std::shared_ptr<Job>& job) {
 bool Batcher::wait_until(const std::shared_ptr<Job>& job, Clock::time_point deadline) {
   {
     std::unique_lock<std::mutex> lock(job->mu_);
-    if (job->done_cv_.wait_until(lock, deadline, [&] { return job->remaining_ == 0; }))
-      return true;
+    if (job->done_cv_.wait_until(lock, deadline, [&] { return job->remaining_ == 0; })) return true;
   }
   job->cancelled_ = true;
   release(*job);
@@ -96,7 +97,9 @@ size_t Batcher::queued_sentences() const {
   return queue_.size();
 }
 
-size_t Batcher::admitted_requests() const { return admitted_.load(); }
+size_t Batcher::admitted_requests() const {
+  return admitted_.load();
+}
 
 void Batcher::drop_cancelled_locked() {
   std::erase_if(queue_, [](const Item& it) { return it.job->cancelled_.load(); });

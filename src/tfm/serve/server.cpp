@@ -46,15 +46,24 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 
 const char* reason(int status) {
   switch (status) {
-    case 400: return "bad request";
-    case 401: return "unauthorized";
-    case 404: return "no such route";
-    case 405: return "method not allowed";
-    case 413: return "the request is larger than --max-request-bytes";
-    case 414: return "the URI is too long";
-    case 503: return "unavailable";
-    case 504: return "timed out";
-    default: return "error";
+    case 400:
+      return "bad request";
+    case 401:
+      return "unauthorized";
+    case 404:
+      return "no such route";
+    case 405:
+      return "method not allowed";
+    case 413:
+      return "the request is larger than --max-request-bytes";
+    case 414:
+      return "the URI is too long";
+    case 503:
+      return "unavailable";
+    case 504:
+      return "timed out";
+    default:
+      return "error";
   }
 }
 
@@ -64,10 +73,9 @@ class Server {
       : options_(o),
         translator_(o.model_dir, o.translator),
         vocabs_(load_model_vocabs(o.model_dir)),
-        batcher_(translator_, batcher_options(o),
-                 [this](const BatchStats& s) {
-                   metrics_.record_batch(s.sentences, s.source_tokens, s.target_tokens);
-                 }) {
+        batcher_(translator_, batcher_options(o), [this](const BatchStats& s) {
+          metrics_.record_batch(s.sentences, s.source_tokens, s.target_tokens);
+        }) {
     TFM_CHECK(vocabs_.src && vocabs_.trg)
         << "serve: " << o.model_dir << " has no SentencePiece vocabulary (vocab.model, or "
         << "vocab.src.model + vocab.trg.model): the server translates text";
@@ -75,8 +83,8 @@ class Server {
         << "serve: --max-request-bytes must be at least 1 (got " << o.max_request_bytes << ")";
     TFM_CHECK(o.max_sentences >= 1)
         << "serve: --max-sentences must be at least 1 (got " << o.max_sentences << ")";
-    TFM_CHECK(o.timeout_ms >= 1) << "serve: --timeout-ms must be at least 1 (got "
-                                 << o.timeout_ms << ")";
+    TFM_CHECK(o.timeout_ms >= 1) << "serve: --timeout-ms must be at least 1 (got " << o.timeout_ms
+                                 << ")";
     TFM_CHECK(o.port >= 0 && o.port <= 65535)
         << "serve: --port must be in [0, 65535] (got " << o.port << ")";
     setup();
@@ -190,7 +198,8 @@ class Server {
   void setup() {
     // One thread per admitted request, as each waits for its batch, and a few more so that a
     // full queue is still answered (503), as are /health and /metrics.
-    const auto threads = static_cast<size_t>(std::min<int64_t>(options_.batcher.max_queue + 8, 1024));
+    const auto threads =
+        static_cast<size_t>(std::min<int64_t>(options_.batcher.max_queue + 8, 1024));
     http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http_.set_payload_max_length(static_cast<size_t>(options_.max_request_bytes));
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -208,9 +217,8 @@ class Server {
     http_.set_error_handler([](const httplib::Request&, httplib::Response& res) {
       if (res.body.empty()) res.set_content(error_body(reason(res.status)), "application/json");
     });
-    http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      log(req, res);
-    });
+    http_.set_logger(
+        [this](const httplib::Request& req, const httplib::Response& res) { log(req, res); });
 
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(draining_ ? R"({"status":"draining"})" : R"({"status":"ok"})",
@@ -222,34 +230,37 @@ class Server {
                       "text/plain; version=0.0.4");
     });
     http_.Get("/v1/model", guarded([this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(model_response(translator_.model_info(), translator_.options()),
-                      "application/json");
-    }));
-    http_.Post("/v1/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
-      const TranslateRequest r = parse_translate_request(req.body, options_.max_sentences);
-      const auto results = translate(r.texts, r.options);
-      res.set_content(translate_response(r, results, translator_.model_info().max_length),
-                      "application/json");
-    }));
+                res.set_content(model_response(translator_.model_info(), translator_.options()),
+                                "application/json");
+              }));
+    http_.Post(
+        "/v1/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
+          const TranslateRequest r = parse_translate_request(req.body, options_.max_sentences);
+          const auto results = translate(r.texts, r.options);
+          res.set_content(translate_response(r, results, translator_.model_info().max_length),
+                          "application/json");
+        }));
     http_.Post("/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
-      const std::string type = req.get_header_value("Content-Type");
-      LibreRequest r;
-      if (type.rfind("application/x-www-form-urlencoded", 0) == 0) {
-        r = parse_libre_form(req.params, options_.max_sentences);
-      } else if (req.is_multipart_form_data()) {
-        std::multimap<std::string, std::string> fields;
-        for (const auto& [name, file] : req.files) fields.emplace(name, file.content);
-        r = parse_libre_form(fields, options_.max_sentences);
-      } else {
-        r = parse_libre_json(req.body, options_.max_sentences);
-      }
-      if (!authorized(req, r.api_key))
-        throw HttpError(401, "missing or wrong API key (api_key, or Authorization: Bearer KEY)");
-      if (r.format != "text")
-        throw HttpError(400, "format '" + r.format + "' is not supported: only \"text\"");
-      const auto results = translate(r.q, TranslationOptions{});
-      res.set_content(libre_response(r, results), "application/json");
-    }));
+                 const std::string type = req.get_header_value("Content-Type");
+                 LibreRequest r;
+                 if (type.rfind("application/x-www-form-urlencoded", 0) == 0) {
+                   r = parse_libre_form(req.params, options_.max_sentences);
+                 } else if (req.is_multipart_form_data()) {
+                   std::multimap<std::string, std::string> fields;
+                   for (const auto& [name, file] : req.files) fields.emplace(name, file.content);
+                   r = parse_libre_form(fields, options_.max_sentences);
+                 } else {
+                   r = parse_libre_json(req.body, options_.max_sentences);
+                 }
+                 if (!authorized(req, r.api_key))
+                   throw HttpError(
+                       401, "missing or wrong API key (api_key, or Authorization: Bearer KEY)");
+                 if (r.format != "text")
+                   throw HttpError(400,
+                                   "format '" + r.format + "' is not supported: only \"text\"");
+                 const auto results = translate(r.q, TranslationOptions{});
+                 res.set_content(libre_response(r, results), "application/json");
+               }));
   }
 
   // One line a request: time, client, request line, status, bytes out, latency, sentences.
