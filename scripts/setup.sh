@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config
   libdnnl-dev
   libsentencepiece-dev sentencepiece
-  nlohmann-json3-dev libyaml-dev libcli11-dev
+  nlohmann-json3-dev libyaml-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
 )

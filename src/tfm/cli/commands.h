@@ -16,5 +16,6 @@ void add_train(CLI::App& app);
 void add_average(CLI::App& app);
 void add_prepare_ding(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_serve(CLI::App& app);
 
 }  // namespace tfm::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_average(app);
   tfm::cli::add_prepare_ding(app);
   tfm::cli::add_bench(app);
+  tfm::cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

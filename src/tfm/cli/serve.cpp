@@ -1,0 +1,53 @@
+// tfm serve --model DIR [--host H] [--port P] [limits]: flags into ServeOptions, then one serve()
+// call (src/tfm/serve/server.h), which returns after SIGTERM has drained the requests in flight.
+#include <CLI/CLI.hpp>
+
+#include "tfm/cli/commands.h"
+#include "tfm/serve/server.h"
+
+namespace tfm::cli {
+
+void add_serve(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "Serve a model over HTTP (docs/serve.md)");
+  static serve::ServeOptions o;
+  static std::string precision = "fp32";
+  cmd->add_option("--model", o.model_dir, "Model directory (with its vocabulary)")->required();
+  cmd->add_option("--host", o.host, "Address to listen on (default 127.0.0.1: this machine only)");
+  cmd->add_option("--port", o.port, "Port (default 8080; 0: any free port, logged)");
+  cmd->add_option("--compute-type,--precision", precision,
+                  "Linear layers in fp32, bf16, int8 or auto");
+  cmd->add_option("--threads", o.translator.intra_threads,
+                  "Threads of each batch (0: all cores / inter-threads)");
+  cmd->add_option("--inter-threads", o.translator.inter_threads, "Batches translated at once")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-size", o.translator.max_batch_size,
+                  "Sentences a batch the model runs (default 32)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-tokens", o.batcher.max_batch_tokens,
+                  "Source tokens a batch gathers (default 4096)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-delay-ms", o.batcher.max_batch_delay_ms,
+                  "How long a sentence waits for others to batch with (default 5; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-queue", o.batcher.max_queue,
+                  "Requests admitted at once; more get 503 (default 128)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-request-bytes", o.max_request_bytes,
+                  "Largest request body; larger get 413 (default 1048576)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-sentences", o.max_sentences, "Texts a request; more get 413 (default 256)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout-ms", o.timeout_ms,
+                  "Time a request may take; later get 504 (default 30000)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--api-key", o.api_key,
+                  "Require 'Authorization: Bearer KEY' (default: open; or set TFM_API_KEY)")
+      ->envname("TFM_API_KEY");
+  cmd->callback([] {
+    o.translator.compute_type = parse_compute_type(precision);
+    o.translator.max_batch_tokens = o.batcher.max_batch_tokens;
+    serve::serve(o);
+  });
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""tfm serve over loopback HTTP (run by serve_cli_test.sh, which trains the model).
+
+    serve_cli_test.py TFM MODEL_DIR SENTENCES_FILE TMP_DIR
+
+Starts servers with `--port 0` (the kernel picks a free port; the server logs it) and checks:
+translations equal `tfm translate`'s under concurrent clients; LibreTranslate's form (JSON,
+form-encoded, single and list `q`); statuses 400, 401, 404, 413, 503 and 504 each from a request
+that must produce it; /metrics parses as Prometheus text; /v1/model; the access log; and that
+SIGTERM with requests in flight answers all of them and exits 0. Every wait is bounded.
+Standard library only. Exit 0: all passed.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+TFM, MODEL, SENTENCES, TMP = sys.argv[1:5]
+KEY = "s3cret-key"
+failures: list[str] = []
+passed = 0
+
+
+def check(cond: bool, what: str) -> None:
+    global passed
+    if cond:
+        passed += 1
+    else:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+class Server:
+    """A `tfm serve` process on a free loopback port; its stderr collected on a thread."""
+
+    def __init__(self, *flags: str):
+        self.proc = subprocess.Popen(
+            [TFM, "serve", "--model", MODEL, "--port", "0", "--threads", "1", *flags],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.port = None
+        ready = threading.Event()
+
+        def drain():
+            for line in self.proc.stderr:
+                self.lines.append(line.rstrip("\n"))
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+                if m:
+                    self.port = int(m.group(1))
+                    ready.set()
+            ready.set()
+
+        self.reader = threading.Thread(target=drain, daemon=True)
+        self.reader.start()
+        if not ready.wait(60) or self.port is None:
+            self.proc.kill()
+            raise RuntimeError("server did not start: " + "\n".join(self.lines))
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def stop(self, timeout: float = 30) -> int | None:
+        """SIGTERM; the exit status, or None when it did not exit in time (then killed)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            rc = None
+        self.reader.join(5)
+        return rc
+
+
+SENT: dict[int, int] = {}  # requests sent to each port, for the access-log check
+SENT_LOCK = threading.Lock()
+
+
+def request(url: str, body=None, headers=None, method=None, timeout: float = 60):
+    """(status, headers, body text); HTTP errors are answers too."""
+    with SENT_LOCK:
+        port = urllib.parse.urlsplit(url).port
+        SENT[port] = SENT.get(port, 0) + 1
+    data = None
+    hdrs = dict(headers or {})
+    if isinstance(body, (dict, list)):
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    elif isinstance(body, str):
+        data = body.encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    elif isinstance(body, bytes):
+        data = body
+    req = urllib.request.Request(url, data=data, headers=hdrs, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+AUTH = {"Authorization": "Bearer " + KEY}
+
+
+def translate(server: Server, texts, **extra):
+    status, _, body = request(server.url("/v1/translate"), {"text": texts, **extra}, AUTH)
+    return status, (json.loads(body) if body.startswith("{") else body)
+
+
+def reference(lines: list[str], *flags: str) -> list[str]:
+    out = subprocess.run([TFM, "translate", "--model", MODEL, "--threads", "1", *flags],
+                         input="".join(l + "\n" for l in lines), capture_output=True, text=True,
+                         timeout=120, check=True)
+    return out.stdout.split("\n")[:len(lines)]
+
+
+METRIC_LINE = re.compile(
+    r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"'
+    r'(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")*)?\})? (\S+)$')
+
+
+def parse_metrics(text: str) -> dict:
+    """Prometheus text format 0.0.4: {name: {labels: value}}; raises on a malformed line."""
+    types, samples = {}, {}
+    for line in text.splitlines():
+        if not line:
+            continue
+        if line.startswith("#"):
+            parts = line.split(" ", 3)
+            if parts[1] == "TYPE":
+                assert parts[3] in ("counter", "gauge", "histogram", "summary", "untyped"), line
+                types[parts[2]] = parts[3]
+            else:
+                assert parts[1] == "HELP" and len(parts) == 4, line
+            continue
+        m = METRIC_LINE.match(line)
+        assert m, "malformed sample line: " + line
+        name, labels, value = m.group(1), m.group(3) or "", m.group(5)
+        float(value)  # +Inf, NaN and numbers parse
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        assert name in types or base in types, "sample without a TYPE: " + line
+        samples.setdefault(name, {})[labels] = float(value)
+    for name, kind in types.items():
+        if kind != "histogram":
+            continue
+        buckets = samples.get(name + "_bucket", {})
+        assert buckets, name + " has no buckets"
+        ordered = sorted(buckets.items(),
+                         key=lambda kv: float(re.search(r'le="([^"]+)"', kv[0]).group(1)))
+        values = [v for _, v in ordered]
+        assert values == sorted(values), name + " buckets are not cumulative"
+        assert 'le="+Inf"' in buckets and buckets['le="+Inf"'] == samples[name + "_count"][""], \
+            name + ": +Inf bucket != count"
+    return samples
+
+
+def wait_for(cond, timeout: float) -> bool:
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def in_flight(server: Server) -> float:
+    _, _, body = request(server.url("/metrics"), headers=AUTH, timeout=10)
+    return parse_metrics(body)["tfm_serve_requests_in_flight"][""]
+
+
+def main() -> int:
+    with open(SENTENCES, encoding="utf-8") as f:
+        pool = [l.rstrip("\n") for l in f][:24]
+    pool += ["", "der hund sieht die katze", "haus"]
+    long_text = " ".join(["haus"] * 300)  # beyond the tiny model's 258 positions
+    ref = dict(zip(pool, reference(pool)))
+    ref_beam = reference(pool[:6], "--beam-size", "3")
+    ref_long = reference([long_text])[0]
+
+    # --- The main server: API key, small limits, concurrent clients. ---
+    s = Server("--api-key", KEY, "--max-sentences", "8", "--max-request-bytes", "4096",
+               "--max-batch-delay-ms", "20")
+    try:
+        status, _, body = request(s.url("/health"))
+        check(status == 200 and json.loads(body)["status"] == "ok", f"/health: {status} {body}")
+
+        status, _, body = request(s.url("/v1/model"), headers=AUTH)
+        info = json.loads(body) if status == 200 else {}
+        positions = info.get("config", {}).get("max_length")
+        check(status == 200 and info.get("src_vocab_size") == 40 and
+              info.get("max_length") == positions, f"/v1/model: {status} {body}")
+
+        # N concurrent clients, each a few requests of its own sentences: exactly tfm translate.
+        def client(c: int) -> list[str]:
+            errors = []
+            for r in range(3):
+                texts = [pool[(c * 5 + r * 3 + i) % len(pool)] for i in range(1 + (c + r) % 6)]
+                status, out = translate(s, texts)
+                want = [ref[t] for t in texts]
+                if status != 200 or out.get("translations") != want:
+                    errors.append(f"client {c} request {r}: {status} {out} != {want}")
+            return errors
+
+        with cf.ThreadPoolExecutor(12) as ex:
+            errors = [e for errs in ex.map(client, range(12)) for e in errs]
+        check(not errors, "concurrent clients: " + "; ".join(errors[:3]))
+
+        status, out = translate(s, pool[0])  # one string: a list of one translation
+        check(status == 200 and out["translations"] == [ref[pool[0]]], f"single text: {out}")
+        status, out = translate(s, pool[:6], beam_size=3, return_scores=True)
+        check(status == 200 and out["translations"] == ref_beam and len(out["scores"]) == 6 and
+              all(isinstance(x, float) for x in out["scores"]), f"beam 3: {out} != {ref_beam}")
+        status, out = translate(s, pool[:2], beam_size=3, n_best=2)
+        check(status == 200 and [len(t) for t in out["translations"]] == [2, 2] and
+              out["translations"][0][0] == ref_beam[0], f"n_best 2: {out}")
+        status, out = translate(s, pool[:3], sampling={"topk": 5, "temperature": 0.7, "seed": 3})
+        status2, out2 = translate(s, pool[:3], sampling={"topk": 5, "temperature": 0.7, "seed": 3})
+        check(status == 200 and status2 == 200 and out == out2 and len(out["translations"]) == 3,
+              f"sampling is not reproducible: {out} {out2}")
+        status, out = translate(s, [long_text])
+        check(status == 200 and out["translations"] == [ref_long] and
+              f"{positions} positions" in out.get("warnings", [""])[0], f"truncation warning: {out}")
+        status, out = translate(s, [])
+        check(status == 200 and out == {"translations": []}, f"empty list: {out}")
+
+        # LibreTranslate: JSON with a string and a list, and a form; its api_key field.
+        libre = s.url("/translate")
+        status, _, body = request(libre, {"q": pool[1], "source": "de", "target": "en",
+                                          "format": "text", "api_key": KEY})
+        check(status == 200 and json.loads(body) == {"translatedText": ref[pool[1]]},
+              f"LibreTranslate JSON: {status} {body}")
+        status, _, body = request(libre, {"q": pool[1:4], "source": "de", "target": "en"}, AUTH)
+        check(status == 200 and json.loads(body)["translatedText"] == [ref[t] for t in pool[1:4]],
+              f"LibreTranslate list: {status} {body}")
+        form = urllib.parse.urlencode({"q": pool[2], "source": "de", "target": "en",
+                                       "format": "text", "api_key": KEY}).encode()
+        status, _, body = request(libre, form,
+                                  {"Content-Type": "application/x-www-form-urlencoded"})
+        check(status == 200 and json.loads(body) == {"translatedText": ref[pool[2]]},
+              f"LibreTranslate form: {status} {body}")
+
+        # Errors, each with a JSON message.
+        def expect(want: int, what: str, url: str, body=None, headers=AUTH, method=None):
+            status, hdrs, text = request(url, body, headers, method)
+            ok = status == want
+            try:
+                ok = ok and bool(json.loads(text)["error"])
+            except (ValueError, KeyError, TypeError):
+                ok = False
+            check(ok, f"{what}: want {want}, got {status} {text}")
+            return hdrs
+
+        tr = s.url("/v1/translate")
+        expect(400, "malformed JSON", tr, '{"text": ["a"')
+        expect(400, "not an object", tr, '["a"]')
+        expect(400, "text is a number", tr, {"text": 5})
+        expect(400, "a list of numbers", tr, {"text": ["a", 3]})
+        expect(400, "beam_size a string", tr, {"text": "a", "beam_size": "4"})
+        expect(400, "beam_size 0", tr, {"text": "a", "beam_size": 0})
+        expect(400, "n_best above beam", tr, {"text": "a", "beam_size": 2, "n_best": 3})
+        expect(400, "sampling with a beam", tr, {"text": "a", "beam_size": 2, "sampling": {}})
+        expect(400, "topp out of range", tr, {"text": "a", "sampling": {"topp": 0}})
+        expect(400, "missing text", tr, {"beam_size": 2})
+        expect(400, "LibreTranslate html", libre, {"q": "a", "format": "html"})
+        expect(401, "no key", tr, {"text": "a"}, headers={})
+        hdrs = expect(401, "wrong key", tr, {"text": "a"},
+                      headers={"Authorization": "Bearer s3cret-kez"})
+        check(hdrs.get("WWW-Authenticate") == "Bearer", f"401 without WWW-Authenticate: {hdrs}")
+        expect(401, "metrics without key", s.url("/metrics"), headers={})
+        expect(401, "LibreTranslate wrong api_key", libre, {"q": "a", "api_key": "nope"}, {})
+        expect(404, "unknown route", s.url("/v2/nothing"))
+        expect(404, "unknown POST route", s.url("/v1/translatex"), {"text": "a"})
+        expect(413, "body over --max-request-bytes", tr, {"text": "x" * 5000})
+        expect(413, "more than --max-sentences", tr, {"text": ["a"] * 9})
+
+        # The metrics parse, and count what happened.
+        status, hdrs, body = request(s.url("/metrics"), headers=AUTH)
+        try:
+            m = parse_metrics(body)
+            parsed = True
+        except (AssertionError, ValueError, KeyError, IndexError) as e:
+            parsed, m = False, {}
+            print("metrics:", e, body, sep="\n")
+        check(status == 200 and parsed and hdrs.get("Content-Type", "").startswith("text/plain"),
+              "metrics do not parse as Prometheus text")
+        if parsed:
+            codes = m.get("tfm_serve_requests_total", {})
+            check(codes.get('code="200"', 0) >= 36 and codes.get('code="400"', 0) >= 11 and
+                  codes.get('code="401"', 0) >= 4 and codes.get('code="404"', 0) >= 2 and
+                  codes.get('code="413"', 0) >= 2, f"requests by status: {codes}")
+            for name in ("tfm_serve_request_duration_seconds_count", "tfm_serve_queue_sentences",
+                         "tfm_serve_batch_sentences_count", "tfm_serve_batch_tokens_count",
+                         "tfm_serve_tokens_per_second", "tfm_serve_target_tokens_total"):
+                check(name in m, f"metrics lack {name}")
+            check(m.get("tfm_serve_target_tokens_total", {}).get("", 0) > 0 and
+                  m.get("tfm_serve_tokens_per_second", {}).get("", 0) > 0, "no tokens counted")
+            # Dynamic batching happened: fewer batches than translated sentences.
+            check(m["tfm_serve_batch_sentences_count"][""] < m["tfm_serve_batch_sentences_sum"][""],
+                  "no batch held two sentences")
+    finally:
+        rc = s.stop()
+    check(rc == 0, f"idle server: SIGTERM exit status {rc}")
+    access = [l for l in s.lines if re.match(r'^\d{4}-\d\d-\d\dT\S+Z 127\.0\.0\.1 "[A-Z]+ /\S*" \d{3} ', l)]
+    check(len(access) == SENT[s.port], f"access log: {len(access)} lines for {SENT[s.port]} requests")
+    check(any('"POST /v1/translate" 413' in l for l in access), "access log lacks the 413")
+
+    # --- 503: one request admitted (--max-queue 1) waits 5 s for company; the next is refused.
+    # (The delays leave room for a loaded machine: clients only need to arrive within them.)
+    s = Server("--max-queue", "1", "--max-batch-delay-ms", "5000")
+    try:
+        with cf.ThreadPoolExecutor(1) as ex:
+            first = ex.submit(translate, s, pool[:2])
+            check(wait_for(lambda: in_flight(s) == 1, 10), "the first request was not admitted")
+            status, hdrs, body = request(s.url("/v1/translate"), {"text": pool[3]})
+            check(status == 503 and hdrs.get("Retry-After") == "1",
+                  f"full queue: want 503 with Retry-After, got {status} {hdrs} {body}")
+            status, out = first.result(30)
+            check(status == 200 and out["translations"] == [ref[t] for t in pool[:2]],
+                  f"the admitted request: {status} {out}")
+    finally:
+        check(s.stop() == 0, "503 server: SIGTERM exit status")
+
+    # --- 504: a request that cannot be done within --timeout-ms. ---
+    s = Server("--timeout-ms", "100", "--max-batch-delay-ms", "3000")
+    try:
+        t0 = time.time()
+        status, out = translate(s, pool[:2])
+        check(status == 504 and "--timeout-ms" in str(out) and time.time() - t0 < 2.5,
+              f"timeout: want 504 within 2.5 s, got {status} {out} after {time.time() - t0:.2f} s")
+        check(wait_for(lambda: in_flight(s) == 0, 5), "a timed-out request stayed admitted")
+        status, _, _ = request(s.url("/health"))
+        check(status == 200, "the server is unhealthy after a timeout")
+    finally:
+        check(s.stop() == 0, "504 server: SIGTERM exit status")
+
+    # --- SIGTERM with requests in flight: every one is answered, then exit 0. ---
+    s = Server("--max-batch-delay-ms", "8000")
+    clients = 8
+    with cf.ThreadPoolExecutor(clients) as ex:
+        futures = [ex.submit(translate, s, pool[c * 3:c * 3 + 3]) for c in range(clients)]
+        admitted = wait_for(lambda: in_flight(s) == clients, 7)
+        check(admitted, f"not every drain request was admitted: {in_flight(s)}")
+        t0 = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        answers = [f.result(30) for f in futures]
+    try:
+        rc = s.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        s.proc.kill()
+        rc = None
+    s.reader.join(5)
+    lost = [c for c, (status, out) in enumerate(answers)
+            if status != 200 or out["translations"] != [ref[t] for t in pool[c * 3:c * 3 + 3]]]
+    check(not lost, f"SIGTERM lost requests {lost}: {answers}")
+    check(rc == 0, f"drain: exit status {rc}")
+    check(time.time() - t0 < 6, "the drain waited for the batch delay")
+    check(any("SIGTERM" in l for l in s.lines) and s.lines[-1] == "tfm serve: stopped",
+          f"drain log: {s.lines[-3:]}")
+
+    print(f"serve_cli_test.py: {passed} passed, {len(failures)} failed", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
