@@ -176,3 +176,27 @@ TEST(Init, Errors) {
 
 }  // namespace
 }  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// A no_fill generator leaves tensors as they are and draws no stream, so a model built for a load
+// costs no random numbers; a filling one changes them.
+TEST(Init, NoFillGeneratorLeavesTensorsAlone) {
+  for (bool fill : {false, true}) {
+    Generator g = fill ? Generator(3) : Generator::no_fill();
+    Tensor a = Tensor::full({4, 5}, 7.0f), b = Tensor::full({4, 5}, 7.0f),
+           c = Tensor::full({4, 5}, 7.0f);
+    normal_(a, 0.0, 1.0, g);
+    uniform_(b, -1.0, 1.0, g);
+    xavier_uniform_(c, g);
+    int unchanged = 0;
+    for (const Tensor* t : {&a, &b, &c})
+      for (int64_t i = 0; i < 20; ++i) unchanged += t->data<float>()[i] == 7.0f;
+    EXPECT_EQ(unchanged, fill ? 0 : 60) << "fill " << fill;
+    EXPECT_EQ(g.position(), fill ? 3u : 0u);
+  }
+}
+
+}  // namespace
+}  // namespace tfm

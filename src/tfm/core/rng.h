@@ -36,6 +36,15 @@ class RandomStream {
 class Generator {
  public:
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
+  // A generator the initialisers (ops/init.h) do not draw from: they leave tensors as allocated.
+  // For a model whose every parameter is about to be overwritten by a load, where filling them
+  // with random numbers first would be wasted work (and touch every page twice).
+  static Generator no_fill() {
+    Generator g;
+    g.fills_ = false;
+    return g;
+  }
+  bool fills() const { return fills_; }
   RandomStream next_stream() { return RandomStream(seed_, next_++); }
   uint64_t seed() const { return seed_; }
   uint64_t position() const { return next_; }
@@ -47,6 +56,7 @@ class Generator {
  private:
   uint64_t seed_;
   uint64_t next_ = 0;
+  bool fills_ = true;
 };
 
 // The process default generator, used when an op is given none. Not thread-safe: threads that

@@ -41,15 +41,13 @@ void save_model(const Transformer& model, const std::string& dir) {
   write_file_atomic((fs::path(dir) / kConfig).string(), config + "\n");
 }
 
-ModelConfig read_model_config(const std::string& dir) {
+namespace {
+
+// The config stored in the weights `f` (read from dir), checked against dir/config.json.
+ModelConfig checked_config(const std::string& dir, const SafetensorsFile& f) {
   const std::string weights = (fs::path(dir) / kWeights).string();
   const std::string json = (fs::path(dir) / kConfig).string();
-  TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
-  if (!fs::exists(weights)) {
-    TFM_CHECK(fs::exists(json)) << dir << " holds neither " << kWeights << " nor " << kConfig;
-    return ModelConfig::from_json(read_file(json));
-  }
-  ModelConfig c = config_from_weights(load_safetensors(weights), weights);
+  ModelConfig c = config_from_weights(f, weights);
   if (fs::exists(json)) {
     ModelConfig j = ModelConfig::from_json(read_file(json));
     TFM_CHECK(j.to_json() == c.to_json())
@@ -59,13 +57,28 @@ ModelConfig read_model_config(const std::string& dir) {
   return c;
 }
 
+}  // namespace
+
+ModelConfig read_model_config(const std::string& dir) {
+  const std::string weights = (fs::path(dir) / kWeights).string();
+  const std::string json = (fs::path(dir) / kConfig).string();
+  TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
+  if (!fs::exists(weights)) {
+    TFM_CHECK(fs::exists(json)) << dir << " holds neither " << kWeights << " nor " << kConfig;
+    return ModelConfig::from_json(read_file(json));
+  }
+  return checked_config(dir, load_safetensors(weights));
+}
+
 std::unique_ptr<Transformer> load_model(const std::string& dir) {
   TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
   const std::string weights = (fs::path(dir) / kWeights).string();
   TFM_CHECK(fs::exists(weights)) << "no " << kWeights << " in model directory " << dir;
-  ModelConfig config = read_model_config(dir);
+  // One map and one header parse; the parameters are allocated, not initialised: every one of
+  // them is overwritten below (a missing one is an error).
   SafetensorsFile f = load_safetensors(weights);
-  auto model = std::make_unique<Transformer>(config);
+  const ModelConfig config = checked_config(dir, f);
+  auto model = Transformer::uninitialised(config);
   std::set<std::string> expected;
   for (const auto& [name, p] : model->named_parameters()) {
     expected.insert(name);

@@ -71,7 +71,14 @@ void DecoderState::reorder(const std::vector<int64_t>& rows) {
   if (!source_of_row.empty()) source_of_row = std::move(next);
 }
 
-Transformer::Transformer(const ModelConfig& config, uint64_t seed) : c_(config), init_gen_(seed) {
+Transformer::Transformer(const ModelConfig& config, uint64_t seed)
+    : Transformer(config, Generator(seed)) {}
+
+std::unique_ptr<Transformer> Transformer::uninitialised(const ModelConfig& config) {
+  return std::unique_ptr<Transformer>(new Transformer(config, Generator::no_fill()));
+}
+
+Transformer::Transformer(const ModelConfig& config, Generator init) : c_(config), init_gen_(init) {
   c_.validate();
   Generator& g = init_gen_;
   const double emb_std = 1.0 / std::sqrt(static_cast<double>(c_.d_model));

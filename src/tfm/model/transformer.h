@@ -45,6 +45,9 @@ class Transformer : public nn::Module {
   // Initialised as the seeds do (Xavier uniform matrices, N(0, d^-0.5) embeddings, zero biases,
   // LayerNorm ones/zeros) from `seed`.
   explicit Transformer(const ModelConfig& config, uint64_t seed = 0);
+  // The same structure with parameters left as allocated (biases and norms still 0 and 1), for a
+  // load that overwrites every parameter: no random numbers drawn, no page touched twice.
+  static std::unique_ptr<Transformer> uninitialised(const ModelConfig& config);
 
   const ModelConfig& config() const { return c_; }
   // Source of dropout streams while training (the default generator when null).
@@ -91,6 +94,7 @@ class Transformer : public nn::Module {
   const nn::LinearKernel& output_kernel() const { return output_kernel_; }
 
  private:
+  Transformer(const ModelConfig& config, Generator init);
   // ids (B, L) at positions [offset, offset + L) -> (B, L, C), dropout and embed_norm applied.
   Tensor embed(const Tensor& ids, const Tensor& table, const Tensor& positions,
                const nn::LayerNorm* norm, int64_t offset) const;

@@ -40,6 +40,7 @@ void uniform_(Tensor& t, double lo, double hi, Generator& gen) {
   check_target(t, "uniform_");
   TFM_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi)
       << "uniform_: need finite lo <= hi, got [" << lo << ", " << hi << ") for " << t.describe();
+  if (!gen.fills()) return;
   const RandomStream stream = gen.next_stream();
   const double width = hi - lo;
   fill_elementwise(t, "uniform_", [&](uint64_t i) { return lo + width * stream.uniform_f64(i); });
@@ -50,6 +51,7 @@ void normal_(Tensor& t, double mean, double std, Generator& gen) {
   TFM_CHECK(std::isfinite(mean) && std::isfinite(std) && std >= 0)
       << "normal_: need finite mean and std >= 0, got mean " << mean << ", std " << std << " for "
       << t.describe();
+  if (!gen.fills()) return;
   const RandomStream stream = gen.next_stream();
   fill_elementwise(t, "normal_", [&](uint64_t i) { return mean + std * stream.normal(i); });
 }
@@ -60,6 +62,7 @@ void xavier_uniform_(Tensor& t, Generator& gen, double gain) {
                           << t.describe();
   TFM_CHECK(std::isfinite(gain) && gain >= 0)
       << "xavier_uniform_: gain must be finite and >= 0, got " << gain;
+  if (!gen.fills()) return;
   if (t.numel() == 0) {
     gen.next_stream();  // still one stream, so later draws do not shift with the shapes
     return;
