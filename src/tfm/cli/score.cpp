@@ -8,7 +8,9 @@
 
 #include "tfm/cli/commands.h"
 #include "tfm/cli/io.h"
+#include "tfm/core/output_file.h"
 #include "tfm/core/parallel.h"
+#include "tfm/core/validate.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/score.h"
@@ -47,15 +49,17 @@ void add_score(CLI::App& app) {
   cmd->add_flag("--ids", ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", threads, "Threads (0: all cores)");
   cmd->add_option("--precision", precision, "Linear layers in fp32, bf16 or int8");
-  cmd->add_option("--batch-size", batch_size, "Sentences a batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", batch_size, "Sentences a batch");
   cmd->callback([] {
+    check_thread_count("--threads", threads);
+    require_in_range("--batch-size", batch_size, 1, 1 << 20);
     set_threads(threads);
     auto model = load_model(dir);
     model->bind_inference(resolve_compute_type(parse_compute_type(precision)), std::nullopt,
                           /*keep_f32=*/false);
     const ModelConfig& c = model->config();
     ModelVocabs vocabs;
-    if (!ids) vocabs = load_model_vocabs(dir);
+    if (!ids) vocabs = load_checked_vocabs(dir, c);
     std::vector<std::string> trg_lines = read_lines(trg_path);
     std::vector<Ids> src, trg = to_ids(trg_lines, trg_path, ids, vocabs.trg, c.trg_vocab_size);
     if (c.has_encoder()) {
@@ -66,7 +70,14 @@ void add_score(CLI::App& app) {
           << " has " << trg_lines.size();
       src = to_ids(src_lines, src_path, ids, vocabs.src, c.src_vocab_size);
     }
-    for (double s : score_pairs(*model, src, trg, batch_size)) std::printf("%.9g\n", s);
+    const std::vector<double> scores = score_pairs(*model, src, trg, batch_size);
+    OutputFile out("-");
+    for (double s : scores) {
+      char line[64];
+      std::snprintf(line, sizeof line, "%.9g\n", s);
+      out << line;
+    }
+    out.close();
   });
 }
 

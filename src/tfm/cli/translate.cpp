@@ -4,6 +4,7 @@
 // output is written and flushed after each batch as far as input order allows.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
@@ -16,7 +17,10 @@
 #include <numeric>
 
 #include "tfm/cli/commands.h"
+#include "tfm/core/file_util.h"
+#include "tfm/core/output_file.h"
 #include "tfm/core/parallel.h"
+#include "tfm/core/validate.h"
 #include "tfm/data/vocab.h"
 #include "tfm/decode/search.h"
 #include "tfm/model/checkpoint.h"
@@ -48,6 +52,9 @@ class LineStream {
       fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       TFM_CHECK(fd_ >= 0) << "cannot open " << path << ": " << std::strerror(errno);
       own_ = true;
+      struct stat st {};
+      TFM_CHECK(::fstat(fd_, &st) != 0 || !S_ISDIR(st.st_mode))
+          << "cannot read " << path << ": it is a directory";
     }
   }
   ~LineStream() {
@@ -126,12 +133,12 @@ void add_translate(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "Translate lines (stdin by default) with a model");
   static Flags f;
   cmd->add_option("--model", f.dir, "Model directory")->required();
-  cmd->add_option("--beam-size", f.beam_size, "Beam size (1: greedy)")->check(CLI::PositiveNumber);
-  cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--beam-size", f.beam_size, "Beam size (1: greedy)");
+  auto* n_best =
+      cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'");
   cmd->add_option("--length-penalty", f.length_penalty, "GNMT length penalty alpha (0: none)");
   cmd->add_flag("--normalize", f.normalize, "Rank by log-probability / length instead");
-  cmd->add_option("--batch-size", f.batch_size, "Sentences a batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", f.batch_size, "Sentences a batch");
   cmd->add_option("--max-length-factor", f.max_length_factor,
                   "Max output length = F * source length + 10 (with EOS)");
   cmd->add_option("--min-length", f.min_length, "Tokens before EOS is allowed");
@@ -145,7 +152,11 @@ void add_translate(CLI::App& app) {
   cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16 or int8");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
-  cmd->callback([topk, topp, temp] {
+  cmd->callback([topk, topp, temp, n_best] {
+    // Values first, before a model is loaded: a bad flag costs nothing.
+    check_thread_count("--threads", f.threads);
+    require_in_range("--batch-size", f.batch_size, 1, 1 << 20);
+    if (n_best->count() > 0) require_at_least("--n-best", f.n_best, 1);
     set_threads(f.threads);
     auto model = load_model(f.dir);
     model->bind_inference(resolve_compute_type(parse_compute_type(f.precision)), std::nullopt,
@@ -154,7 +165,7 @@ void add_translate(CLI::App& app) {
     TFM_CHECK(c.has_encoder()) << "translate: " << f.dir << " is a decoder-only model";
     ModelVocabs vocabs;
     if (!f.ids) {
-      vocabs = load_model_vocabs(f.dir);
+      vocabs = load_checked_vocabs(f.dir, c);
       TFM_CHECK(vocabs.src && vocabs.trg)
           << "no SentencePiece vocabulary in " << f.dir << " (" << kSharedVocabFile << ", or "
           << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
@@ -174,14 +185,18 @@ void add_translate(CLI::App& app) {
     TFM_CHECK(!o.sampling || o.beam_size == 1) << "translate: sampling needs --beam-size 1";
     TFM_CHECK(o.n_best <= o.beam_size)
         << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
+    decode::validate_search_options(o, c);
     auto search = decode::make_search(o);
 
     LineStream input(f.input);  // first: a missing input leaves no empty output file
-    std::FILE* out = stdout;
-    if (!f.output.empty()) {
-      out = std::fopen(f.output.c_str(), "w");
-      TFM_CHECK(out) << "cannot write " << f.output;
-    }
+    // Opening the output truncates it: an output that is the input file (by inode, so links and
+    // other spellings of the path count) would destroy the input before it is read.
+    const bool from_stdin = f.input.empty() || f.input == "-";
+    TFM_CHECK(f.output.empty() || f.output == "-" ||
+              !same_file(from_stdin ? "/dev/stdin" : f.input, f.output))
+        << "translate: --output " << f.output << " is the input file"
+        << (from_stdin ? " (standard input)" : " " + f.input) << "; write to another file";
+    OutputFile out(f.output);
     // A terminal gets each line's translation as soon as it is typed; otherwise a window of lines
     // is sorted by length and batched (less padding), bounded so memory stays flat on any input.
     const size_t window = input.interactive() ? 1 : static_cast<size_t>(f.batch_size) * 8;
@@ -216,17 +231,20 @@ void add_translate(CLI::App& app) {
           if (f.n_best > 0) {  // empty inputs print nothing here: there is no hypothesis
             for (const auto& h : nb) {
               const std::string text = f.ids ? join_ids(h.tokens) : vocabs.trg->decode(h.tokens);
-              std::fprintf(out, "%zu ||| %s ||| %.6f\n", base + next_out, text.c_str(), h.score);
+              char score[64];
+              std::snprintf(score, sizeof score, "%.6f", h.score);
+              out << std::to_string(base + next_out) << " ||| " << text << " ||| " << score
+                  << "\n";
             }
           } else {
             const std::string text = nb.empty() ? std::string()
                                      : f.ids    ? join_ids(nb[0].tokens)
                                                 : vocabs.trg->decode(nb[0].tokens);
-            std::fprintf(out, "%s\n", text.c_str());
+            out << text << "\n";
           }
           result[next_out].clear();
         }
-        std::fflush(out);
+        out.flush();
       };
       flush_ready();
       for (size_t start = 0; start < order.size(); start += static_cast<size_t>(f.batch_size)) {
@@ -246,7 +264,7 @@ void add_translate(CLI::App& app) {
       }
       base += lines.size();
     }
-    if (out != stdout) TFM_CHECK(std::fclose(out) == 0) << "cannot write " << f.output;
+    out.close();
   });
 }
 
