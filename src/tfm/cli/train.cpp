@@ -240,16 +240,7 @@ void run_train(CLI::App* cmd, Flags& f) {
   const DirLock lock(f.dir);
   // Holding the lock, any temporary here is a killed run's leftover.
   const std::vector<std::string> stale = remove_stale_run_temp_files(f.dir);
-  if (f.overwrite) {
-    remove_run_output(f.dir);
-  } else if (!has_train_state(f.dir)) {
-    const std::string existing = existing_run_output(f.dir);
-    TFM_CHECK(existing.empty())
-        << f.dir << " holds a model or checkpoints (" << existing
-        << ") but no training state to resume (train_state/state.safetensors): starting from "
-           "scratch would overwrite them. Run again with --overwrite to replace them, or use "
-           "another --model directory";
-  }
+  if (f.overwrite) remove_run_output(f.dir);
   // The precision the run so far used, before this run's options replace the record.
   const std::string config_path = (fs::path(f.dir) / "train_config.json").string();
   std::string earlier_precision;
@@ -266,6 +257,25 @@ void run_train(CLI::App* cmd, Flags& f) {
   if (f.precision == "auto") f.precision = cpu_has_bf16_dot() ? "bf16" : "fp32";
   nlohmann::json record = effective_config(cmd);
   record["precision"] = f.precision;
+  if (!has_train_state(f.dir)) {
+    // A model or checkpoints without a state to resume: starting from scratch would overwrite
+    // them, and mix checkpoints/ of two runs. One case is no other run's: best/ alone, from a
+    // validation before the first checkpoint of a run killed then; the same command (the same
+    // recorded options) may start that run again.
+    const std::string existing = existing_run_output(f.dir);
+    bool same_run = false;
+    if (existing == (fs::path(f.dir) / "best").string() && fs::exists(config_path)) {
+      try {
+        same_run = nlohmann::json::parse(read_file(config_path)) == record;
+      } catch (const std::exception&) {
+      }
+    }
+    TFM_CHECK(existing.empty() || same_run)
+        << f.dir << " holds a model or checkpoints (" << existing
+        << ") but no training state to resume (train_state/state.safetensors): starting from "
+           "scratch would overwrite them. Run again with --overwrite to replace them, or use "
+           "another --model directory";
+  }
   // Also proves the directory writable before any work is done.
   write_file_atomic(config_path, record.dump(2) + "\n");
   TrainLog log((fs::path(f.dir) / "train.log").string(), isatty(STDERR_FILENO) == 1);

@@ -22,7 +22,10 @@ double final_score(double log_prob, int64_t len, const SearchOptions& o) {
 void validate_search_options(const SearchOptions& o, const ModelConfig& c) {
   // The target vocabulary less PAD and BOS, which are never generated.
   const int64_t tokens = std::max<int64_t>(1, c.trg_vocab_size - 2);
-  require_in_range("--beam-size", o.beam_size, 1, tokens);
+  require_at_least("--beam-size", o.beam_size, 1);
+  TFM_CHECK(o.beam_size <= tokens) << "--beam-size " << o.beam_size
+                                   << " is larger than the model's target vocabulary (" << tokens
+                                   << " tokens it can generate)";
   require_in_range("--n-best", o.n_best, 1, o.beam_size);
   require_in_range("--length-penalty", o.length_penalty, 0.0, 10.0);
   require_in_range("--max-length-factor", o.max_length_a, 0.0, 1000.0);
