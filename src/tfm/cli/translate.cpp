@@ -183,8 +183,6 @@ void add_translate(CLI::App& app) {
     o.temperature = f.temperature;
     o.seed = f.seed;
     TFM_CHECK(!o.sampling || o.beam_size == 1) << "translate: sampling needs --beam-size 1";
-    TFM_CHECK(o.n_best <= o.beam_size)
-        << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
     decode::validate_search_options(o, c);
     auto search = decode::make_search(o);
 

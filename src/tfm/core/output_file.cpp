@@ -100,8 +100,8 @@ void OutputFile::close() {
 }
 
 void flush_standard_output() {
-  std::cout.flush();
   errno = 0;
+  std::cout.flush();
   // ferror catches a failure in an earlier, implicit flush whose errno is gone; fflush retries
   // the buffer, which on a full disk fails again with the real reason.
   if (std::fflush(stdout) != 0 || std::ferror(stdout) || std::cout.bad()) {

@@ -109,7 +109,7 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   }
 
   std::unordered_map<std::string, std::string> args = {
-      {"model_prefix", o.out_prefix},
+      // No model_prefix: the model comes back in memory (see below), which it must then be.
       {"vocab_size", std::to_string(o.size)},
       {"model_type", o.model_type},
       {"character_coverage", std::to_string(o.character_coverage)},
@@ -174,8 +174,13 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   // The .vocab as SentencePiece writes it: piece, tab, score, one a line.
   std::ostringstream vocab;
   for (int i = 0; i < sp.GetPieceSize(); ++i) vocab << sp.IdToPiece(i) << "\t" << sp.GetScore(i) << "\n";
-  write_file_atomic(r.vocab_path, vocab.str());
-  write_file_atomic(r.model_path, model_proto);  // last: a .model is only ever complete
+  // Both written in full before either is renamed into place: a full disk fails while writing,
+  // before anything of the old pair is replaced.
+  AtomicFileWriter vocab_file(r.vocab_path), model_file(r.model_path);
+  vocab_file.write(vocab.str());
+  model_file.write(model_proto);
+  vocab_file.commit();
+  model_file.commit();
   return r;
 }
 

@@ -26,7 +26,9 @@ void validate_search_options(const SearchOptions& o, const ModelConfig& c) {
   TFM_CHECK(o.beam_size <= tokens) << "--beam-size " << o.beam_size
                                    << " is larger than the model's target vocabulary (" << tokens
                                    << " tokens it can generate)";
-  require_in_range("--n-best", o.n_best, 1, o.beam_size);
+  require_at_least("--n-best", o.n_best, 1);
+  TFM_CHECK(o.n_best <= o.beam_size)
+      << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
   require_in_range("--length-penalty", o.length_penalty, 0.0, 10.0);
   require_in_range("--max-length-factor", o.max_length_a, 0.0, 1000.0);
   require_in_range("max length offset", o.max_length_b, 0.0, 1e6);
