@@ -231,6 +231,15 @@ expect_fail "is a directory" "$tfm" vocab --input "$tmp/train.de" --size 30 --ou
 "$tfm" translate --model "$tmp/m" --threads 1 --input <(cat "$tmp/src.txt") >"$tmp/fifo.out" 2>"$tmp/err" &&
   [[ $(wc -l <"$tmp/fifo.out") -eq 20 ]] && ok || bad "translate from a pipe failed: $(cat "$tmp/err")"
 
+# Over-long lines: score names file:line before scoring; a long validation pair is skipped and
+# counted at start-up, not a failure at the first validation.
+long=$(for _ in $(seq 300); do printf 'haus '; done)
+printf '%s\nhaus\n' "$long" >"$tmp/long.de"
+printf 'house\nhouse\n' >"$tmp/long.en"
+expect_fail "long.de:1: " "$tfm" score --model "$tmp/m" --threads 1 --src "$tmp/long.de" --trg "$tmp/long.en"
+train "$tmp/longvalid" --valid-src "$tmp/long.de" --valid-trg "$tmp/long.en" --valid-every 1 \
+  --max-updates 2 >/dev/null 2>"$tmp/err" && ok || bad "a long validation pair failed training: $(cat "$tmp/err")"
+
 # An empty corpus from prepare-ding is an error.
 : >"$tmp/empty.dict"
 expect_fail "holds no usable dictionary pairs" "$tfm" prepare-ding --input "$tmp/empty.dict" --out "$tmp/ding"

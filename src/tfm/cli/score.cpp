@@ -19,8 +19,11 @@ namespace tfm::cli {
 
 namespace {
 
+// max_tokens: what the model's positions hold on this side; a longer line is an error naming it
+// before any scoring starts.
 std::vector<Ids> to_ids(const std::vector<std::string>& lines, const std::string& path,
-                        bool ids_mode, const std::shared_ptr<Vocab>& vocab, int64_t vocab_size) {
+                        bool ids_mode, const std::shared_ptr<Vocab>& vocab, int64_t vocab_size,
+                        int64_t max_tokens) {
   std::vector<Ids> out;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string where = path + ":" + std::to_string(i + 1);
@@ -31,6 +34,8 @@ std::vector<Ids> to_ids(const std::vector<std::string>& lines, const std::string
                        << ", or " << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
       out.push_back(vocab->encode(lines[i]));
     }
+    TFM_CHECK(static_cast<int64_t>(out.back().size()) <= max_tokens)
+        << where << ": " << out.back().size() << " tokens, more than the model's " << max_tokens;
   }
   return out;
 }
@@ -61,14 +66,16 @@ void add_score(CLI::App& app) {
     ModelVocabs vocabs;
     if (!ids) vocabs = load_checked_vocabs(dir, c);
     std::vector<std::string> trg_lines = read_lines(trg_path);
-    std::vector<Ids> src, trg = to_ids(trg_lines, trg_path, ids, vocabs.trg, c.trg_vocab_size);
+    std::vector<Ids> src,
+        trg = to_ids(trg_lines, trg_path, ids, vocabs.trg, c.trg_vocab_size, c.max_length - 1);
     if (c.has_encoder()) {
       TFM_CHECK(!src_path.empty()) << "score: --src is required for an encoder-decoder model";
       std::vector<std::string> src_lines = read_lines(src_path);
       TFM_CHECK(src_lines.size() == trg_lines.size())
           << "score: " << src_path << " has " << src_lines.size() << " lines but " << trg_path
           << " has " << trg_lines.size();
-      src = to_ids(src_lines, src_path, ids, vocabs.src, c.src_vocab_size);
+      src = to_ids(src_lines, src_path, ids, vocabs.src, c.src_vocab_size,
+                   c.max_length - c.seq_format().source_specials());
     }
     const std::vector<double> scores = score_pairs(*model, src, trg, batch_size);
     OutputFile out("-");

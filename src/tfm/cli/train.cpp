@@ -148,11 +148,17 @@ struct ValidSet {
   std::vector<std::string> refs;  // the target text of each kept example
 };
 
-ValidSet read_valid(const Flags& f, const Vocab& src, const Vocab& trg, TrainLog& log) {
+ValidSet read_valid(const Flags& f, const ModelConfig& config, const Vocab& src, const Vocab& trg,
+                    TrainLog& log) {
   ValidSet v;
   CorpusReader reader = CorpusReader::parallel(f.valid_src, f.valid_trg);
   FilterOptions fo;
-  fo.max_length = std::max<int64_t>(f.max_length, 1024);  // validation keeps long sentences
+  // Validation keeps long sentences, up to what the model's positions hold (the source framed,
+  // the target after BOS): a longer pair is skipped and counted here, at start-up, instead of
+  // failing the first validation mid-training.
+  fo.max_length = std::min({std::max<int64_t>(f.max_length, 1024),
+                            config.max_length - config.seq_format().source_specials(),
+                            config.max_length - 1});
   fo.max_ratio = 0;
   v.examples = read_examples(
       reader, [&](const std::string& x) { return src.encode(x); },
@@ -327,7 +333,7 @@ void run_train(CLI::App* cmd, Flags& f) {
                             << reader.stats().summary() << ")";
 
   auto valid = std::make_shared<ValidSet>();
-  if (!f.valid_src.empty()) *valid = read_valid(f, *vsrc, *vtrg, log);
+  if (!f.valid_src.empty()) *valid = read_valid(f, config, *vsrc, *vtrg, log);
 
   BatcherOptions bo;
   bo.batch_tokens = f.batch_tokens;
