@@ -19,6 +19,8 @@ namespace {
 const char* kWeights = "model.safetensors";
 const char* kConfig = "config.json";
 
+}  // namespace
+
 ModelConfig config_from_weights(const SafetensorsFile& f, const std::string& path) {
   auto it = f.metadata.find("config");
   TFM_CHECK(it != f.metadata.end()) << path << ": no \"config\" in __metadata__";
@@ -34,6 +36,8 @@ ModelConfig config_from_weights(const SafetensorsFile& f, const std::string& pat
   }
   return {};
 }
+
+namespace {
 
 // Index of the first NaN/Inf among n floats, or -1. An exponent-bits test over a block the
 // compiler vectorises (std::isfinite per element does not vectorise without -ffast-math), so the
@@ -130,7 +134,13 @@ std::unique_ptr<Transformer> load_model(const std::string& dir) {
   const std::string weights = (fs::path(dir) / kWeights).string();
   TFM_CHECK(fs::exists(weights)) << "no " << kWeights << " in model directory " << dir;
   ModelConfig config = read_model_config(dir);
-  SafetensorsFile f = load_safetensors(weights);
+  return model_from_weights(config, load_safetensors(weights), weights);
+}
+
+std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config,
+                                                const SafetensorsFile& f,
+                                                const std::string& weights) {
+  config.validate();
   auto model = std::make_unique<Transformer>(config);
   std::set<std::string> expected;
   for (const auto& [name, p] : model->named_parameters()) {

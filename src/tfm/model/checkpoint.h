@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tfm/data/vocab.h"
+#include "tfm/model/safetensors.h"
 #include "tfm/model/transformer.h"
 
 namespace tfm {
@@ -18,6 +19,13 @@ ModelConfig read_model_config(const std::string& dir);
 // its exact shape and dtype f32, finite (no NaN or Inf: such a model translates and scores with
 // plausible numbers), and no other tensor may be in the file.
 std::unique_ptr<Transformer> load_model(const std::string& dir);
+
+// The two halves of load_model on a file already parsed (`path` names it in messages): the
+// config in the weights' metadata (format_version checked), and a model built from `config` with
+// every tensor of `f` checked against it (names, shapes, dtype, finite values).
+ModelConfig config_from_weights(const SafetensorsFile& f, const std::string& path);
+std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config,
+                                                const SafetensorsFile& f, const std::string& path);
 
 
 // Throws naming `what` (a tensor name) and `file` when an f32 tensor holds a NaN or an Inf.
