@@ -24,3 +24,24 @@ else
   TFM_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 \
     ctest --output-on-failure -j"$(nproc)" -E '^(python_tools|fuzz_.*|cuda_fatbin|Cuda.*)$' "$@"
 fi
+
+# The fuzz targets once more, coverage guided: built with Clang and libFuzzer (scripts/setup.sh
+# installs them) in their own build directory, each run for TFM_FUZZ_SECONDS (default 20) under
+# ASan/UBSan over its committed seed corpus (tests/fuzz/corpus/). docs/failure.md says how to run
+# them longer. Without clang-14 the GCC build above has already run them through fuzz_driver.
+cd "$OLDPWD"
+if command -v clang++-14 >/dev/null &&
+  [[ -n $(find /usr/lib/llvm-14 -name 'libclang_rt.fuzzer-*.a' -print -quit 2>/dev/null) ]]; then
+  fuzz_dir=${FUZZ_BUILD_DIR:-build-fuzz}
+  cmake -S . -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DTFM_WITH_CUDA=OFF -DTFM_BUILD_BENCH=OFF \
+    -DTFM_FUZZ_SECONDS="${TFM_FUZZ_SECONDS:-20}"
+  targets=$(sed -n 's/^tfm_fuzz_target(\(fuzz_[a-z0-9_]*\).*/\1/p' tests/fuzz/CMakeLists.txt)
+  # shellcheck disable=SC2086
+  cmake --build "$fuzz_dir" -j"$(nproc)" --target $targets
+  ctest --test-dir "$fuzz_dir" --output-on-failure -L fuzz
+else
+  echo "test.sh: clang-14 with libFuzzer not found: the coverage-guided fuzz runs are skipped" \
+    "(scripts/setup.sh installs clang-14 and libfuzzer-14-dev)"
+fi
+
