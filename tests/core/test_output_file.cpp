@@ -132,7 +132,8 @@ TEST(Validate, ReadableMessages) {
   EXPECT_TFM_ERROR(require_at_least("--beam-size", 0, 1), "--beam-size must be at least 1 (got 0)");
   EXPECT_TFM_ERROR(require_in_range("--max-length-factor", 1e30, 0.0, 1000.0),
                    "--max-length-factor must be in [0, 1000] (got 1e+30)");
-  EXPECT_TFM_ERROR(require_in_range("--lr", std::nan(""), 0.0, 1.0), "--lr must be a finite number");
+  EXPECT_TFM_ERROR(require_in_range("--lr", std::nan(""), 0.0, 1.0),
+                   "--lr must be a finite number");
   EXPECT_TFM_ERROR(require_finite("--x", -std::numeric_limits<double>::infinity()), "(got -inf)");
   EXPECT_TFM_ERROR(require_in_range("--topp", 0.0, 0.0, 1.0, true), "must be in (0, 1] (got 0)");
   require_in_range("--topp", 1.0, 0.0, 1.0, true);

@@ -24,9 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Building a model initialises every parameter: bounded, so each input stays fast. A valid
     // file holds the parameters themselves, so a larger model needs an input this size anyway.
     const double layer = 4.0 * c.d_model * c.d_model + 2.0 * c.d_model * c.d_ff;
-    const double params = layer * static_cast<double>(c.encoder_layers + 2 * c.decoder_layers) +
-                          static_cast<double>(c.d_model) * (c.src_vocab_size + 2 * c.trg_vocab_size) +
-                          static_cast<double>(c.max_length) * c.d_model * 2;
+    const double params =
+        layer * static_cast<double>(c.encoder_layers + 2 * c.decoder_layers) +
+        static_cast<double>(c.d_model) * (c.src_vocab_size + 2 * c.trg_vocab_size) +
+        static_cast<double>(c.max_length) * c.d_model * 2;
     if (params > 4.0 * static_cast<double>(size) + 1e5) return 0;
     const auto model = tfm::model_from_weights(c, f, "fuzz input");
     fuzz::check(model->named_parameters().size() == f.tensors.size(), "fuzz_model_weights",

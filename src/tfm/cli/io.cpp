@@ -19,7 +19,8 @@ std::vector<std::string> read_lines(const std::string& path) {
   }
   // A directory opens but fails at the first read with a vaguer message; FIFOs and <(...) are
   // read once, as a file is.
-  TFM_CHECK(!std::filesystem::is_directory(path)) << "cannot read " << path << ": it is a directory";
+  TFM_CHECK(!std::filesystem::is_directory(path))
+      << "cannot read " << path << ": it is a directory";
   std::ifstream in(path, std::ios::binary);
   TFM_CHECK(in) << "cannot open " << path << ": " << std::strerror(errno);
   for (std::string line; std::getline(in, line);) lines.push_back(line);

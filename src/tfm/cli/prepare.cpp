@@ -19,10 +19,8 @@ void add_prepare_ding(CLI::App& app) {
   static DingSplitOptions o;
   cmd->add_option("--input", input, "The Ding dictionary file")->capture_default_str();
   cmd->add_option("--out", out, "Output directory: writes {train,valid,test}.{de,en}")->required();
-  cmd->add_option("--valid", o.valid, "Pairs in the validation split")
-      ->capture_default_str();
-  cmd->add_option("--test", o.test, "Pairs in the test split")
-      ->capture_default_str();
+  cmd->add_option("--valid", o.valid, "Pairs in the validation split")->capture_default_str();
+  cmd->add_option("--test", o.test, "Pairs in the test split")->capture_default_str();
   cmd->add_option("--sentence-share", o.sentence_share,
                   "Share of valid/test drawn from full sentences")
       ->capture_default_str();
@@ -34,9 +32,8 @@ void add_prepare_ding(CLI::App& app) {
     DingStats stats;
     const std::vector<DingPair> pairs = read_ding(input, stats);
     // An empty corpus would only fail later, in tfm train, far from its cause.
-    TFM_CHECK(!pairs.empty()) << "prepare-ding: " << input
-                              << " holds no usable dictionary pairs (" << stats.summary()
-                              << "); is it the Ding trans-de-en file?";
+    TFM_CHECK(!pairs.empty()) << "prepare-ding: " << input << " holds no usable dictionary pairs ("
+                              << stats.summary() << "); is it the Ding trans-de-en file?";
     const DingSplit split = split_ding(pairs, o);
     TFM_CHECK(!split.train.empty())
         << "prepare-ding: no training pairs are left after the validation and test splits ("

@@ -156,9 +156,9 @@ ValidSet read_valid(const Flags& f, const ModelConfig& config, const Vocab& src,
   // Validation keeps long sentences, up to what the model's positions hold (the source framed,
   // the target after BOS): a longer pair is skipped and counted here, at start-up, instead of
   // failing the first validation mid-training.
-  fo.max_length = std::min({std::max<int64_t>(f.max_length, 1024),
-                            config.max_length - config.seq_format().source_specials(),
-                            config.max_length - 1});
+  fo.max_length =
+      std::min({std::max<int64_t>(f.max_length, 1024),
+                config.max_length - config.seq_format().source_specials(), config.max_length - 1});
   fo.max_ratio = 0;
   v.examples = read_examples(
       reader, [&](const std::string& x) { return src.encode(x); },
@@ -288,7 +288,8 @@ void run_train(CLI::App* cmd, Flags& f) {
   if (asked_precision == "auto")
     log.line("precision auto: " + f.precision + " (CPU level " + cpu_isa_summary() + ")");
   if (!stale.empty())
-    log.line("removed " + std::to_string(stale.size()) + " temporary file(s) of an interrupted run");
+    log.line("removed " + std::to_string(stale.size()) +
+             " temporary file(s) of an interrupted run");
   if (!earlier_precision.empty() && earlier_precision != f.precision)
     log.line("note: the run so far trained with --precision " + earlier_precision +
              ", this one with " + f.precision +

@@ -231,8 +231,7 @@ void add_translate(CLI::App& app) {
               const std::string text = f.ids ? join_ids(h.tokens) : vocabs.trg->decode(h.tokens);
               char score[64];
               std::snprintf(score, sizeof score, "%.6f", h.score);
-              out << std::to_string(base + next_out) << " ||| " << text << " ||| " << score
-                  << "\n";
+              out << std::to_string(base + next_out) << " ||| " << text << " ||| " << score << "\n";
             }
           } else {
             const std::string text = nb.empty() ? std::string()

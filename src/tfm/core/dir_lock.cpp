@@ -16,8 +16,8 @@ DirLock::DirLock(const std::string& dir) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd_ < 0) {
     const int err = errno;
-    TFM_FAIL() << "cannot lock " << dir << ": opening '" << path << "' failed: "
-               << std::strerror(err);
+    TFM_FAIL() << "cannot lock " << dir << ": opening '" << path
+               << "' failed: " << std::strerror(err);
   }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -28,10 +28,9 @@ DirLock::DirLock(const std::string& dir) {
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
     ::close(fd_);
     fd_ = -1;
-    TFM_CHECK(err != EWOULDBLOCK)
-        << dir << " is in use by another tfm process"
-        << (pid.empty() ? std::string() : " (pid " + pid + ")")
-        << "; wait for it to finish or stop it, or use another directory";
+    TFM_CHECK(err != EWOULDBLOCK) << dir << " is in use by another tfm process"
+                                  << (pid.empty() ? std::string() : " (pid " + pid + ")")
+                                  << "; wait for it to finish or stop it, or use another directory";
     TFM_FAIL() << "cannot lock " << dir << ": " << std::strerror(err);
   }
   const std::string me = std::to_string(::getpid()) + "\n";

@@ -23,8 +23,7 @@ void require_in_range(const std::string& name, int64_t v, int64_t lo, int64_t hi
 }
 
 void require_finite(const std::string& name, double v) {
-  TFM_CHECK(std::isfinite(v)) << name << " must be a finite number (got " << format_value(v)
-                              << ")";
+  TFM_CHECK(std::isfinite(v)) << name << " must be a finite number (got " << format_value(v) << ")";
 }
 
 void require_in_range(const std::string& name, double v, double lo, double hi, bool lo_open,

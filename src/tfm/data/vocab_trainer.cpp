@@ -173,7 +173,8 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
                          << loaded.ToString();
   // The .vocab as SentencePiece writes it: piece, tab, score, one a line.
   std::ostringstream vocab;
-  for (int i = 0; i < sp.GetPieceSize(); ++i) vocab << sp.IdToPiece(i) << "\t" << sp.GetScore(i) << "\n";
+  for (int i = 0; i < sp.GetPieceSize(); ++i)
+    vocab << sp.IdToPiece(i) << "\t" << sp.GetScore(i) << "\n";
   // Both written in full before either is renamed into place: a full disk fails while writing,
   // before anything of the old pair is replaced.
   AtomicFileWriter vocab_file(r.vocab_path), model_file(r.model_path);

@@ -23,9 +23,9 @@ void validate_search_options(const SearchOptions& o, const ModelConfig& c) {
   // The target vocabulary less PAD and BOS, which are never generated.
   const int64_t tokens = std::max<int64_t>(1, c.trg_vocab_size - 2);
   require_at_least("--beam-size", o.beam_size, 1);
-  TFM_CHECK(o.beam_size <= tokens) << "--beam-size " << o.beam_size
-                                   << " is larger than the model's target vocabulary (" << tokens
-                                   << " tokens it can generate)";
+  TFM_CHECK(o.beam_size <= tokens)
+      << "--beam-size " << o.beam_size << " is larger than the model's target vocabulary ("
+      << tokens << " tokens it can generate)";
   require_at_least("--n-best", o.n_best, 1);
   TFM_CHECK(o.n_best <= o.beam_size)
       << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
@@ -46,7 +46,7 @@ int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t 
   const double cap = static_cast<double>(std::min(o.max_length, c.max_length));
   int64_t n = by_source >= cap ? static_cast<int64_t>(cap)
               : by_source >= 1 ? static_cast<int64_t>(std::floor(by_source))
-                               : 1;  // also NaN
+                               : 1;               // also NaN
   n = std::min({n, o.max_length, c.max_length});  // the decoder reads positions 0 … n-1
   return std::max<int64_t>(n, 1);
 }

@@ -71,26 +71,32 @@ void check_finite(const Tensor& t, const std::string& what, const std::string& f
                    << "); the weights are corrupt or training diverged: use an earlier checkpoint";
 }
 
-void check_vocabs(const ModelConfig& config, const ModelVocabs& vocabs, const std::string& dir) {
-  auto check = [&](const std::shared_ptr<Vocab>& v, int64_t size, const char* side) {
-    if (!v) return;
-    TFM_CHECK(v->size() == size)
-        << v->path() << " has " << v->size() << " pieces but the model in " << dir << " has a "
-        << side << " vocabulary of " << size
-        << ": the vocabulary file is not the one the model was trained with";
-    // A vocabulary without one of the pieces (a converted model's) is not held to that id.
-    auto same = [](int64_t vocab_id, int64_t config_id) {
-      return vocab_id < 0 || vocab_id == config_id;
-    };
-    TFM_CHECK(same(v->pad_id(), config.pad_id) && same(v->bos_id(), config.bos_id) &&
-              same(v->eos_id(), config.eos_id))
-        << v->path() << " has pad/bos/eos ids " << v->pad_id() << "/" << v->bos_id() << "/"
-        << v->eos_id() << " but the model in " << dir << " uses " << config.pad_id << "/"
-        << config.bos_id << "/" << config.eos_id
-        << ": the vocabulary file is not the one the model was trained with";
+namespace {
+
+void check_vocab(const Vocab* v, int64_t size, const char* side, const ModelConfig& config,
+                 const std::string& dir) {
+  if (v == nullptr) return;
+  TFM_CHECK(v->size() == size) << v->path() << " has " << v->size() << " pieces but the model in "
+                               << dir << " has a " << side << " vocabulary of " << size
+                               << ": the vocabulary file is not the one the model was trained with";
+  // A vocabulary without one of the pieces (a converted model's) is not held to that id.
+  auto same = [](int64_t vocab_id, int64_t config_id) {
+    return vocab_id < 0 || vocab_id == config_id;
   };
-  if (config.has_encoder()) check(vocabs.src, config.src_vocab_size, "source");
-  check(vocabs.trg, config.trg_vocab_size, "target");
+  TFM_CHECK(same(v->pad_id(), config.pad_id) && same(v->bos_id(), config.bos_id) &&
+            same(v->eos_id(), config.eos_id))
+      << v->path() << " has pad/bos/eos ids " << v->pad_id() << "/" << v->bos_id() << "/"
+      << v->eos_id() << " but the model in " << dir << " uses " << config.pad_id << "/"
+      << config.bos_id << "/" << config.eos_id
+      << ": the vocabulary file is not the one the model was trained with";
+}
+
+}  // namespace
+
+void check_vocabs(const ModelConfig& config, const ModelVocabs& vocabs, const std::string& dir) {
+  if (config.has_encoder())
+    check_vocab(vocabs.src.get(), config.src_vocab_size, "source", config, dir);
+  check_vocab(vocabs.trg.get(), config.trg_vocab_size, "target", config, dir);
 }
 
 ModelVocabs load_checked_vocabs(const std::string& dir, const ModelConfig& config) {
@@ -137,8 +143,7 @@ std::unique_ptr<Transformer> load_model(const std::string& dir) {
   return model_from_weights(config, load_safetensors(weights), weights);
 }
 
-std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config,
-                                                const SafetensorsFile& f,
+std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config, const SafetensorsFile& f,
                                                 const std::string& weights) {
   config.validate();
   auto model = std::make_unique<Transformer>(config);

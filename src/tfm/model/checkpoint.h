@@ -24,9 +24,8 @@ std::unique_ptr<Transformer> load_model(const std::string& dir);
 // config in the weights' metadata (format_version checked), and a model built from `config` with
 // every tensor of `f` checked against it (names, shapes, dtype, finite values).
 ModelConfig config_from_weights(const SafetensorsFile& f, const std::string& path);
-std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config,
-                                                const SafetensorsFile& f, const std::string& path);
-
+std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config, const SafetensorsFile& f,
+                                                const std::string& path);
 
 // Throws naming `what` (a tensor name) and `file` when an f32 tensor holds a NaN or an Inf.
 void check_finite(const Tensor& t, const std::string& what, const std::string& file);

@@ -126,10 +126,9 @@ std::string existing_run_output(const std::string& model_dir) {
 
 void remove_run_output(const std::string& model_dir) {
   const fs::path dir(model_dir);
-  for (const char* name :
-       {"model.safetensors", "config.json", "best", "checkpoints", kDir, "train.log",
-        "train_config.json", "vocab.model", "vocab.src.model", "vocab.trg.model", "vocab.spm",
-        "vocab.src.spm", "vocab.trg.spm"}) {
+  for (const char* name : {"model.safetensors", "config.json", "best", "checkpoints", kDir,
+                           "train.log", "train_config.json", "vocab.model", "vocab.src.model",
+                           "vocab.trg.model", "vocab.spm", "vocab.src.spm", "vocab.trg.spm"}) {
     std::error_code ec;
     fs::remove_all(dir / name, ec);
     TFM_CHECK(!ec) << "cannot remove " << (dir / name).string() << ": " << ec.message();
