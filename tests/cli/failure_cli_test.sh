@@ -226,6 +226,9 @@ expect_fail "is a directory" "$tfm" translate --model "$tmp/m" --threads 1 --inp
 expect_fail "is a directory" "$tfm" eval --ref "$tmp" --hyp "$tmp/trg.txt"
 expect_fail "is a directory" "$tfm" score --model "$tmp/m" --src "$tmp" --trg "$tmp/trg.txt"
 expect_fail "is a directory" "$tfm" vocab --input "$tmp/train.de" --size 30 --out "$tmp"
+"$tfm" vocab --input <(cat "$tmp/train.de") --size 30 --out "$tmp/vpipe" >/dev/null 2>"$tmp/err" &&
+  [[ -s "$tmp/vpipe.model" ]] && ok || bad "vocab from a process substitution failed: $(cat "$tmp/err")"
+expect_fail "is a directory" "$tfm" vocab --input "$tmp" --size 30 --out "$tmp/vdir"
 "$tfm" eval --ref <(cat "$tmp/trg.txt") --hyp <(cat "$tmp/trg.txt") >/dev/null 2>"$tmp/err" && ok ||
   bad "eval from process substitutions failed: $(cat "$tmp/err")"
 "$tfm" translate --model "$tmp/m" --threads 1 --input <(cat "$tmp/src.txt") >"$tmp/fifo.out" 2>"$tmp/err" &&

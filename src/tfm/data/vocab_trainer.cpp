@@ -87,7 +87,9 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   namespace fs = std::filesystem;
   TFM_CHECK(!o.inputs.empty()) << "vocab: no input files";
   for (const auto& path : o.inputs) {
-    TFM_CHECK(fs::is_regular_file(path)) << "vocab: input " << path << " does not exist";
+    // Not is_regular_file: a pipe or <(...) is read once, which is all training needs.
+    TFM_CHECK(fs::exists(path)) << "vocab: input " << path << " does not exist";
+    TFM_CHECK(!fs::is_directory(path)) << "vocab: input " << path << " is a directory";
   }
   TFM_CHECK(!o.out_prefix.empty()) << "vocab: no output prefix";
   // The four specials take ids 0-3; SentencePiece needs at least one real piece beyond them.
