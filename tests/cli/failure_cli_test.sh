@@ -125,6 +125,13 @@ cp -r "$tmp/m" "$tmp/badstate"
 echo garbage >"$tmp/badstate/train_state/state.safetensors"
 expect_fail "--overwrite" train "$tmp/badstate" --max-updates 4
 
+# A run killed while writing its first state leaves only a temporary in train_state/: the same
+# command starts again (nothing to lose), it is not refused.
+mkdir -p "$tmp/firstkill/train_state"
+head -c 1000 /dev/zero >"$tmp/firstkill/train_state/.state.safetensors.tmp.99999.0"
+train "$tmp/firstkill" --max-updates 1 >/dev/null 2>"$tmp/err" && ok ||
+  bad "a run killed in its first checkpoint cannot start again: $(cat "$tmp/err")"
+
 # 8. Temporaries of a killed run are removed when the next run starts.
 cp -r "$tmp/m" "$tmp/stale"
 head -c 1000 /dev/zero >"$tmp/stale/train_state/.state.safetensors.tmp.99999.0"

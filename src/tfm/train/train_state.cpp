@@ -120,7 +120,10 @@ std::string existing_run_output(const std::string& model_dir) {
        it.increment(ec)) {
     if (it->path().filename().string().rfind("update-", 0) == 0) return it->path().string();
   }
-  if (fs::exists(dir / kDir)) return (dir / kDir).string();
+  // An empty train_state/ is what a run killed while writing its first state leaves (once its
+  // temporary is removed): nothing to lose.
+  if (fs::is_directory(dir / kDir) && !fs::is_empty(dir / kDir, ec) && !ec)
+    return (dir / kDir).string();
   return "";
 }
 
