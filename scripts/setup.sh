@@ -11,6 +11,9 @@ packages=(
   nlohmann-json3-dev libyaml-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
+  # The libFuzzer targets (tests/fuzz, scripts/test.sh): Clang with its fuzzer runtime, and
+  # Clang's OpenMP runtime for the library they link.
+  clang-14 libfuzzer-14-dev libomp-14-dev
 )
 # Debian's torch calls the system libblas.so.3, which is the (very slow) reference BLAS unless an
 # optimised one is installed: the PyTorch comparisons in bench/ would be meaningless without it.

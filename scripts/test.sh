@@ -2,6 +2,7 @@
 # The test command: installs what is missing, builds (Release), runs the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 scripts/setup.sh
 scripts/build.sh Release
 cd "${BUILD_DIR:-build}"
@@ -24,3 +25,24 @@ else
   TFM_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 \
     ctest --output-on-failure -j"$(nproc)" -E '^(python_tools|fuzz_.*|cuda_fatbin|Cuda.*)$' "$@"
 fi
+
+# The fuzz targets once more, coverage guided: built with Clang and libFuzzer (scripts/setup.sh
+# installs them) in their own build directory, each run for TFM_FUZZ_SECONDS (default 20) under
+# ASan/UBSan over its committed seed corpus (tests/fuzz/corpus/). docs/failure.md says how to run
+# them longer. Without clang-14 the GCC build above has already run them through fuzz_driver.
+cd "$root"
+if command -v clang++-14 >/dev/null &&
+  [[ -n $(find /usr/lib/llvm-14 -name 'libclang_rt.fuzzer-*.a' -print -quit 2>/dev/null) ]]; then
+  fuzz_dir=${FUZZ_BUILD_DIR:-build-fuzz}
+  # TFM_FUZZ_ONLY: the targets alone, each from the sources it tests (the library's per-level
+  # kernels need GCC); fuzz_model_weights, which needs the whole library, ran above.
+  cmake -S . -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DTFM_WITH_CUDA=OFF -DTFM_FUZZ_ONLY=ON \
+    -DTFM_FUZZ_SECONDS="${TFM_FUZZ_SECONDS:-20}"
+  cmake --build "$fuzz_dir" -j"$(nproc)"
+  ctest --test-dir "$fuzz_dir" --output-on-failure -j"$(nproc)" -L fuzz
+else
+  echo "test.sh: clang-14 with libFuzzer not found: the coverage-guided fuzz runs are skipped" \
+    "(scripts/setup.sh installs clang-14 and libfuzzer-14-dev)"
+fi
+

@@ -108,6 +108,11 @@ class Translator {
   std::vector<double> score_batch(const std::vector<std::vector<int64_t>>& sources,
                                   const std::vector<std::vector<int64_t>>& targets) const;
 
+  // The model's vocabularies on one text (what the text methods do before translating or
+  // scoring), for callers that check or store ids. Require has_vocabularies().
+  std::vector<int64_t> tokenize_source(const std::string& text) const;
+  std::vector<int64_t> tokenize_target(const std::string& text) const;
+
   // Translates `in` line by line to `out` (see StreamOptions). Input errors name `source_name`
   // and the line. Throws tfm::Error when `out` fails (a full disk is not a success).
   void translate_stream(std::istream& in, std::ostream& out,

@@ -246,11 +246,49 @@ TEST(Checkpoint, RoundTripAndValidation) {
   EXPECT_TFM_ERROR(load_model(dir.string()), "embed.trg.weight has shape (3, 3)");
   rewrite([](auto& ts) { ts[0].second = ts[0].second.to(DType::f64); });
   EXPECT_TFM_ERROR(load_model(dir.string()), "embed.trg.weight is f64, expected f32");
+  // Non-finite weights (issue 15): a NaN anywhere in a tensor, or Inf in all of one, named.
+  for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    rewrite([&](auto& ts) {
+      Tensor t = ts[3].second.clone();
+      t.template data<float>()[t.numel() - 1] = bad;
+      ts[3].second = t;
+    });
+    EXPECT_TFM_ERROR(load_model(dir.string()),
+                     "tensor " + m.named_parameters()[3].first + " holds a non-finite value");
+  }
+  rewrite([](auto& ts) { ts.back().second = Tensor::full(ts.back().second.shape(), INFINITY); });
+  EXPECT_TFM_ERROR(load_model(dir.string()), "holds a non-finite value (inf at element 0)");
+  // A format this build does not know, without the source location in the message.
+  {
+    std::vector<std::pair<std::string, Tensor>> ts;
+    for (const auto& [n, t] : m.named_parameters()) ts.emplace_back(n, t->detach());
+    save_safetensors((dir / "model.safetensors").string(), ts,
+                     {{"config", c.to_json()}, {"format_version", "2"}});
+    EXPECT_TFM_ERROR(load_model(dir.string()), "format_version \"2\" is not supported");
+  }
   fs::remove_all(dir);
   EXPECT_TFM_ERROR(load_model(dir.string()), "does not exist");
   fs::create_directories(dir);
   EXPECT_TFM_ERROR(load_model(dir.string()), "no model.safetensors");
   fs::remove_all(dir);
+}
+
+TEST(Config, AbsurdSizesAreRefused) {
+  ModelConfig c = tiny(true);
+  c.d_model = int64_t{1} << 30;
+  EXPECT_TFM_ERROR(c.validate(), "d_model 1073741824 is too large");
+  c = tiny(true);
+  c.max_length = int64_t{1} << 40;
+  EXPECT_TFM_ERROR(c.validate(), "max_length 1099511627776 is too large");
+  c = tiny(true);
+  c.d_model = 16384, c.heads = 16, c.d_ff = 65536, c.encoder_layers = c.decoder_layers = 64;
+  EXPECT_TFM_ERROR(c.validate(), "parameters is too large");
+  c = tiny(true);
+  c.layer_norm_eps = INFINITY;
+  EXPECT_TFM_ERROR(c.validate(), "layer_norm_eps must be in (0, 1)");
+  c = tiny(true);
+  c.dropout = std::nan("");
+  EXPECT_TFM_ERROR(c.validate(), "dropout must be in [0, 1)");
 }
 
 TEST(Config, JsonRoundTripAndErrors) {

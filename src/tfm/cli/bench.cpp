@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "tfm/cli/commands.h"
+#include "tfm/core/parallel.h"
+#include "tfm/core/validate.h"
 #include "tfm/perf/model_bench.h"
 
 namespace tfm::cli {
@@ -19,20 +21,15 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--preset", preset, "Model size: tiny, small, base or big")->required();
   cmd->add_option("--mode", mode, "train, greedy or beam")
       ->check(CLI::IsMember({"train", "greedy", "beam"}));
-  cmd->add_option("--threads", o.threads, "Threads (0: all cores)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--repeat", o.repeats, "Timed repeats (the median is reported)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o.warmup, "Untimed iterations first")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--batch-size", o.batch_size, "Sentences (0: 64 for train, 32 for decoding)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seq-len", o.seq_len, "Source/target tokens; tokens generated when decoding")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o.threads, "Threads (0: all cores)");
+  cmd->add_option("--repeat", o.repeats, "Timed repeats (the median is reported)");
+  cmd->add_option("--warmup", o.warmup, "Untimed iterations first");
+  cmd->add_option("--batch-size", o.batch_size, "Sentences (0: 64 for train, 32 for decoding)");
+  cmd->add_option("--seq-len", o.seq_len, "Source/target tokens; tokens generated when decoding");
   cmd->add_option("--vocab", o.vocab, "Source and target vocabulary size");
-  cmd->add_option("--beam-size", o.beam_size, "Beam width for --mode beam")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--beam-size", o.beam_size, "Beam width for --mode beam");
   cmd->add_option("--shard-size", o.shard_size,
-                  "Decoding: sentences per shard, shards decoded in parallel (0: one batch)")
-      ->check(CLI::NonNegativeNumber);
+                  "Decoding: sentences per shard, shards decoded in parallel (0: one batch)");
   cmd->add_option("--precision", o.precision,
                   "train: fp32 or bf16 (mixed precision); greedy/beam: fp32, bf16 or int8")
       ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
@@ -40,6 +37,15 @@ void add_bench(CLI::App& app) {
   cmd->add_flag("--no-ceiling", no_ceiling, "Skip the sgemm ceiling run (MFU reported as 0)");
   cmd->add_flag("--json", json, "End with one JSON line");
   cmd->callback([] {
+    // Readable range errors (CLI11's print the largest double in full).
+    check_thread_count("--threads", o.threads);
+    require_in_range("--repeat", o.repeats, 1, 1000000);
+    require_in_range("--warmup", o.warmup, 0, 1000000);
+    require_in_range("--batch-size", o.batch_size, 0, 1 << 20);
+    require_in_range("--seq-len", o.seq_len, 1, 1 << 20);
+    require_in_range("--vocab", o.vocab, 1, 1 << 24);
+    require_at_least("--beam-size", o.beam_size, 1);
+    require_at_least("--shard-size", o.shard_size, 0);
     o.preset = preset;
     o.mode = perf::parse_bench_mode(mode);
     o.measure_ceiling = !no_ceiling;

@@ -10,6 +10,7 @@
 #include "tfm/cli/commands.h"
 #include "tfm/cli/io.h"
 #include "tfm/core/check.h"
+#include "tfm/core/output_file.h"
 #include "tfm/eval/bleu.h"
 #include "tfm/eval/chrf.h"
 
@@ -47,8 +48,10 @@ void add_eval(CLI::App& app) {
         signatures.push_back("chrF2 signature: " + s.signature());
       }
     }
-    for (const auto& line : scores) std::cout << line << "\n";
-    for (const auto& line : signatures) std::cout << line << "\n";
+    OutputFile out("-");
+    for (const auto& line : scores) out << line << "\n";
+    for (const auto& line : signatures) out << line << "\n";
+    out.close();
   });
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "tfm/cli/commands.h"
+#include "tfm/core/output_file.h"
 #include "tfm/model/checkpoint.h"
 
 namespace tfm::cli {
@@ -15,12 +16,16 @@ void add_info(CLI::App& app) {
   cmd->add_option("--model", dir, "Model directory")->required();
   cmd->callback([] {
     auto model = load_model(dir);
-    std::cout << model->config().to_json() << "\n";
+    load_checked_vocabs(dir, model->config());  // a mismatch is worth knowing here too
+    OutputFile out("-");
+    out << model->config().to_json() << "\n";
     std::map<std::string, int64_t> groups;
     for (const auto& [name, t] : model->named_parameters())
       groups[name.substr(0, name.find('.'))] += t->numel();
-    for (const auto& [group, n] : groups) std::cout << "parameters." << group << " " << n << "\n";
-    std::cout << "parameters.total " << model->parameter_count() << "\n";
+    for (const auto& [group, n] : groups)
+      out << "parameters." << group << " " << std::to_string(n) << "\n";
+    out << "parameters.total " << std::to_string(model->parameter_count()) << "\n";
+    out.close();
   });
 }
 

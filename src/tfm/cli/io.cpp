@@ -1,5 +1,8 @@
 #include "tfm/cli/io.h"
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -14,10 +17,14 @@ std::vector<std::string> read_lines(const std::string& path) {
     TFM_CHECK(!std::cin.bad()) << "error reading standard input";
     return lines;
   }
+  // A directory opens but fails at the first read with a vaguer message; FIFOs and <(...) are
+  // read once, as a file is.
+  TFM_CHECK(!std::filesystem::is_directory(path))
+      << "cannot read " << path << ": it is a directory";
   std::ifstream in(path, std::ios::binary);
-  TFM_CHECK(in) << "cannot open " << path;
+  TFM_CHECK(in) << "cannot open " << path << ": " << std::strerror(errno);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  TFM_CHECK(!in.bad()) << "error reading " << path;
+  TFM_CHECK(!in.bad()) << "error reading " << path << ": " << std::strerror(errno);
   return lines;
 }
 

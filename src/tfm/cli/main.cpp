@@ -3,10 +3,12 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "tfm/cli/commands.h"
 #include "tfm/core/check.h"
 #include "tfm/core/cpu_isa.h"
+#include "tfm/core/output_file.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tfm: train and run encoder-decoder Transformers (transformer.cpp)"};
@@ -26,12 +28,16 @@ int main(int argc, char** argv) {
   tfm::cli::add_serve(app);
   try {
     app.parse(argc, argv);
+    // What a command printed with std::cout may still sit in a buffer: a full disk or /dev/full
+    // behind stdout must fail the command, not exit 0 with the output lost.
+    tfm::flush_standard_output();
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const tfm::Error& e) {
-    // The source location helps developers, not users: TFM_DEBUG=1 shows it.
+    // The source location helps developers, not users: TFM_DEBUG (any value but 0) shows it.
     const char* debug = std::getenv("TFM_DEBUG");
-    std::cerr << "tfm: error: " << (debug && *debug == '1' ? e.what() : e.message()) << "\n";
+    const bool show = debug != nullptr && *debug != '\0' && std::string(debug) != "0";
+    std::cerr << "tfm: error: " << (show ? e.what() : e.message()) << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "tfm: error: " << e.what() << "\n";

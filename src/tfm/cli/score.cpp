@@ -1,5 +1,6 @@
 // tfm score --model DIR --src F --trg F [--ids]: one total log-probability of target + EOS per
-// line pair, teacher forced: flags, the lines, and one Translator::score_batch call.
+// line pair, teacher forced: flags, the lines (as ids, each checked with its file:line), and one
+// Translator::score_batch call.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -7,6 +8,9 @@
 #include "tfm/cli/commands.h"
 #include "tfm/cli/io.h"
 #include "tfm/core/check.h"
+#include "tfm/core/output_file.h"
+#include "tfm/core/parallel.h"
+#include "tfm/core/validate.h"
 #include "tfm/data/vocab.h"
 #include "tfm/translator.h"
 
@@ -14,12 +18,22 @@ namespace tfm::cli {
 
 namespace {
 
-std::vector<std::vector<int64_t>> parse_id_lines(const std::vector<std::string>& lines,
-                                                 const std::string& path, int64_t vocab_size) {
+// The lines as ids: parsed (--ids) or tokenised by the model's vocabulary. max_tokens: what the
+// model's positions hold on this side; a longer line is an error naming it before any scoring.
+std::vector<std::vector<int64_t>> to_ids(const Translator& t, const std::vector<std::string>& lines,
+                                         const std::string& path, bool ids_mode, bool source,
+                                         int64_t vocab_size, int64_t max_tokens) {
   std::vector<std::vector<int64_t>> out;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const Ids ids = parse_ids(lines[i], vocab_size, path + ":" + std::to_string(i + 1));
-    out.emplace_back(ids.begin(), ids.end());
+    const std::string where = path + ":" + std::to_string(i + 1);
+    if (ids_mode) {
+      const Ids ids = parse_ids(lines[i], vocab_size, where);
+      out.emplace_back(ids.begin(), ids.end());
+    } else {
+      out.push_back(source ? t.tokenize_source(lines[i]) : t.tokenize_target(lines[i]));
+    }
+    TFM_CHECK(static_cast<int64_t>(out.back().size()) <= max_tokens)
+        << where << ": " << out.back().size() << " tokens, more than the model's " << max_tokens;
   }
   return out;
 }
@@ -38,8 +52,10 @@ void add_score(CLI::App& app) {
   cmd->add_flag("--ids", ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", threads, "Threads (0: all cores)");
   cmd->add_option("--precision", precision, "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--batch-size", batch_size, "Sentences a batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", batch_size, "Sentences a batch");
   cmd->callback([] {
+    check_thread_count("--threads", threads);
+    require_in_range("--batch-size", batch_size, 1, 1 << 20);
     TranslatorOptions to;
     to.compute_type = parse_compute_type(precision);
     to.intra_threads = threads;
@@ -49,19 +65,28 @@ void add_score(CLI::App& app) {
     TFM_CHECK(ids || translator.has_vocabularies())
         << "no SentencePiece vocabulary in the model directory (" << kSharedVocabFile << ", or "
         << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
-    const std::vector<std::string> trg = read_lines(trg_path);
-    std::vector<std::string> src;
+    const std::vector<std::string> trg_lines = read_lines(trg_path);
+    std::vector<std::string> src_lines;
     if (!info.decoder_only) {
       TFM_CHECK(!src_path.empty()) << "score: --src is required for an encoder-decoder model";
-      src = read_lines(src_path);
-      TFM_CHECK(src.size() == trg.size()) << "score: " << src_path << " has " << src.size()
-                                          << " lines but " << trg_path << " has " << trg.size();
+      src_lines = read_lines(src_path);
+      TFM_CHECK(src_lines.size() == trg_lines.size())
+          << "score: " << src_path << " has " << src_lines.size() << " lines but " << trg_path
+          << " has " << trg_lines.size();
     }
-    const std::vector<double> scores =
-        ids ? translator.score_batch(parse_id_lines(src, src_path, info.src_vocab_size),
-                                     parse_id_lines(trg, trg_path, info.trg_vocab_size))
-            : translator.score_batch(src, trg);
-    for (double s : scores) std::printf("%.9g\n", s);
+    const int64_t src_specials = (info.source_bos ? 1 : 0) + (info.source_eos ? 1 : 0);
+    const auto src = to_ids(translator, src_lines, src_path, ids, /*source=*/true,
+                            info.src_vocab_size, info.max_length - src_specials);
+    const auto trg = to_ids(translator, trg_lines, trg_path, ids, /*source=*/false,
+                            info.trg_vocab_size, info.max_length - 1);
+    const std::vector<double> scores = translator.score_batch(src, trg);
+    OutputFile out("-");
+    for (double s : scores) {
+      char line[64];
+      std::snprintf(line, sizeof line, "%.9g\n", s);
+      out << line;
+    }
+    out.close();
   });
 }
 

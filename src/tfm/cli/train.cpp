@@ -14,13 +14,16 @@
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/cli/commands.h"
 #include "tfm/core/cpu_isa.h"
+#include "tfm/core/dir_lock.h"
 #include "tfm/core/file_util.h"
 #include "tfm/core/parallel.h"
+#include "tfm/core/validate.h"
 #include "tfm/data/corpus.h"
 #include "tfm/data/vocab.h"
 #include "tfm/decode/search.h"
 #include "tfm/eval/bleu.h"
 #include "tfm/runtime/batch_search.h"
+#include "tfm/model/checkpoint.h"
 #include "tfm/train/config_file.h"
 #include "tfm/train/trainer.h"
 
@@ -45,7 +48,35 @@ struct Flags {
   uint64_t seed = 1;
   int threads = 0;
   bool valid_bleu = false;
+  bool overwrite = false;
 };
+
+// Every number a user gave, from flags or --config, before any work: finite and in range.
+void validate_flags(const Flags& f) {
+  check_thread_count("--threads", f.threads);
+  require_in_range("--batch-tokens", f.batch_tokens, 1, int64_t{1} << 30);
+  require_in_range("--update-freq", f.update_freq, 1, 1 << 20);
+  require_at_least("--max-updates", f.max_updates, 0);
+  require_at_least("--max-epochs", f.max_epochs, 0);
+  require_in_range("--max-minutes", f.max_minutes, 0.0, 1e9);
+  require_in_range("--lr", f.lr, 0.0, 10.0, /*lo_open=*/true);
+  require_in_range("--lr-factor", f.lr_factor, 0.0, 1e6, /*lo_open=*/true);
+  require_in_range("--label-smoothing", f.label_smoothing, 0.0, 1.0, false, /*hi_open=*/true);
+  require_in_range("--clip-norm", f.clip_norm, 0.0, 1e9);
+  require_in_range("--weight-decay", f.weight_decay, 0.0, 1.0);
+  // -1 (the default) means the preset's.
+  if (f.dropout != -1) require_in_range("--dropout", f.dropout, 0.0, 1.0, false, true);
+  require_in_range("--max-ratio", f.max_ratio, 0.0, 1e6);
+  require_in_range("--warmup", f.warmup, 0, int64_t{1} << 40);
+  require_in_range("--max-length", f.max_length, 1, 1 << 20);
+  require_at_least("--save-every", f.save_every, 0);
+  require_at_least("--valid-every", f.valid_every, 0);
+  require_in_range("--valid-batch-tokens", f.valid_batch_tokens, 1, int64_t{1} << 30);
+  require_at_least("--keep-last", f.keep_last, 0);
+  require_at_least("--early-stopping", f.early_stopping, 0);
+  require_at_least("--log-every", f.log_every, 1);
+  require_at_least("--max-nonfinite", f.max_nonfinite, 1);
+}
 
 std::atomic<bool> g_stop{false};
 
@@ -109,9 +140,7 @@ std::string install_vocab(const std::string& from, const std::string& dir, const
         << have.string() << " differs from " << from
         << ": the model directory was trained with another vocabulary";
   }
-  if (!fs::exists(to)) {
-    write_file_atomic(to.string(), read_file(from));
-  }
+  if (!fs::exists(to)) copy_file_atomic(from, to.string());
   return to.string();
 }
 
@@ -120,11 +149,17 @@ struct ValidSet {
   std::vector<std::string> refs;  // the target text of each kept example
 };
 
-ValidSet read_valid(const Flags& f, const Vocab& src, const Vocab& trg, TrainLog& log) {
+ValidSet read_valid(const Flags& f, const ModelConfig& config, const Vocab& src, const Vocab& trg,
+                    TrainLog& log) {
   ValidSet v;
   CorpusReader reader = CorpusReader::parallel(f.valid_src, f.valid_trg);
   FilterOptions fo;
-  fo.max_length = std::max<int64_t>(f.max_length, 1024);  // validation keeps long sentences
+  // Validation keeps long sentences, up to what the model's positions hold (the source framed,
+  // the target after BOS): a longer pair is skipped and counted here, at start-up, instead of
+  // failing the first validation mid-training.
+  fo.max_length =
+      std::min({std::max<int64_t>(f.max_length, 1024),
+                config.max_length - config.seq_format().source_specials(), config.max_length - 1});
   fo.max_ratio = 0;
   v.examples = read_examples(
       reader, [&](const std::string& x) { return src.encode(x); },
@@ -174,9 +209,14 @@ ModelConfig build_config(const Flags& f, const Vocab& src, const Vocab& trg, boo
 
 void run_train(CLI::App* cmd, Flags& f) {
   if (!f.config.empty()) apply_config_file(cmd, f.config);
+  validate_flags(f);
   TFM_CHECK(f.device == "cpu") << "--device " << f.device
                                << ": this build trains on the CPU only (no CUDA backend yet)";
   set_threads(f.threads);
+  for (const std::string* path : {&f.train_src, &f.train_trg, &f.train_tsv, &f.valid_src,
+                                  &f.valid_trg, &f.vocab, &f.vocab_src, &f.vocab_trg}) {
+    TFM_CHECK(path->empty() || !fs::is_directory(*path)) << *path << " is a directory, not a file";
+  }
   const bool tsv = !f.train_tsv.empty();
   TFM_CHECK(tsv != (!f.train_src.empty() || !f.train_trg.empty()))
       << "give either --train-src and --train-trg, or --train-tsv";
@@ -193,6 +233,12 @@ void run_train(CLI::App* cmd, Flags& f) {
   std::error_code ec;
   fs::create_directories(f.dir, ec);
   TFM_CHECK(!ec) << "cannot create model directory " << f.dir << ": " << ec.message();
+  // One run a directory, for the whole run: two would interleave their logs and overwrite each
+  // other's checkpoints and best/.
+  const DirLock lock(f.dir);
+  // Holding the lock, any temporary here is a killed run's leftover.
+  const std::vector<std::string> stale = remove_stale_run_temp_files(f.dir);
+  if (f.overwrite) remove_run_output(f.dir);
   // The precision the run so far used, before this run's options replace the record.
   const std::string config_path = (fs::path(f.dir) / "train_config.json").string();
   std::string earlier_precision;
@@ -209,11 +255,33 @@ void run_train(CLI::App* cmd, Flags& f) {
   if (f.precision == "auto") f.precision = cpu_has_bf16_dot() ? "bf16" : "fp32";
   nlohmann::json record = effective_config(cmd);
   record["precision"] = f.precision;
+  if (!has_train_state(f.dir)) {
+    // A model or checkpoints without a state to resume: starting from scratch would overwrite
+    // them, and mix checkpoints/ of two runs. One case is no other run's: best/ alone, from a
+    // validation before the first checkpoint of a run killed then; the same command (the same
+    // recorded options) may start that run again.
+    const std::string existing = existing_run_output(f.dir);
+    bool same_run = false;
+    if (existing == (fs::path(f.dir) / "best").string() && fs::exists(config_path)) {
+      try {
+        same_run = nlohmann::json::parse(read_file(config_path)) == record;
+      } catch (const std::exception&) {
+      }
+    }
+    TFM_CHECK(existing.empty() || same_run)
+        << f.dir << " holds a model or checkpoints (" << existing
+        << ") but no training state to resume (train_state/state.safetensors): starting from "
+           "scratch would overwrite them. Run again with --overwrite to replace them, or use "
+           "another --model directory";
+  }
   // Also proves the directory writable before any work is done.
   write_file_atomic(config_path, record.dump(2) + "\n");
   TrainLog log((fs::path(f.dir) / "train.log").string(), isatty(STDERR_FILENO) == 1);
   if (asked_precision == "auto")
     log.line("precision auto: " + f.precision + " (CPU level " + cpu_isa_summary() + ")");
+  if (!stale.empty())
+    log.line("removed " + std::to_string(stale.size()) +
+             " temporary file(s) of an interrupted run");
   if (!earlier_precision.empty() && earlier_precision != f.precision)
     log.line("note: the run so far trained with --precision " + earlier_precision +
              ", this one with " + f.precision +
@@ -240,6 +308,9 @@ void run_train(CLI::App* cmd, Flags& f) {
                "/train_state; model flags that differ from it are ignored");
     }
     config = saved;
+    // The vocabularies were checked against the installed copies; this checks the copies (or a
+    // state saved for other ones) against the model.
+    check_vocabs(config, ModelVocabs{vsrc, vtrg}, f.dir);
   }
 
   CorpusReader reader =
@@ -255,7 +326,7 @@ void run_train(CLI::App* cmd, Flags& f) {
                             << reader.stats().summary() << ")";
 
   auto valid = std::make_shared<ValidSet>();
-  if (!f.valid_src.empty()) *valid = read_valid(f, *vsrc, *vtrg, log);
+  if (!f.valid_src.empty()) *valid = read_valid(f, config, *vsrc, *vtrg, log);
 
   BatcherOptions bo;
   bo.batch_tokens = f.batch_tokens;
@@ -310,7 +381,8 @@ void run_train(CLI::App* cmd, Flags& f) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (r.interrupted) {
-    log.line("interrupted: checkpoint saved; run the same command again to continue");
+    log.line(std::string("interrupted: checkpoint saved; run the same command again") +
+             (f.overwrite ? " without --overwrite" : "") + " to continue");
   }
   std::cout << "model: " << f.dir << " (last)";
   if (r.best_update > 0) std::cout << ", " << f.dir << "/best (best validation)";
@@ -341,10 +413,8 @@ void add_train(CLI::App& app) {
                   "A config.json with every model option (instead of --preset)");
   cmd->add_option("--config", f.config, "YAML or JSON file of these options (flags override)");
   cmd->add_option("--batch-tokens", f.batch_tokens,
-                  "Padded source+target tokens a batch (each side + 1 for EOS/BOS)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--update-freq", f.update_freq, "Batches summed into one update")
-      ->check(CLI::PositiveNumber);
+                  "Padded source+target tokens a batch (each side + 1 for EOS/BOS)");
+  cmd->add_option("--update-freq", f.update_freq, "Batches summed into one update");
   cmd->add_option("--max-updates", f.max_updates, "Stop after N updates (0: no limit)");
   cmd->add_option("--max-epochs", f.max_epochs, "Stop after N epochs (0: no limit)");
   cmd->add_option("--max-minutes", f.max_minutes, "Stop after M minutes of this run (0: none)");
@@ -379,11 +449,11 @@ void add_train(CLI::App& app) {
   cmd->add_option("--keep-last", f.keep_last, "Keep the last N checkpoints in DIR/checkpoints");
   cmd->add_option("--early-stopping", f.early_stopping,
                   "Stop after N validations without improvement (0: off)");
-  cmd->add_option("--log-every", f.log_every, "Log a line every N updates")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--log-every", f.log_every, "Log a line every N updates");
   cmd->add_option("--max-nonfinite", f.max_nonfinite,
-                  "Stop after N non-finite updates in a row (each is skipped)")
-      ->check(CLI::PositiveNumber);
+                  "Stop after N non-finite updates in a row (each is skipped)");
+  cmd->add_flag("--overwrite", f.overwrite,
+                "Start from scratch, replacing the model, checkpoints and training state in DIR");
   cmd->callback([cmd] { run_train(cmd, f); });
 }
 

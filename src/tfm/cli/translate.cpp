@@ -8,17 +8,50 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "tfm/cli/commands.h"
 #include "tfm/core/check.h"
+#include "tfm/core/file_util.h"
+#include "tfm/core/output_file.h"
+#include "tfm/core/parallel.h"
+#include "tfm/core/validate.h"
 #include "tfm/data/vocab.h"
 #include "tfm/translator.h"
 
 namespace tfm::cli {
 
 namespace {
+
+// An ostream's buffer over OutputFile, so translate_stream's writes are checked as every other
+// output is: a failed write throws tfm::Error naming the file and the errno text, which the
+// ostream rethrows (its exceptions() include badbit).
+class OutputFileBuf : public std::streambuf {
+ public:
+  explicit OutputFileBuf(OutputFile& out) : out_(out) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) {
+      const char ch = traits_type::to_char_type(c);
+      out_.write(std::string_view(&ch, 1));
+    }
+    return traits_type::not_eof(c);
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    out_.write(std::string_view(s, static_cast<size_t>(n)));
+    return n;
+  }
+  int sync() override {
+    out_.flush();
+    return 0;
+  }
+
+ private:
+  OutputFile& out_;
+};
 
 struct Flags {
   std::string dir, input, output, precision = "fp32";
@@ -36,12 +69,12 @@ void add_translate(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "Translate lines (stdin by default) with a model");
   static Flags f;
   cmd->add_option("--model", f.dir, "Model directory")->required();
-  cmd->add_option("--beam-size", f.beam_size, "Beam size (1: greedy)")->check(CLI::PositiveNumber);
-  cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--beam-size", f.beam_size, "Beam size (1: greedy)");
+  auto* n_best =
+      cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'");
   cmd->add_option("--length-penalty", f.length_penalty, "GNMT length penalty alpha (0: none)");
   cmd->add_flag("--normalize", f.normalize, "Rank by log-probability / length instead");
-  cmd->add_option("--batch-size", f.batch_size, "Sentences a batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-size", f.batch_size, "Sentences a batch");
   cmd->add_option("--batch-tokens", f.batch_tokens, "Padded source tokens a batch (0: no limit)");
   cmd->add_option("--max-length-factor", f.max_length_factor,
                   "Max output length = F * source length + 10 (with EOS)");
@@ -57,7 +90,21 @@ void add_translate(CLI::App& app) {
   cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
-  cmd->callback([topk, topp, temp] {
+  cmd->callback([topk, topp, temp, n_best] {
+    // Values first, in the flags' names, before a model is loaded: a bad flag costs nothing. The
+    // Translator checks them again (and what needs the model) in its own words.
+    check_thread_count("--threads", f.threads);
+    require_in_range("--inter-threads", int64_t{f.inter_threads}, 1, 1024);
+    require_in_range("--batch-size", f.batch_size, 1, 1 << 20);
+    require_at_least("--batch-tokens", f.batch_tokens, 0);
+    require_at_least("--beam-size", f.beam_size, 1);
+    if (n_best->count() > 0) require_at_least("--n-best", f.n_best, 1);
+    require_in_range("--length-penalty", f.length_penalty, 0.0, 10.0);
+    require_in_range("--max-length-factor", f.max_length_factor, 0.0, 1000.0);
+    require_at_least("--min-length", f.min_length, 0);
+    require_in_range("--temperature", f.temperature, 0.0, 1e6);
+    require_at_least("--sampling-topk", f.sampling_topk, 0);
+    require_in_range("--sampling-topp", f.sampling_topp, 0.0, 1.0, /*lo_open=*/true);
     TranslatorOptions to;
     to.compute_type = parse_compute_type(f.precision);
     to.intra_threads = f.threads;
@@ -95,24 +142,26 @@ void add_translate(CLI::App& app) {
     __gnu_cxx::stdio_filebuf<char> stdin_buf(STDIN_FILENO, std::ios::in, 1 << 16);
     std::ifstream file_in;
     if (!from_stdin) {
+      TFM_CHECK(!std::filesystem::is_directory(f.input))
+          << "translate: --input " << f.input << " is a directory, not a file";
       file_in.open(f.input, std::ios::binary);
       TFM_CHECK(file_in.is_open()) << "cannot open " << f.input << ": " << std::strerror(errno);
     }
     std::istream stdin_stream(&stdin_buf);
     std::istream& in = from_stdin ? stdin_stream : file_in;
     const std::string in_name = from_stdin ? "<stdin>" : f.input;
-
-    if (f.output.empty()) {
-      translator.translate_stream(in, std::cout, o, so, in_name);
-      return;
-    }
-    std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
-    TFM_CHECK(out.is_open()) << "cannot write " << f.output << ": " << std::strerror(errno);
+    // Opening the output truncates it: an output that is the input file (by inode, so links and
+    // other spellings of the path count) would destroy the input before it is read.
+    TFM_CHECK(f.output.empty() || f.output == "-" ||
+              !same_file(from_stdin ? "/dev/stdin" : f.input, f.output))
+        << "translate: --output " << f.output << " is the input file"
+        << (from_stdin ? " (standard input)" : " " + f.input) << "; write to another file";
+    OutputFile out_file(f.output);
+    OutputFileBuf out_buf(out_file);
+    std::ostream out(&out_buf);
+    out.exceptions(std::ios::badbit);
     translator.translate_stream(in, out, o, so, in_name);
-    errno = 0;
-    out.close();
-    TFM_CHECK(!out.fail()) << "cannot write " << f.output << ": "
-                           << (errno ? std::strerror(errno) : "close failed");
+    out_file.close();
   });
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "tfm/cli/commands.h"
+#include "tfm/core/parallel.h"
 #include "tfm/data/vocab_trainer.h"
 
 namespace tfm::cli {
@@ -34,6 +35,7 @@ void add_vocab(CLI::App& app) {
   cmd->add_option("--threads", o.threads, "Trainer threads (0: SentencePiece's default)");
   cmd->add_flag("--verbose", o.verbose, "Show SentencePiece's training log on stderr");
   cmd->callback([] {
+    check_thread_count("--threads", o.threads);
     const VocabTrainerResult r = train_vocab(o);
     std::cout << "wrote " << r.model_path << " and " << r.vocab_path << " (" << o.size
               << " pieces, " << o.model_type << ") from " << r.sentences << " sentences";

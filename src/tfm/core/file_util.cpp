@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "tfm/core/check.h"
 
@@ -159,6 +161,124 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   AtomicFileWriter w(path);
   w.write(bytes);
   w.commit();
+}
+
+void copy_file_atomic(const std::string& from, const std::string& to) {
+  const int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    TFM_FAIL() << "cannot copy '" << from << "' to '" << to << "': " << errno_text(err);
+  }
+  // Streamed rather than read whole: a vocabulary is small, but nothing here needs it to be.
+  try {
+    AtomicFileWriter w(to);
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t r = ::read(fd, buf, sizeof buf);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        const int err = errno;
+        TFM_FAIL() << "cannot copy '" << from << "': reading failed: " << errno_text(err);
+      }
+      if (r == 0) break;
+      w.write(buf, static_cast<size_t>(r));
+    }
+    w.commit();
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+namespace {
+
+void fsync_dir(const std::string& dir) {
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;  // nothing stronger to offer; the data files themselves were synced
+  ::fsync(dfd);
+  ::close(dfd);
+}
+
+}  // namespace
+
+void write_dir_atomic(const std::string& dir,
+                      const std::function<void(const std::string& tmp_dir)>& fill) {
+  namespace fs = std::filesystem;
+  std::string target = dir;
+  while (target.size() > 1 && target.back() == '/') target.pop_back();
+  const std::string parent = parent_dir(target), base = base_name(target);
+  TFM_CHECK(!base.empty() && base != "." && base != "..")
+      << "cannot write directory '" << dir << "': not a directory name";
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  TFM_CHECK(!ec) << "cannot create directory '" << parent << "': " << ec.message();
+  std::string tmp;
+  for (int attempt = 0;; ++attempt) {
+    tmp = parent + "/." + base + ".tmp." + std::to_string(::getpid()) + "." +
+          std::to_string(temp_counter.fetch_add(1));
+    if (::mkdir(tmp.c_str(), 0777) == 0) break;
+    const int err = errno;
+    TFM_CHECK(err == EEXIST && attempt < 100)
+        << "cannot write directory '" << dir << "': creating '" << tmp
+        << "' failed: " << errno_text(err);
+  }
+  try {
+    fill(tmp);
+    fsync_dir(tmp);
+    // Exchange when the target exists: at no moment is `dir` missing or half written.
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+      const int err = errno;
+      if (err == ENOENT) {
+        if (::rename(tmp.c_str(), target.c_str()) != 0) {
+          const int err2 = errno;
+          TFM_FAIL() << "cannot write directory '" << dir << "': rename from '" << tmp
+                     << "' failed: " << errno_text(err2);
+        }
+        tmp.clear();
+      } else if (err == EINVAL || err == ENOSYS) {
+        // A file system without exchange: the old directory goes aside first (a short window
+        // without `dir`, never one with a half-written `dir`).
+        const std::string old = tmp + ".old";
+        TFM_CHECK(::rename(target.c_str(), old.c_str()) == 0 &&
+                  ::rename(tmp.c_str(), target.c_str()) == 0)
+            << "cannot write directory '" << dir << "': rename failed: " << errno_text(errno);
+        tmp = old;
+      } else {
+        TFM_FAIL() << "cannot write directory '" << dir << "': rename from '" << tmp
+                   << "' failed: " << errno_text(err);
+      }
+    }
+    fsync_dir(parent);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+  if (!tmp.empty()) fs::remove_all(tmp, ec);  // the old contents, after an exchange
+}
+
+std::vector<std::string> remove_stale_temp_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() < 2 || name[0] != '.' || name.find(".tmp.") == std::string::npos) continue;
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+    TFM_CHECK(!rm) << "cannot remove the stale temporary '" << it->path().string()
+                   << "': " << rm.message();
+    removed.push_back(it->path().string());
+  }
+  return removed;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {};
+  struct stat sb {};
+  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 std::string read_file(const std::string& path) {

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tfm/core/tensor.h"
 
@@ -42,6 +44,25 @@ class AtomicFileWriter {
 
 // The whole of `bytes` to `path`, atomically (see AtomicFileWriter).
 void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// Copies `from` to `to` atomically (AtomicFileWriter): `to` is the old file or the whole new one.
+void copy_file_atomic(const std::string& from, const std::string& to);
+
+// A directory seen only complete: `fill` writes the new contents into a temporary sibling
+// ('.NAME.tmp.PID.N', same file system), which then replaces `dir` by one rename (an atomic
+// exchange with the old directory when there is one, which is removed afterwards). A failure in
+// `fill` removes the temporary directory and leaves `dir` as it was.
+void write_dir_atomic(const std::string& dir,
+                      const std::function<void(const std::string& tmp_dir)>& fill);
+
+// The leftovers of writers killed mid-write in `dir` (not below it): files and directories named
+// '.NAME.tmp.*' as AtomicFileWriter and write_dir_atomic make them. Removes them and returns
+// their paths. Only for a directory no other process is writing (hold its DirLock).
+std::vector<std::string> remove_stale_temp_files(const std::string& dir);
+
+// `a` and `b` name the same file (same device and inode: links, "./x" and "x", bind mounts);
+// false when either does not exist.
+bool same_file(const std::string& a, const std::string& b);
 
 // The whole file; error naming the path and errno text when it cannot be read.
 std::string read_file(const std::string& path);

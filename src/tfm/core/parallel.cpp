@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include "tfm/core/check.h"
+
 namespace tfm {
 
 namespace {
@@ -17,6 +19,13 @@ void set_threads(int n) {
   if (n <= 0) n = omp_get_num_procs();
   omp_set_max_active_levels(1);
   omp_set_num_threads(n);
+}
+
+void check_thread_count(const char* flag, int64_t n) {
+  const int64_t hw = omp_get_num_procs();
+  TFM_CHECK(n >= 0) << flag << " must be at least 0 (got " << n << "; 0: all cores)";
+  TFM_CHECK(n <= hw) << flag << " " << n << " is more than the " << hw
+                     << " hardware threads this process may use (0: all of them)";
 }
 
 int get_threads() {

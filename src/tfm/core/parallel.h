@@ -8,6 +8,9 @@ namespace tfm {
 // Sets the number of threads every op (and oneDNN) uses. n <= 0 means all cores.
 void set_threads(int n);
 int get_threads();
+// A user's thread count (`flag` names it in the message): 0 (all cores) up to the hardware
+// threads this process may use; more would only slow every barrier down, so it is refused.
+void check_thread_count(const char* flag, int64_t n);
 
 // Runs f(begin, end) over [0, n) in chunks of at least `grain` items, in parallel when the work
 // is large enough. Chunk boundaries depend only on n, grain and the thread count.

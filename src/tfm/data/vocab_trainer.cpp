@@ -1,12 +1,15 @@
 #include "tfm/data/vocab_trainer.h"
 
+#include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <unordered_map>
 
 #include "tfm/core/check.h"
+#include "tfm/core/file_util.h"
 #include "tfm/core/rng.h"
 #include "tfm/data/corpus.h"
 
@@ -84,7 +87,9 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   namespace fs = std::filesystem;
   TFM_CHECK(!o.inputs.empty()) << "vocab: no input files";
   for (const auto& path : o.inputs) {
-    TFM_CHECK(fs::is_regular_file(path)) << "vocab: input " << path << " does not exist";
+    // Not is_regular_file: a pipe or <(...) is read once, which is all training needs.
+    TFM_CHECK(fs::exists(path)) << "vocab: input " << path << " does not exist";
+    TFM_CHECK(!fs::is_directory(path)) << "vocab: input " << path << " is a directory";
   }
   TFM_CHECK(!o.out_prefix.empty()) << "vocab: no output prefix";
   // The four specials take ids 0-3; SentencePiece needs at least one real piece beyond them.
@@ -95,11 +100,18 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   TFM_CHECK(o.character_coverage > 0 && o.character_coverage <= 1)
       << "vocab: --character-coverage must be in (0, 1], got " << o.character_coverage;
   TFM_CHECK(o.max_sentences >= 0) << "vocab: --max-sentences must be >= 0";
+  TFM_CHECK(o.out_prefix.back() != '/' && !fs::is_directory(o.out_prefix))
+      << "vocab: --out " << o.out_prefix << " is a directory; give a prefix such as "
+      << o.out_prefix << (o.out_prefix.back() == '/' ? "" : "/") << "vocab";
   const fs::path parent = fs::path(o.out_prefix).parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
+  if (!parent.empty()) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    TFM_CHECK(!ec) << "vocab: cannot create " << parent.string() << ": " << ec.message();
+  }
 
   std::unordered_map<std::string, std::string> args = {
-      {"model_prefix", o.out_prefix},
+      // No model_prefix: the model comes back in memory (see below), which it must then be.
       {"vocab_size", std::to_string(o.size)},
       {"model_type", o.model_type},
       {"character_coverage", std::to_string(o.character_coverage)},
@@ -120,6 +132,10 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   TFM_CHECK(!lines.done()) << "vocab: the inputs (" << joined(o.inputs)
                            << ") hold no non-empty lines";
   sentencepiece::util::Status status;
+  // SentencePiece's own file writing ignores write errors (a full disk left a truncated .model and
+  // an empty .vocab behind a success message): it hands back the model instead, and tfm writes
+  // both files atomically and checked.
+  std::string model_proto;
   int64_t trained_on = 0;
   if (o.max_sentences > 0) {
     // SentencePiece's own sampling ignores SetRandomGeneratorSeed in Debian's build (measured:
@@ -139,9 +155,9 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
     }
     trained_on = static_cast<int64_t>(sample.size());
     VectorIterator it(sample);
-    status = sentencepiece::SentencePieceTrainer::Train(args, &it);
+    status = sentencepiece::SentencePieceTrainer::Train(args, &it, &model_proto);
   } else {
-    status = sentencepiece::SentencePieceTrainer::Train(args, &lines);
+    status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model_proto);
     trained_on = lines.sentences();
   }
   TFM_CHECK(status.ok()) << "vocab: SentencePiece training failed (" << o.model_type << ", --size "
@@ -153,8 +169,21 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
   r.sentences = lines.sentences();
   r.trained_on = trained_on;
   r.utf8_repaired_lines = lines.repaired();
-  TFM_CHECK(fs::is_regular_file(r.model_path))
-      << "vocab: SentencePiece reported success but wrote no " << r.model_path;
+  sentencepiece::SentencePieceProcessor sp;
+  const auto loaded = sp.LoadFromSerializedProto(model_proto);
+  TFM_CHECK(loaded.ok()) << "vocab: SentencePiece returned an unreadable model: "
+                         << loaded.ToString();
+  // The .vocab as SentencePiece writes it: piece, tab, score, one a line.
+  std::ostringstream vocab;
+  for (int i = 0; i < sp.GetPieceSize(); ++i)
+    vocab << sp.IdToPiece(i) << "\t" << sp.GetScore(i) << "\n";
+  // Both written in full before either is renamed into place: a full disk fails while writing,
+  // before anything of the old pair is replaced.
+  AtomicFileWriter vocab_file(r.vocab_path), model_file(r.model_path);
+  vocab_file.write(vocab.str());
+  model_file.write(model_proto);
+  vocab_file.commit();
+  model_file.commit();
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "tfm/core/parallel.h"
+#include "tfm/core/validate.h"
 #include "tfm/decode/detail.h"
 #include "tfm/ops/softmax.h"
 
@@ -18,9 +19,34 @@ double final_score(double log_prob, int64_t len, const SearchOptions& o) {
   return log_prob / std::pow((5.0 + static_cast<double>(len)) / 6.0, o.length_penalty);
 }
 
+void validate_search_options(const SearchOptions& o, const ModelConfig& c) {
+  // The target vocabulary less PAD and BOS, which are never generated.
+  const int64_t tokens = std::max<int64_t>(1, c.trg_vocab_size - 2);
+  require_at_least("--beam-size", o.beam_size, 1);
+  TFM_CHECK(o.beam_size <= tokens)
+      << "--beam-size " << o.beam_size << " is larger than the model's target vocabulary ("
+      << tokens << " tokens it can generate)";
+  require_at_least("--n-best", o.n_best, 1);
+  TFM_CHECK(o.n_best <= o.beam_size)
+      << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
+  require_in_range("--length-penalty", o.length_penalty, 0.0, 10.0);
+  require_in_range("--max-length-factor", o.max_length_a, 0.0, 1000.0);
+  require_in_range("max length offset", o.max_length_b, 0.0, 1e6);
+  require_at_least("max length", o.max_length, 1);
+  require_in_range("--min-length", o.min_length, 0, c.max_length);
+  require_in_range("--temperature", o.temperature, 0.0, 1e6);
+  require_in_range("--sampling-topk", o.top_k, 0, c.trg_vocab_size);
+  require_in_range("--sampling-topp", o.top_p, 0.0, 1.0, /*lo_open=*/true);
+  require_at_least("shard size", o.shard_size, 0);
+}
+
 int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t src_len) {
   const double by_source = o.max_length_a * static_cast<double>(src_len) + o.max_length_b;
-  int64_t n = static_cast<int64_t>(std::floor(by_source));
+  // Capped in double first: a huge factor would overflow the conversion (undefined behaviour).
+  const double cap = static_cast<double>(std::min(o.max_length, c.max_length));
+  int64_t n = by_source >= cap ? static_cast<int64_t>(cap)
+              : by_source >= 1 ? static_cast<int64_t>(std::floor(by_source))
+                               : 1;               // also NaN
   n = std::min({n, o.max_length, c.max_length});  // the decoder reads positions 0 … n-1
   return std::max<int64_t>(n, 1);
 }

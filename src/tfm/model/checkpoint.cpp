@@ -1,5 +1,8 @@
 #include "tfm/model/checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -16,18 +19,91 @@ namespace {
 const char* kWeights = "model.safetensors";
 const char* kConfig = "config.json";
 
+}  // namespace
+
 ModelConfig config_from_weights(const SafetensorsFile& f, const std::string& path) {
   auto it = f.metadata.find("config");
   TFM_CHECK(it != f.metadata.end()) << path << ": no \"config\" in __metadata__";
+  auto version = f.metadata.find("format_version");
+  TFM_CHECK(version == f.metadata.end() || version->second == "1")
+      << path << ": format_version \"" << version->second
+      << "\" is not supported (this build reads 1)";
   try {
     return ModelConfig::from_json(it->second);
   } catch (const Error& e) {
-    TFM_FAIL() << path << ": " << e.what();
+    // message(), not what(): the source location stays out of what a user reads.
+    TFM_FAIL() << path << ": " << e.message();
   }
   return {};
 }
 
+namespace {
+
+// Index of the first NaN/Inf among n floats, or -1. An exponent-bits test over a block the
+// compiler vectorises (std::isfinite per element does not vectorise without -ffast-math), so the
+// check costs far less than reading the file; the exact index is looked for only on a hit.
+int64_t first_nonfinite(const float* x, int64_t n) {
+  constexpr int64_t kBlock = 4096;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    uint32_t bad = 0;
+    for (int64_t i = b; i < e; ++i) {
+      uint32_t u;
+      std::memcpy(&u, x + i, sizeof u);
+      bad |= static_cast<uint32_t>((u & 0x7f800000u) == 0x7f800000u);
+    }
+    if (bad) {
+      for (int64_t i = b; i < e; ++i)
+        if (!std::isfinite(x[i])) return i;
+    }
+  }
+  return -1;
+}
+
 }  // namespace
+
+void check_finite(const Tensor& t, const std::string& what, const std::string& file) {
+  if (t.dtype() != DType::f32) return;
+  const Tensor c = t.contiguous();
+  const int64_t i = first_nonfinite(c.data<float>(), c.numel());
+  TFM_CHECK(i < 0) << file << ": tensor " << what << " holds a non-finite value ("
+                   << c.data<float>()[i < 0 ? 0 : i] << " at element " << i
+                   << "); the weights are corrupt or training diverged: use an earlier checkpoint";
+}
+
+namespace {
+
+void check_vocab(const Vocab* v, int64_t size, const char* side, const ModelConfig& config,
+                 const std::string& dir) {
+  if (v == nullptr) return;
+  TFM_CHECK(v->size() == size) << v->path() << " has " << v->size() << " pieces but the model in "
+                               << dir << " has a " << side << " vocabulary of " << size
+                               << ": the vocabulary file is not the one the model was trained with";
+  // A vocabulary without one of the pieces (a converted model's) is not held to that id.
+  auto same = [](int64_t vocab_id, int64_t config_id) {
+    return vocab_id < 0 || vocab_id == config_id;
+  };
+  TFM_CHECK(same(v->pad_id(), config.pad_id) && same(v->bos_id(), config.bos_id) &&
+            same(v->eos_id(), config.eos_id))
+      << v->path() << " has pad/bos/eos ids " << v->pad_id() << "/" << v->bos_id() << "/"
+      << v->eos_id() << " but the model in " << dir << " uses " << config.pad_id << "/"
+      << config.bos_id << "/" << config.eos_id
+      << ": the vocabulary file is not the one the model was trained with";
+}
+
+}  // namespace
+
+void check_vocabs(const ModelConfig& config, const ModelVocabs& vocabs, const std::string& dir) {
+  if (config.has_encoder())
+    check_vocab(vocabs.src.get(), config.src_vocab_size, "source", config, dir);
+  check_vocab(vocabs.trg.get(), config.trg_vocab_size, "target", config, dir);
+}
+
+ModelVocabs load_checked_vocabs(const std::string& dir, const ModelConfig& config) {
+  ModelVocabs v = load_model_vocabs(dir);
+  check_vocabs(config, v, dir);
+  return v;
+}
 
 void save_model(const Transformer& model, const std::string& dir) {
   std::error_code ec;
@@ -74,10 +150,16 @@ std::unique_ptr<Transformer> load_model(const std::string& dir) {
   TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
   const std::string weights = (fs::path(dir) / kWeights).string();
   TFM_CHECK(fs::exists(weights)) << "no " << kWeights << " in model directory " << dir;
-  // One map and one header parse; the parameters are allocated, not initialised: every one of
-  // them is overwritten below (a missing one is an error).
+  // One map and one header parse.
   SafetensorsFile f = load_safetensors(weights);
-  const ModelConfig config = checked_config(dir, f);
+  return model_from_weights(checked_config(dir, f), f, weights);
+}
+
+std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config, const SafetensorsFile& f,
+                                                const std::string& weights) {
+  config.validate();
+  // The parameters are allocated, not initialised: every one of them is overwritten below (a
+  // missing one is an error).
   auto model = Transformer::uninitialised(config);
   std::set<std::string> expected;
   for (const auto& [name, p] : model->named_parameters()) {
@@ -90,6 +172,7 @@ std::unique_ptr<Transformer> load_model(const std::string& dir) {
     TFM_CHECK(t.shape() == p->shape())
         << weights << ": tensor " << name << " has shape " << shape_str(t.shape())
         << ", the config requires " << shape_str(p->shape());
+    check_finite(t, name, weights);
     p->detach().copy_(t);
   }
   for (const auto& [name, t] : f.tensors)

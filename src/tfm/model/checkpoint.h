@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "tfm/data/vocab.h"
+#include "tfm/model/safetensors.h"
 #include "tfm/model/transformer.h"
 
 namespace tfm {
@@ -14,7 +16,26 @@ void save_model(const Transformer& model, const std::string& dir);
 // The config of a model directory (from the weights' metadata, checked against config.json).
 ModelConfig read_model_config(const std::string& dir);
 // Builds the model of dir's config and loads its weights; every parameter must be present with
-// its exact shape and dtype f32, and no other tensor may be in the file.
+// its exact shape and dtype f32, finite (no NaN or Inf: such a model translates and scores with
+// plausible numbers), and no other tensor may be in the file.
 std::unique_ptr<Transformer> load_model(const std::string& dir);
+
+// The two halves of load_model on a file already parsed (`path` names it in messages): the
+// config in the weights' metadata (format_version checked), and a model built from `config` with
+// every tensor of `f` checked against it (names, shapes, dtype, finite values).
+ModelConfig config_from_weights(const SafetensorsFile& f, const std::string& path);
+std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config, const SafetensorsFile& f,
+                                                const std::string& path);
+
+// Throws naming `what` (a tensor name) and `file` when an f32 tensor holds a NaN or an Inf.
+void check_finite(const Tensor& t, const std::string& what, const std::string& file);
+
+// Vocabularies that do not match the model score silently wrong or fail late with "invalid id":
+// each side's size must be the config's vocabulary size and the pad/bos/eos ids the config's.
+// Null members (no vocabulary, --ids) are not checked. Throws naming the file and both numbers.
+void check_vocabs(const ModelConfig& config, const ModelVocabs& vocabs, const std::string& dir);
+
+// load_model_vocabs(dir), checked against `config` with check_vocabs.
+ModelVocabs load_checked_vocabs(const std::string& dir, const ModelConfig& config);
 
 }  // namespace tfm

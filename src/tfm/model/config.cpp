@@ -1,5 +1,8 @@
 #include "tfm/model/config.h"
 
+#include <cmath>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "tfm/core/check.h"
@@ -77,6 +80,26 @@ void ModelConfig::validate() const {
         << "config: share_embeddings needs equal vocabularies, got " << src_vocab_size << " and "
         << trg_vocab_size;
   }
+  // Bounds far past any real model, so that an absurd value (a typo, a corrupt file) is refused
+  // here with its name instead of as an out-of-memory error or a run that never ends.
+  for (auto [name, v, most] : {std::tuple{"d_model", d_model, int64_t{1} << 16},
+                               {"heads", heads, int64_t{1} << 10},
+                               {"d_ff", d_ff, int64_t{1} << 18},
+                               {"encoder_layers", encoder_layers, int64_t{1} << 10},
+                               {"decoder_layers", decoder_layers, int64_t{1} << 10},
+                               {"max_length", max_length, int64_t{1} << 20},
+                               {"src_vocab_size", src_vocab_size, int64_t{1} << 24},
+                               {"trg_vocab_size", trg_vocab_size, int64_t{1} << 24}})
+    TFM_CHECK(v <= most) << "config: " << name << " " << v << " is too large (at most " << most
+                         << ")";
+  TFM_CHECK(std::isfinite(layer_norm_eps) && layer_norm_eps < 1)
+      << "config: layer_norm_eps must be in (0, 1), got " << layer_norm_eps;
+  // Parameters, roughly: each bound above can hold while their product does not fit in memory.
+  const double layer = 4.0 * d_model * d_model + 2.0 * d_model * d_ff;
+  const double params = layer * static_cast<double>(encoder_layers + 2 * decoder_layers) +
+                        static_cast<double>(d_model) * (src_vocab_size + 2 * trg_vocab_size);
+  TFM_CHECK(params <= 1e10) << "config: about " << params / 1e9
+                            << "G parameters is too large (at most 10G)";
   for (auto [name, id] : {std::pair{"pad_id", pad_id}, {"bos_id", bos_id}, {"eos_id", eos_id}})
     TFM_CHECK(id >= 0 && id < trg_vocab_size && (decoder_only || id < src_vocab_size))
         << "config: " << name << " " << id << " is outside the vocabulary";

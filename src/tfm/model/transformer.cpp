@@ -1,5 +1,6 @@
 #include "tfm/model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -142,7 +143,16 @@ int64_t Transformer::parameter_count() const {
 }
 
 void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> output, bool keep_f32) {
-  for (nn::Linear* l : linears_) l->bind(t, keep_f32);
+  // fp32 panels serve only few-row products (decoding steps); the encoder's run over whole
+  // sources, on the parameters' own GEMM, so packing them would only add a copy of each weight.
+  std::vector<nn::Linear*> skip;
+  if (t == ComputeType::float32 && c_.has_encoder()) skip = encoder_.linears();
+  for (nn::Linear* l : linears_) {
+    if (std::find(skip.begin(), skip.end(), l) != skip.end())
+      l->kernel().unbind();
+    else
+      l->bind(t, keep_f32);
+  }
   const ComputeType out = output.value_or(t);
   const Tensor& w = c_.tie_output ? embed_trg_ : output_weight_;
   TFM_CHECK(w.defined()) << "bind_inference: the output projection's weights were released";

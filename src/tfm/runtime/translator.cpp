@@ -25,14 +25,16 @@ namespace {
 // Every TranslationOptions value checked before any work, in the API's own words.
 decode::SearchOptions search_options(const TranslationOptions& t, const ModelConfig& c) {
   TFM_CHECK(t.beam_size >= 1) << "beam_size must be at least 1 (got " << t.beam_size << ")";
-  TFM_CHECK(t.beam_size <= c.trg_vocab_size)
-      << "beam_size " << t.beam_size << " exceeds the target vocabulary (" << c.trg_vocab_size
-      << " tokens)";
+  // The target vocabulary less PAD and BOS, which are never generated.
+  const int64_t tokens = std::max<int64_t>(1, c.trg_vocab_size - 2);
+  TFM_CHECK(t.beam_size <= tokens) << "beam_size " << t.beam_size
+                                   << " is larger than the model's target vocabulary (" << tokens
+                                   << " tokens it can generate)";
   TFM_CHECK(t.num_hypotheses >= 1 && t.num_hypotheses <= t.beam_size)
       << "num_hypotheses must be between 1 and beam_size " << t.beam_size << " (got "
       << t.num_hypotheses << ")";
-  TFM_CHECK(std::isfinite(t.length_penalty) && std::fabs(t.length_penalty) <= 100)
-      << "length_penalty must be a finite number in [-100, 100] (got " << t.length_penalty << ")";
+  TFM_CHECK(std::isfinite(t.length_penalty) && t.length_penalty >= 0 && t.length_penalty <= 10)
+      << "length_penalty must be in [0, 10] (got " << t.length_penalty << ")";
   TFM_CHECK(std::isfinite(t.max_length_factor) && t.max_length_factor >= 0 &&
             t.max_length_factor <= 1000)
       << "max_length_factor must be in [0, 1000] (got " << t.max_length_factor << ")";
@@ -40,14 +42,15 @@ decode::SearchOptions search_options(const TranslationOptions& t, const ModelCon
       << "max_length_extra must be in [0, 1000000] (got " << t.max_length_extra << ")";
   TFM_CHECK(t.max_decoding_length >= 1)
       << "max_decoding_length must be at least 1 (got " << t.max_decoding_length << ")";
-  TFM_CHECK(t.min_decoding_length >= 0)
-      << "min_decoding_length must be at least 0 (got " << t.min_decoding_length << ")";
+  TFM_CHECK(t.min_decoding_length >= 0 && t.min_decoding_length <= c.max_length)
+      << "min_decoding_length must be in [0, " << c.max_length << "] (got "
+      << t.min_decoding_length << ")";
   TFM_CHECK(!t.sampling || t.beam_size == 1) << "sampling needs beam_size 1";
   TFM_CHECK(std::isfinite(t.sampling_temperature) && t.sampling_temperature >= 0)
       << "sampling_temperature must be a finite number >= 0 (got " << t.sampling_temperature
       << ")";
-  TFM_CHECK(t.sampling_topk >= 0) << "sampling_topk must be at least 0 (got " << t.sampling_topk
-                                  << ")";
+  TFM_CHECK(t.sampling_topk >= 0 && t.sampling_topk <= c.trg_vocab_size)
+      << "sampling_topk must be in [0, " << c.trg_vocab_size << "] (got " << t.sampling_topk << ")";
   TFM_CHECK(std::isfinite(t.sampling_topp) && t.sampling_topp > 0 && t.sampling_topp <= 1)
       << "sampling_topp must be in (0, 1] (got " << t.sampling_topp << ")";
   decode::SearchOptions o;
@@ -99,13 +102,11 @@ class Translator::Impl {
     model_ = load_model(dir);
     const ModelConfig& c = model_->config();
     model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
-    vocabs_ = load_model_vocabs(dir);
+    vocabs_ = load_checked_vocabs(dir, c);  // sizes and special ids against the config
     info_ = runtime::make_model_info(dir, c, model_->parameter_count());
     if (vocabs_.src) {
       info_.src_vocab_path = vocabs_.src->path();
       info_.trg_vocab_path = vocabs_.trg->path();
-      check_vocab_size(*vocabs_.src, c.src_vocab_size, "source");
-      check_vocab_size(*vocabs_.trg, c.trg_vocab_size, "target");
     }
     pool_ = std::make_unique<runtime::WorkerPool>(options_.inter_threads, options_.intra_threads);
   }
@@ -216,12 +217,6 @@ class Translator::Impl {
   const TranslatorOptions& options() const { return options_; }
 
  private:
-  static void check_vocab_size(const Vocab& v, int64_t expected, const char* side) {
-    TFM_CHECK(v.size() == expected)
-        << v.path() << " has " << v.size() << " pieces but the model's " << side
-        << " vocabulary has " << expected << ": the vocabulary does not belong to this model";
-  }
-
   TranslatorOptions options_;
   std::unique_ptr<Transformer> model_;
   ModelVocabs vocabs_;
@@ -276,6 +271,18 @@ std::vector<double> Translator::score_batch(const std::vector<std::string>& sour
   for (const auto& x : sources) s.push_back(impl_->encode_src(x));
   for (const auto& y : targets) t.push_back(impl_->encode_trg(y));
   return impl_->score(s, t);
+}
+
+std::vector<int64_t> Translator::tokenize_source(const std::string& text) const {
+  impl_->require_vocabs();
+  const Ids ids = impl_->encode_src(text);
+  return {ids.begin(), ids.end()};
+}
+
+std::vector<int64_t> Translator::tokenize_target(const std::string& text) const {
+  impl_->require_vocabs();
+  const Ids ids = impl_->encode_trg(text);
+  return {ids.begin(), ids.end()};
 }
 
 void Translator::translate_stream(std::istream& in, std::ostream& out,

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "tfm/core/dir_lock.h"
+#include "tfm/core/file_util.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
 
@@ -38,18 +40,25 @@ void average_models(const std::vector<std::string>& dirs, const std::string& out
     float* x = p.data<float>();
     for (size_t i = 0; i < sums[k].size(); ++i) x[i] = static_cast<float>(sums[k][i] / n);
   }
-  save_model(*result, out);
-  for (const std::string& name :
-       {std::string(kSharedVocabFile), std::string(kSrcVocabFile), std::string(kTrgVocabFile),
-        legacy_vocab_file(kSharedVocabFile), legacy_vocab_file(kSrcVocabFile),
-        legacy_vocab_file(kTrgVocabFile)}) {
-    const fs::path src = fs::path(dirs[0]) / name;
-    if (!fs::exists(src)) continue;
-    std::error_code ec;
-    fs::copy_file(src, fs::path(out) / name, fs::copy_options::overwrite_existing, ec);
-    TFM_CHECK(!ec) << "average: cannot copy " << src.string() << " to " << out << ": "
-                   << ec.message();
+  // The output is a whole directory, seen only complete (write_dir_atomic): model, config and
+  // vocabularies of one average, never a new model next to an old or half-copied vocabulary. It
+  // replaces what was there, so a directory holding more than a model is refused.
+  for (const char* other : {"train_state", "checkpoints", "best", kDirLockFile}) {
+    TFM_CHECK(!fs::exists(fs::path(out) / other))
+        << "average: --out " << out << " holds a training run (" << other
+        << "); write the average to another directory";
   }
+  const ModelVocabs vocabs = load_checked_vocabs(dirs[0], result->config());
+  write_dir_atomic(out, [&](const std::string& tmp) {
+    save_model(*result, tmp);
+    for (const std::string& name :
+         {std::string(kSharedVocabFile), std::string(kSrcVocabFile), std::string(kTrgVocabFile),
+          legacy_vocab_file(kSharedVocabFile), legacy_vocab_file(kSrcVocabFile),
+          legacy_vocab_file(kTrgVocabFile)}) {
+      const fs::path src = fs::path(dirs[0]) / name;
+      if (fs::exists(src)) copy_file_atomic(src.string(), (fs::path(tmp) / name).string());
+    }
+  });
 }
 
 }  // namespace tfm

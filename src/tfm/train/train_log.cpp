@@ -11,8 +11,7 @@ namespace tfm {
 
 TrainLog::TrainLog(const std::string& log_path, bool interactive) : interactive_(interactive) {
   if (!log_path.empty()) {
-    file_.open(log_path, std::ios::app);
-    TFM_CHECK(file_.is_open()) << "cannot write the training log " << log_path;
+    file_ = std::make_unique<OutputFile>(log_path, OutputFile::Mode::append);
   }
 }
 
@@ -30,7 +29,11 @@ void TrainLog::clear_bar() {
 void TrainLog::line(const std::string& text) {
   clear_bar();
   std::cerr << text << "\n" << std::flush;
-  if (file_.is_open()) file_ << text << "\n" << std::flush;
+  if (file_) {
+    file_->write(text);
+    file_->write("\n");
+    file_->flush();
+  }
 }
 
 void TrainLog::progress(const std::string& text) {

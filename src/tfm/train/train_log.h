@@ -2,8 +2,10 @@
 // progress bar that those lines scroll past.
 #pragma once
 
-#include <fstream>
+#include <memory>
 #include <string>
+
+#include "tfm/core/output_file.h"
 
 namespace tfm {
 
@@ -13,7 +15,8 @@ class TrainLog {
   // (the bar is drawn only then; plain lines otherwise, so redirected logs stay clean).
   TrainLog(const std::string& log_path, bool interactive);
   ~TrainLog();
-  // A full line, to stderr and the log file.
+  // A full line, to stderr and the log file (flushed; a write error, such as a full disk, throws
+  // naming the log: a run whose log is lost must not go on silently).
   void line(const std::string& text);
   // Redraws the bar line (terminal only; not written to the file).
   void progress(const std::string& text);
@@ -21,7 +24,7 @@ class TrainLog {
 
  private:
   void clear_bar();
-  std::ofstream file_;
+  std::unique_ptr<OutputFile> file_;
   bool interactive_;
   bool bar_shown_ = false;
 };

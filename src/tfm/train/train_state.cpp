@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tfm/core/file_util.h"
+#include "tfm/model/checkpoint.h"
 #include "tfm/model/safetensors.h"
 
 namespace tfm {
@@ -110,6 +111,49 @@ bool has_train_state(const std::string& model_dir) {
   return fs::exists(state_path(model_dir));
 }
 
+std::string existing_run_output(const std::string& model_dir) {
+  const fs::path dir(model_dir);
+  if (fs::exists(dir / "model.safetensors")) return (dir / "model.safetensors").string();
+  if (fs::exists(dir / "best")) return (dir / "best").string();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir / "checkpoints", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename().string().rfind("update-", 0) == 0) return it->path().string();
+  }
+  // An empty train_state/ is what a run killed while writing its first state leaves (once its
+  // temporary is removed): nothing to lose.
+  if (fs::is_directory(dir / kDir) && !fs::is_empty(dir / kDir, ec) && !ec)
+    return (dir / kDir).string();
+  return "";
+}
+
+void remove_run_output(const std::string& model_dir) {
+  const fs::path dir(model_dir);
+  for (const char* name : {"model.safetensors", "config.json", "best", "checkpoints", kDir,
+                           "train.log", "train_config.json", "vocab.model", "vocab.src.model",
+                           "vocab.trg.model", "vocab.spm", "vocab.src.spm", "vocab.trg.spm"}) {
+    std::error_code ec;
+    fs::remove_all(dir / name, ec);
+    TFM_CHECK(!ec) << "cannot remove " << (dir / name).string() << ": " << ec.message();
+  }
+}
+
+std::vector<std::string> remove_stale_run_temp_files(const std::string& model_dir) {
+  const fs::path dir(model_dir);
+  std::vector<std::string> removed = remove_stale_temp_files(dir.string());
+  std::vector<fs::path> more = {dir / kDir, dir / "best", dir / "checkpoints"};
+  std::error_code ec;
+  for (fs::directory_iterator it(dir / "checkpoints", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_directory()) more.push_back(it->path());
+  }
+  for (const fs::path& d : more) {
+    if (!fs::is_directory(d)) continue;
+    for (std::string& p : remove_stale_temp_files(d.string())) removed.push_back(std::move(p));
+  }
+  return removed;
+}
+
 void save_train_state(const std::string& model_dir, const Transformer& model, const Adam& adam,
                       const TrainProgress& progress) {
   const fs::path dir = fs::path(model_dir) / kDir;
@@ -137,17 +181,18 @@ ModelConfig read_train_state_config(const std::string& model_dir) {
     TFM_CHECK(it != f.metadata.end()) << "no \"config\" in __metadata__";
     return ModelConfig::from_json(it->second);
   } catch (const Error& e) {
-    TFM_FAIL() << "cannot resume from " << path << ": " << e.message() << "; delete "
-               << (fs::path(model_dir) / kDir).string()
-               << " to start training from scratch (or use another --model directory)";
+    TFM_FAIL() << "cannot resume from " << path << ": " << e.message()
+               << "; to start training from scratch over it, run again with --overwrite (or use "
+                  "another --model directory)";
   }
   return {};
 }
 
 TrainProgress load_train_state(const std::string& model_dir, Transformer& model, Adam& adam) {
   const std::string path = state_path(model_dir);
-  const std::string fix = "; delete " + (fs::path(model_dir) / kDir).string() +
-                          " to start training from scratch (or use another --model directory)";
+  const std::string fix =
+      "; to start training from scratch over it, run again with --overwrite (or use another "
+      "--model directory)";
   try {
     SafetensorsFile f = load_safetensors(path);
     auto meta = [&](const char* key) -> const std::string& {
@@ -170,12 +215,15 @@ TrainProgress load_train_state(const std::string& model_dir, Transformer& model,
       TFM_CHECK(it->second->dtype() == DType::f32 && it->second->shape() == p->shape())
           << "tensor model." << name << " is " << it->second->describe() << ", expected f32 "
           << shape_str(p->shape());
+      check_finite(*it->second, "model." + name, path);
       p->detach().copy_(*it->second);
       ++used;
     }
     std::vector<std::pair<std::string, Tensor>> moments;
     for (const auto& [name, t] : f.tensors) {
-      if (name.rfind("adam.", 0) == 0) moments.emplace_back(name.substr(5), t);
+      if (name.rfind("adam.", 0) != 0) continue;
+      check_finite(t, name, path);
+      moments.emplace_back(name.substr(5), t);
     }
     adam.load_state(moments, progress.updates);
     TFM_CHECK(used + moments.size() == f.tensors.size())

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tfm/data/batcher.h"
 #include "tfm/model/transformer.h"
@@ -49,6 +50,20 @@ struct TrainProgress {
 
 // DIR/train_state exists and holds a state file.
 bool has_train_state(const std::string& model_dir);
+
+// What a run would overwrite in DIR besides a train state: model.safetensors, best/ or
+// checkpoints/ ("" when there is none). A run without a usable state must not start from scratch
+// over these (tfm train refuses without --overwrite).
+std::string existing_run_output(const std::string& model_dir);
+
+// Removes everything a run writes in DIR (model, config, best/, checkpoints/, train_state/,
+// train.log, train_config.json, vocabularies): tfm train --overwrite. Other files stay.
+void remove_run_output(const std::string& model_dir);
+
+// The temporaries a killed run left in DIR, DIR/train_state, DIR/best and DIR/checkpoints (a
+// state temp file is a full copy of the optimiser state: hundreds of MB). Only while holding
+// DIR's lock. Returns the paths removed.
+std::vector<std::string> remove_stale_run_temp_files(const std::string& model_dir);
 
 // Writes DIR/train_state/state.safetensors (atomically) and state.json.
 void save_train_state(const std::string& model_dir, const Transformer& model, const Adam& adam,

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "tfm/autograd/tape.h"
+#include "tfm/core/file_util.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/ops/cross_entropy.h"
 #include "tfm/train/grad_norm.h"
@@ -222,10 +223,7 @@ double Trainer::metric_value(double loss, double ppl, double accuracy, double bl
 
 void Trainer::copy_files(const std::string& dir) const {
   for (const auto& f : o_.files_to_copy) {
-    std::error_code ec;
-    fs::copy_file(f, fs::path(dir) / fs::path(f).filename(), fs::copy_options::overwrite_existing,
-                  ec);
-    TFM_CHECK(!ec) << "cannot copy " << f << " into " << dir << ": " << ec.message();
+    copy_file_atomic(f, (fs::path(dir) / fs::path(f).filename()).string());
   }
 }
 
@@ -247,9 +245,11 @@ void Trainer::validate() {
     p_.best_metric = m;
     p_.best_update = p_.updates;
     p_.bad_validations = 0;
-    const std::string best = (fs::path(o_.model_dir) / "best").string();
-    save_model(model_, best);
-    copy_files(best);
+    // Whole or not at all: a full disk mid-copy leaves the previous best/ as it was.
+    write_dir_atomic((fs::path(o_.model_dir) / "best").string(), [&](const std::string& tmp) {
+      save_model(model_, tmp);
+      copy_files(tmp);
+    });
   } else {
     ++p_.bad_validations;
   }
@@ -277,8 +277,10 @@ void Trainer::save_checkpoint() {
   if (o_.keep_last > 0) {
     const fs::path root = fs::path(o_.model_dir) / "checkpoints";
     const std::string dir = (root / ("update-" + std::to_string(p_.updates))).string();
-    save_model(model_, dir);
-    copy_files(dir);
+    write_dir_atomic(dir, [&](const std::string& tmp) {
+      save_model(model_, tmp);
+      copy_files(tmp);
+    });
     std::vector<std::pair<int64_t, fs::path>> kept;
     for (const auto& e : fs::directory_iterator(root)) {
       const std::string name = e.path().filename().string();
