@@ -11,7 +11,7 @@ packages=(
   nlohmann-json3-dev libyaml-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
-  python3-dev python3-venv python3-setuptools python3-pytest pybind11-dev python3-pybind11
+  python3-dev python3-venv python3-setuptools python3-wheel python3-pytest pybind11-dev python3-pybind11
 )
 # Debian's torch calls the system libblas.so.3, which is the (very slow) reference BLAS unless an
 # optimised one is installed: the PyTorch comparisons in bench/ would be meaningless without it.

@@ -2,6 +2,7 @@
 # The test command: installs what is missing, builds (Release), runs the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 scripts/setup.sh
 scripts/build.sh Release
 cd "${BUILD_DIR:-build}"
@@ -12,7 +13,7 @@ cd "${BUILD_DIR:-build}"
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --output-on-failure -j"$(nproc)" "$@"
 # The Python package (python/) against this build's libtfm, in a fresh virtual environment.
-../scripts/test_python.sh .
+"$root/scripts/test_python.sh" .
 
 # Once more at the lowest CPU level the library supports (docs/architecture.md, "CPU levels"):
 # on a CPU above AVX2 this runs the AVX2 kernels, the bf16 emulation and the int8 kernel used
