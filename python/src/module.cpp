@@ -289,9 +289,12 @@ PYBIND11_MODULE(_tfm, m) {
   // location (tfm::Error::message()).
   static py::exception<tfm::Error> error(m, "Error", PyExc_RuntimeError);
   static py::handle invalid_argument = PyErr_NewExceptionWithDoc(
-      "tfm._tfm.InvalidArgumentError", "A bad option value: a tfm.Error and a ValueError.",
+      "tfm.InvalidArgumentError", "A bad option value: a tfm.Error and a ValueError.",
       py::make_tuple(error, py::handle(PyExc_ValueError)).ptr(), nullptr);
   if (!invalid_argument) throw py::error_already_set();
+  // Shown as tfm.Error in tracebacks: the package re-exports them.
+  error.attr("__module__") = "tfm";
+  invalid_argument.attr("__module__") = "tfm";
   m.attr("InvalidArgumentError") = invalid_argument;
   py::register_exception_translator([](std::exception_ptr p) {
     try {
