@@ -161,9 +161,11 @@ def test_inter_threads_and_python_threads_same_outputs(model_dir, lines):
 
 
 def _timed_load(model_dir, lines):
-    """A translator and a batch that takes it a while (the tiny model rambles to max length)."""
-    t = tfm.Translator(model_dir, inter_threads=2, intra_threads=1, max_batch_size=8)
-    batch = [line for line in lines if line] * 6
+    """A translator and a batch that takes it a while (the tiny model rambles to max length).
+    The batch is one batch of the translator's, so one call keeps one of its two workers busy:
+    only a second calling thread can use the other."""
+    t = tfm.Translator(model_dir, inter_threads=2, intra_threads=1, max_batch_size=128)
+    batch = [line for line in lines if line] * 10
     start = time.perf_counter()
     t.translate_batch(batch, beam_size=4, max_length_extra=40)
     return t, batch, time.perf_counter() - start
@@ -187,27 +189,40 @@ def test_gil_released_while_translating(model_dir, lines):
 
 
 def test_two_python_threads_run_in_parallel(model_dir, lines):
-    """inter_threads=2 with one thread each: two Python threads finish well before twice one
-    call's time. Generous bound (the machine is shared): best of three tries under 0.8x."""
+    """inter_threads=2 with one thread each: two Python threads, each translating one batch,
+    finish well before twice one call's time (generous bound: 0.8x). The machine is shared, so
+    the library's own parallelism is measured alongside (one call of two batches on the same
+    workers): when that shows no second core either, the test skips rather than fail."""
     t, batch, _ = _timed_load(model_dir, lines)
-    ratios = []
-    for _ in range(3):
+
+    def translate(b):
+        t.translate_batch(b, beam_size=4, max_length_extra=40)
+
+    def timed(fn):
         start = time.perf_counter()
-        t.translate_batch(batch, beam_size=4, max_length_extra=40)
-        t.translate_batch(batch, beam_size=4, max_length_extra=40)
-        sequential = time.perf_counter() - start
-        threads = [threading.Thread(target=t.translate_batch, args=(batch,),
-                                    kwargs={"beam_size": 4, "max_length_extra": 40})
-                   for _ in range(2)]
-        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    def two_threads():
+        threads = [threading.Thread(target=translate, args=(batch,)) for _ in range(2)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
-        ratios.append((time.perf_counter() - start) / sequential)
-        if ratios[-1] < 0.8:
-            break
-    assert min(ratios) < 0.8, f"parallel / sequential: {ratios}"
+
+    seen = []
+    for _ in range(5):
+        sequential = timed(lambda: (translate(batch), translate(batch)))
+        threads = timed(two_threads) / sequential
+        library = timed(lambda: translate(batch + batch)) / sequential  # two batches, one call
+        seen.append((round(threads, 2), round(library, 2)))
+        if threads < 0.8:
+            return
+    # Rounds where the library ran two batches at once and the Python threads did not: one is
+    # noise on a shared machine, two are a finding.
+    worse = [(th, lib) for th, lib in seen if lib < 0.75 and th > lib + 0.25]
+    assert len(worse) < 2, f"(python threads, library) / sequential: {seen}"
+    pytest.skip(f"no second core was free: (python threads, library) / sequential: {seen}")
 
 
 def test_model_info(model_dir, translator):
