@@ -106,9 +106,11 @@ def main() -> int:
         for beam in (1, 4):
             cli = [args.tfm, "translate", "--model", model, "--precision", args.precision,
                    "--threads", str(args.threads), "--batch-size", str(args.batch_size),
-                   "--beam-size", str(beam), "--output", out]
-            run = lambda f: subprocess.run(cli + ["--input", f], check=True)  # noqa: E731
-            t_cli = timed(lambda: run(src), args.repeat) - timed(lambda: run(empty), args.repeat)
+                   "--beam-size", str(beam)]
+            run = lambda f, o: subprocess.run(cli + ["--input", f, "--output", o],  # noqa: E731
+                                              check=True)
+            t_cli = (timed(lambda: run(src, out), args.repeat)
+                     - timed(lambda: run(empty, empty + ".out"), args.repeat))
             with open(out) as f:
                 want = f.read().splitlines()
             t_file = timed(lambda: t.translate_file(src, out, beam_size=beam), args.repeat)
