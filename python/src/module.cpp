@@ -49,8 +49,8 @@ struct PyTranslationResult {
   bool source_truncated = false;
 };
 
-std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&& results,
-                                           bool text, bool return_scores) {
+std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&& results, bool text,
+                                           bool return_scores) {
   std::vector<PyTranslationResult> out(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     PyTranslationResult& r = out[i];
@@ -238,7 +238,8 @@ void bind_results(py::module_& m) {
       .def_readonly("source_truncated", &R::source_truncated,
                     "the source was longer than the model's positions and was cut")
       .def("__repr__", [](const R& r) {
-        std::string s = "TranslationResult(hypotheses=" + py::repr(r.hypotheses).cast<std::string>();
+        std::string s =
+            "TranslationResult(hypotheses=" + py::repr(r.hypotheses).cast<std::string>();
         if (!r.scores.empty()) s += ", scores=" + py::repr(r.scores).cast<std::string>();
         return s + ")";
       });
@@ -249,8 +250,8 @@ void bind_translator(py::module_& m) {
   using Ids = std::vector<std::vector<int64_t>>;
   using Texts = std::vector<std::string>;
   py::class_<T>(m, "Translator", "The C++ tfm::Translator (use tfm.Translator).")
-      .def(py::init<const std::string&, const std::string&, const std::string&, int, int,
-                    int64_t, int64_t>(),
+      .def(py::init<const std::string&, const std::string&, const std::string&, int, int, int64_t,
+                    int64_t>(),
            py::arg("model_dir"), py::arg("device"), py::arg("compute_type"),
            py::arg("intra_threads"), py::arg("inter_threads"), py::arg("max_batch_size"),
            py::arg("max_batch_tokens"))
@@ -265,11 +266,11 @@ void bind_translator(py::module_& m) {
       .def_property_readonly("model_info", [](const T& t) { return t.get().model_info(); })
       .def_property_readonly("has_vocabularies",
                              [](const T& t) { return t.get().has_vocabularies(); })
+      .def_property_readonly("device",
+                             [](const T& t) { return tfm::device_name(t.get().options().device); })
       .def_property_readonly(
-          "device", [](const T& t) { return tfm::device_name(t.get().options().device); })
-      .def_property_readonly("compute_type", [](const T& t) {
-        return tfm::compute_type_name(t.get().options().compute_type);
-      })
+          "compute_type",
+          [](const T& t) { return tfm::compute_type_name(t.get().options().compute_type); })
       .def_property_readonly("intra_threads",
                              [](const T& t) { return t.get().options().intra_threads; })
       .def_property_readonly("inter_threads",
@@ -310,10 +311,11 @@ PYBIND11_MODULE(_tfm, m) {
   bind_model_info(m);
   bind_results(m);
   bind_translator(m);
-  m.def("parse_compute_type",
-        [](const std::string& name) {
-          return tfm::compute_type_name(
-              as_invalid_argument([&] { return tfm::parse_compute_type(name); }));
-        },
-        py::arg("name"), "tfm's name of a compute type (accepts CTranslate2's names too).");
+  m.def(
+      "parse_compute_type",
+      [](const std::string& name) {
+        return tfm::compute_type_name(
+            as_invalid_argument([&] { return tfm::parse_compute_type(name); }));
+      },
+      py::arg("name"), "tfm's name of a compute type (accepts CTranslate2's names too).");
 }
