@@ -7,6 +7,7 @@ OpenMP, and the CUDA libraries when it was built with CUDA) come from `pkg-confi
 an rpath for those outside the system's directories. The converter (../tools) is copied into
 the package as tfm/_tools when building from the repository.
 """
+import glob
 import os
 import shlex
 import shutil
@@ -38,6 +39,7 @@ def tfm_flags():
             return shlex.split(subprocess.check_output(["pkg-config", *args, "tfm"], env=env,
                                                        text=True))
         cflags, libs = run("--cflags"), run("--libs", "--static")
+        prefix = run("--variable=prefix")[0]
     except (OSError, subprocess.CalledProcessError):
         raise SystemExit(
             "tfm python: libtfm not found. Install it (cmake --install build --prefix P) and "
@@ -48,7 +50,11 @@ def tfm_flags():
         if d and os.path.realpath(d) not in SYSTEM_LIB_DIRS and d not in rpaths:
             rpaths.append(d)
     # libtfm's symbols stay inside the extension (another copy elsewhere cannot clash).
-    return cflags, libs + ["-Wl,--exclude-libs,ALL"] + [f"-Wl,-rpath,{d}" for d in rpaths]
+    # Rebuilt when libtfm or its headers change, not only module.cpp (libtfm is linked in).
+    depends = glob.glob(os.path.join(prefix, "lib*", "libtfm.*"))
+    depends += glob.glob(os.path.join(prefix, "include", "tfm", "*.h"))
+    return (cflags, libs + ["-Wl,--exclude-libs,ALL"] + [f"-Wl,-rpath,{d}" for d in rpaths],
+            depends)
 
 
 def copy_tools():
@@ -65,7 +71,7 @@ def copy_tools():
 
 
 copy_tools()
-cflags, libs = tfm_flags()
-ext = Pybind11Extension("tfm._tfm", ["src/module.cpp"], cxx_std=20,
+cflags, libs, depends = tfm_flags()
+ext = Pybind11Extension("tfm._tfm", ["src/module.cpp"], cxx_std=20, depends=depends,
                         extra_compile_args=cflags, extra_link_args=libs)
 setup(ext_modules=[ext], cmdclass={"build_ext": build_ext})
