@@ -14,6 +14,8 @@ packages=(
   # The libFuzzer targets (tests/fuzz, scripts/test.sh): Clang with its fuzzer runtime, and
   # Clang's OpenMP runtime for the library they link.
   clang-14 libfuzzer-14-dev libomp-14-dev
+  # The Python package (python/, scripts/test_python.sh).
+  python3-dev python3-venv python3-setuptools python3-wheel python3-pytest pybind11-dev python3-pybind11
 )
 # Debian's torch calls the system libblas.so.3, which is the (very slow) reference BLAS unless an
 # optimised one is installed: the PyTorch comparisons in bench/ would be meaningless without it.

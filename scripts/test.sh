@@ -12,6 +12,8 @@ cd "${BUILD_DIR:-build}"
 # the wait policy.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --output-on-failure -j"$(nproc)" "$@"
+# The Python package (python/) against this build's libtfm, in a fresh virtual environment.
+"$root/scripts/test_python.sh" .
 
 # Once more at the lowest CPU level the library supports (docs/architecture.md, "CPU levels"):
 # on a CPU above AVX2 this runs the AVX2 kernels, the bf16 emulation and the int8 kernel used

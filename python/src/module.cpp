@@ -1,0 +1,321 @@
+// tfm._tfm: the pybind11 layer over the public C++ API (include/tfm/*.h). It converts arguments
+// and results and releases the GIL around every call into the library; the search, batching,
+// tokenisation and option checks stay in libtfm. The public Python API (argument types, text vs
+// ids, translate_iterable) is python/tfm/translator.py, which calls the functions here.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <tfm/error.h>
+#include <tfm/model_info.h>
+#include <tfm/translator.h>
+#include <tfm/types.h>
+
+#include <cerrno>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+// A bad option value (thrown by the binding only, so it can become InvalidArgumentError: the
+// library has the one exception type).
+struct InvalidArgument : tfm::Error {
+  using tfm::Error::Error;
+};
+
+// Runs f with a library error re-thrown as InvalidArgument: for calls whose only possible
+// failure is a bad value.
+template <typename F>
+auto as_invalid_argument(F&& f) {
+  try {
+    return f();
+  } catch (const InvalidArgument&) {
+    throw;
+  } catch (const tfm::Error& e) {
+    throw InvalidArgument(e.message());
+  }
+}
+
+// One result as Python sees it: text hypotheses for text input, id lists for id input; scores
+// and log-probabilities only when asked for (CTranslate2 leaves them empty otherwise).
+struct PyTranslationResult {
+  py::list hypotheses;
+  py::list scores;
+  py::list log_probs;
+  bool source_truncated = false;
+};
+
+std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&& results, bool text,
+                                           bool return_scores) {
+  std::vector<PyTranslationResult> out(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    PyTranslationResult& r = out[i];
+    r.source_truncated = results[i].source_truncated;
+    for (tfm::TranslationHypothesis& h : results[i].hypotheses) {
+      if (text)
+        r.hypotheses.append(py::str(h.text));
+      else
+        r.hypotheses.append(py::cast(h.ids));
+      if (return_scores) {
+        r.scores.append(h.score);
+        r.log_probs.append(h.log_prob);
+      }
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void raise_os_error(int err, const std::string& path) {
+  errno = err;
+  PyErr_SetFromErrnoWithFilename(PyExc_OSError, path.c_str());
+  throw py::error_already_set();
+}
+
+// The Translator with the GIL released around every call: several Python threads using one
+// object run at once, as the C++ Translator allows.
+class PyTranslator {
+ public:
+  PyTranslator(const std::string& model_dir, const std::string& device,
+               const std::string& compute_type, int intra_threads, int inter_threads,
+               int64_t max_batch_size, int64_t max_batch_tokens) {
+    tfm::TranslatorOptions o;
+    o.device = as_invalid_argument([&] { return tfm::parse_device(device); });
+    o.compute_type = as_invalid_argument([&] { return tfm::parse_compute_type(compute_type); });
+    o.intra_threads = intra_threads;
+    o.inter_threads = inter_threads;
+    o.max_batch_size = max_batch_size;
+    o.max_batch_tokens = max_batch_tokens;
+    py::gil_scoped_release release;
+    translator_ = std::make_unique<tfm::Translator>(model_dir, o);
+  }
+
+  std::vector<PyTranslationResult> translate_text(const std::vector<std::string>& sources,
+                                                  const tfm::TranslationOptions& options,
+                                                  bool return_scores) const {
+    check(options);
+    std::vector<tfm::TranslationResult> results;
+    {
+      py::gil_scoped_release release;
+      results = translator_->translate_batch(sources, options);
+    }
+    return to_python(std::move(results), /*text=*/true, return_scores);
+  }
+
+  std::vector<PyTranslationResult> translate_ids(const std::vector<std::vector<int64_t>>& sources,
+                                                 const tfm::TranslationOptions& options,
+                                                 bool return_scores) const {
+    check(options);
+    std::vector<tfm::TranslationResult> results;
+    {
+      py::gil_scoped_release release;
+      results = translator_->translate_batch(sources, options);
+    }
+    return to_python(std::move(results), /*text=*/false, return_scores);
+  }
+
+  template <typename Batch>
+  std::vector<double> score(const Batch& sources, const Batch& targets) const {
+    py::gil_scoped_release release;
+    return translator_->score_batch(sources, targets);
+  }
+
+  // Returns the warnings (sources cut to the model's positions), for Python's warnings module.
+  std::string translate_file(const std::string& in_path, const std::string& out_path,
+                             const tfm::TranslationOptions& options, bool ids, bool n_best,
+                             int64_t read_ahead) const {
+    check(options);
+    tfm::StreamOptions so;
+    so.ids = ids;
+    so.n_best = n_best;
+    so.read_ahead = read_ahead > 0 ? read_ahead : translator_->options().max_batch_size * 8;
+    std::ostringstream warnings;
+    so.warnings = &warnings;
+    // Input first: a missing input leaves no empty output file (as `tfm translate` does).
+    std::ifstream in(in_path, std::ios::binary);
+    if (!in.is_open()) raise_os_error(errno, in_path);
+    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+    if (!out.is_open()) raise_os_error(errno, out_path);
+    {
+      py::gil_scoped_release release;
+      translator_->translate_stream(in, out, options, so, in_path);
+      errno = 0;
+      out.close();
+    }
+    if (out.fail()) raise_os_error(errno ? errno : EIO, out_path);
+    return warnings.str();
+  }
+
+  const tfm::Translator& get() const { return *translator_; }
+
+ private:
+  // Every option value is checked by the library before any work, also for an empty batch, so
+  // an empty call tells a bad value (InvalidArgumentError) from a failure of the work itself.
+  // A decoder-only model refuses to translate at all; that error comes from the real call.
+  void check(const tfm::TranslationOptions& options) const {
+    if (translator_->model_info().decoder_only) return;
+    as_invalid_argument([&] {
+      py::gil_scoped_release release;
+      return translator_->translate_batch(std::vector<std::vector<int64_t>>{}, options);
+    });
+  }
+
+  std::unique_ptr<tfm::Translator> translator_;
+};
+
+void bind_options(py::module_& m) {
+  py::class_<tfm::TranslationOptions>(m, "TranslationOptions",
+                                      "The search options of one call (tfm::TranslationOptions).")
+      .def(py::init<>())
+      .def_readwrite("beam_size", &tfm::TranslationOptions::beam_size)
+      .def_readwrite("num_hypotheses", &tfm::TranslationOptions::num_hypotheses)
+      .def_readwrite("length_penalty", &tfm::TranslationOptions::length_penalty)
+      .def_readwrite("normalize_scores", &tfm::TranslationOptions::normalize_scores)
+      .def_readwrite("max_length_factor", &tfm::TranslationOptions::max_length_factor)
+      .def_readwrite("max_length_extra", &tfm::TranslationOptions::max_length_extra)
+      .def_readwrite("max_decoding_length", &tfm::TranslationOptions::max_decoding_length)
+      .def_readwrite("min_decoding_length", &tfm::TranslationOptions::min_decoding_length)
+      .def_readwrite("sampling", &tfm::TranslationOptions::sampling)
+      .def_readwrite("sampling_temperature", &tfm::TranslationOptions::sampling_temperature)
+      .def_readwrite("sampling_topk", &tfm::TranslationOptions::sampling_topk)
+      .def_readwrite("sampling_topp", &tfm::TranslationOptions::sampling_topp)
+      .def_readwrite("seed", &tfm::TranslationOptions::seed);
+}
+
+void bind_model_info(py::module_& m) {
+  using I = tfm::ModelInfo;
+  py::class_<I>(m, "ModelInfo", "What a model directory holds (tfm::ModelInfo).")
+      .def_readonly("directory", &I::directory)
+      .def_readonly("config_json", &I::config_json, "the whole config.json, as `tfm info` prints")
+      .def_readonly("decoder_only", &I::decoder_only)
+      .def_readonly("d_model", &I::d_model)
+      .def_readonly("heads", &I::heads)
+      .def_readonly("d_ff", &I::d_ff)
+      .def_readonly("encoder_layers", &I::encoder_layers)
+      .def_readonly("decoder_layers", &I::decoder_layers)
+      .def_readonly("src_vocab_size", &I::src_vocab_size)
+      .def_readonly("trg_vocab_size", &I::trg_vocab_size)
+      .def_readonly("max_length", &I::max_length, "positions, counting BOS/EOS")
+      .def_readonly("pad_id", &I::pad_id)
+      .def_readonly("bos_id", &I::bos_id)
+      .def_readonly("eos_id", &I::eos_id)
+      .def_readonly("source_bos", &I::source_bos)
+      .def_readonly("source_eos", &I::source_eos)
+      .def_readonly("parameter_count", &I::parameter_count)
+      .def_readonly("src_vocab_path", &I::src_vocab_path, "empty when the model has none")
+      .def_readonly("trg_vocab_path", &I::trg_vocab_path, "empty when the model has none")
+      .def("__repr__", [](const I& i) {
+        return "ModelInfo(directory=" + py::repr(py::str(i.directory)).cast<std::string>() +
+               ", d_model=" + std::to_string(i.d_model) + ", heads=" + std::to_string(i.heads) +
+               ", layers=" + std::to_string(i.encoder_layers) + "+" +
+               std::to_string(i.decoder_layers) +
+               ", parameter_count=" + std::to_string(i.parameter_count) + ")";
+      });
+  m.def(
+      "read_model_info",
+      [](const std::string& dir) {
+        py::gil_scoped_release release;
+        return tfm::read_model_info(dir);
+      },
+      py::arg("model_dir"),
+      "The ModelInfo of a model directory, reading its config but not its weights.");
+}
+
+void bind_results(py::module_& m) {
+  using R = PyTranslationResult;
+  py::class_<R>(m, "TranslationResult",
+                "The translation of one source: hypotheses best first (text for text input, "
+                "token id lists for id input; none for an empty source), and with "
+                "return_scores=True their ranking scores and log-probabilities.")
+      .def_readonly("hypotheses", &R::hypotheses)
+      .def_readonly("scores", &R::scores,
+                    "ranking scores (length penalty applied); empty unless return_scores")
+      .def_readonly("log_probs", &R::log_probs,
+                    "log P(hypothesis + EOS | source); empty unless return_scores")
+      .def_readonly("source_truncated", &R::source_truncated,
+                    "the source was longer than the model's positions and was cut")
+      .def("__repr__", [](const R& r) {
+        std::string s =
+            "TranslationResult(hypotheses=" + py::repr(r.hypotheses).cast<std::string>();
+        if (!r.scores.empty()) s += ", scores=" + py::repr(r.scores).cast<std::string>();
+        return s + ")";
+      });
+}
+
+void bind_translator(py::module_& m) {
+  using T = PyTranslator;
+  using Ids = std::vector<std::vector<int64_t>>;
+  using Texts = std::vector<std::string>;
+  py::class_<T>(m, "Translator", "The C++ tfm::Translator (use tfm.Translator).")
+      .def(py::init<const std::string&, const std::string&, const std::string&, int, int, int64_t,
+                    int64_t>(),
+           py::arg("model_dir"), py::arg("device"), py::arg("compute_type"),
+           py::arg("intra_threads"), py::arg("inter_threads"), py::arg("max_batch_size"),
+           py::arg("max_batch_tokens"))
+      .def("translate_text", &T::translate_text, py::arg("source"), py::arg("options"),
+           py::arg("return_scores"))
+      .def("translate_ids", &T::translate_ids, py::arg("source"), py::arg("options"),
+           py::arg("return_scores"))
+      .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
+      .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))
+      .def("translate_file", &T::translate_file, py::arg("source_path"), py::arg("output_path"),
+           py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"))
+      .def_property_readonly("model_info", [](const T& t) { return t.get().model_info(); })
+      .def_property_readonly("has_vocabularies",
+                             [](const T& t) { return t.get().has_vocabularies(); })
+      .def_property_readonly("device",
+                             [](const T& t) { return tfm::device_name(t.get().options().device); })
+      .def_property_readonly(
+          "compute_type",
+          [](const T& t) { return tfm::compute_type_name(t.get().options().compute_type); })
+      .def_property_readonly("intra_threads",
+                             [](const T& t) { return t.get().options().intra_threads; })
+      .def_property_readonly("inter_threads",
+                             [](const T& t) { return t.get().options().inter_threads; })
+      .def_property_readonly("max_batch_size",
+                             [](const T& t) { return t.get().options().max_batch_size; })
+      .def_property_readonly("max_batch_tokens",
+                             [](const T& t) { return t.get().options().max_batch_tokens; });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tfm, m) {
+  m.doc() = "tfm's C++ library (libtfm); the public API is the tfm package.";
+  // tfm.Error for every library failure, a RuntimeError; InvalidArgumentError, also a
+  // ValueError, for a bad option value. Both carry the library's message without the source
+  // location (tfm::Error::message()).
+  static py::exception<tfm::Error> error(m, "Error", PyExc_RuntimeError);
+  static py::handle invalid_argument = PyErr_NewExceptionWithDoc(
+      "tfm.InvalidArgumentError", "A bad option value: a tfm.Error and a ValueError.",
+      py::make_tuple(error, py::handle(PyExc_ValueError)).ptr(), nullptr);
+  if (!invalid_argument) throw py::error_already_set();
+  // Shown as tfm.Error in tracebacks: the package re-exports them.
+  error.attr("__module__") = "tfm";
+  invalid_argument.attr("__module__") = "tfm";
+  m.attr("InvalidArgumentError") = invalid_argument;
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(invalid_argument.ptr(), e.message().c_str());
+    } catch (const tfm::Error& e) {
+      PyErr_SetString(error.ptr(), e.message().c_str());
+    }
+  });
+
+  bind_options(m);
+  bind_model_info(m);
+  bind_results(m);
+  bind_translator(m);
+  m.def(
+      "parse_compute_type",
+      [](const std::string& name) {
+        return tfm::compute_type_name(
+            as_invalid_argument([&] { return tfm::parse_compute_type(name); }));
+      },
+      py::arg("name"), "tfm's name of a compute type (accepts CTranslate2's names too).");
+}

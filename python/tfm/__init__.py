@@ -1,0 +1,22 @@
+"""tfm: encoder-decoder Transformer translation in C++ (transformer.cpp), from Python.
+
+The API follows CTranslate2's names where the concepts match:
+
+    import tfm
+    translator = tfm.Translator("model/", compute_type="auto")
+    results = translator.translate_batch(["Ein Hund läuft."], beam_size=4)
+    print(results[0].hypotheses[0])
+
+Translator (translate_batch, translate_iterable, translate_file, score_batch, model_info),
+read_model_info, convert (PyTorch checkpoints to a model directory), and the exceptions Error
+(a RuntimeError) and InvalidArgumentError (also a ValueError). Training is the `tfm train`
+command; it has no Python API yet. docs/python.md describes everything.
+"""
+from ._tfm import (Error, InvalidArgumentError, ModelInfo, TranslationResult,
+                   read_model_info)
+from .convert import convert
+from .translator import Translator
+
+__version__ = "0.1.0"
+__all__ = ["Error", "InvalidArgumentError", "ModelInfo", "TranslationResult", "Translator",
+           "convert", "read_model_info", "__version__"]

@@ -1,0 +1,74 @@
+"""tfm.convert: a PyTorch checkpoint into a tfm model directory, by tools/convert_pytorch.py.
+
+The converter needs PyTorch, which Debian packages for its own interpreter (python3-torch), not
+for a virtual environment; so it runs as a child process of that interpreter (`python`), and
+this module needs no torch. The package carries a copy of the converter (tfm/_tools, copied at
+build time from the repository's tools/); TFM_TOOLS_DIR points elsewhere.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Optional, Union
+
+from ._tfm import Error, InvalidArgumentError, ModelInfo, read_model_info
+
+LAYOUTS = ("seed000", "seed004", "torch-nn")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _script() -> str:
+    for d in (os.environ.get("TFM_TOOLS_DIR"), os.path.join(_HERE, "_tools")):
+        if d and os.path.isfile(os.path.join(d, "convert_pytorch.py")):
+            return os.path.join(d, "convert_pytorch.py")
+    raise Error("convert_pytorch.py not found: this tfm package was built without the "
+                "repository's tools/ (set TFM_TOOLS_DIR to that directory)")
+
+
+def convert(checkpoint: Union[str, os.PathLike], output_dir: Union[str, os.PathLike],
+            layout: str, *, heads: Optional[int] = None, pad_id: Optional[int] = None,
+            bos_id: Optional[int] = None, eos_id: Optional[int] = None,
+            max_length: Optional[int] = None, embed_scale: Optional[str] = None,
+            norm: Optional[str] = None, activation: Optional[str] = None,
+            source_bos: Optional[bool] = None, source_eos: Optional[bool] = None,
+            dropout: Optional[float] = None, attention_dropout: Optional[float] = None,
+            python: str = "/usr/bin/python3") -> ModelInfo:
+    """Converts a PyTorch state_dict (torch.save file) into a tfm model directory.
+
+    layout: "seed004" (jadore801120/attention-is-all-you-need-pytorch), "seed000" (seed 000's
+    transformer) or "torch-nn" (the nn.Transformer translation tutorial's Seq2SeqTransformer).
+    The other options are convert_pytorch.py's flags (None: the layout's default): heads (not in
+    a state dict; default 8), pad_id/bos_id/eos_id, max_length, embed_scale ("emb", "prj",
+    "none"), norm ("pre", "post") and activation ("relu", "gelu") for torch-nn, source_bos and
+    source_eos (the source framing), dropout and attention_dropout (for further training).
+    python: an interpreter with torch and numpy (Debian's python3-torch is for /usr/bin/python3).
+
+    Returns the new directory's ModelInfo. Copy the SentencePiece model in as vocab.model for
+    text input. Raises tfm.Error with the converter's message when it fails, and
+    InvalidArgumentError for an unknown layout.
+    """
+    if layout not in LAYOUTS:
+        raise InvalidArgumentError(f"layout must be one of {', '.join(LAYOUTS)} (got {layout!r})")
+    out = os.fspath(output_dir)
+    cmd = [python, _script(), "--layout", layout, "--checkpoint", os.fspath(checkpoint),
+           "--out", out]
+    flags = {"--heads": heads, "--pad-id": pad_id, "--bos-id": bos_id, "--eos-id": eos_id,
+             "--max-length": max_length, "--embed-scale": embed_scale, "--norm": norm,
+             "--activation": activation, "--dropout": dropout,
+             "--attention-dropout": attention_dropout}
+    for flag, value in flags.items():
+        if value is not None:
+            cmd += [flag, str(value)]
+    for name, value in (("source-bos", source_bos), ("source-eos", source_eos)):
+        if value is not None:
+            cmd.append(f"--{name}" if value else f"--no-{name}")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise Error(f"cannot run {python}: {e}") from None
+    if proc.returncode != 0:
+        message = proc.stderr.strip() or f"exit status {proc.returncode}"
+        if "No module named 'torch'" in message:
+            message = f"{python} has no torch (Debian: apt-get install python3-torch)"
+        raise Error(f"convert: {message}")
+    return read_model_info(out)

@@ -1,0 +1,331 @@
+"""tfm.Translator: CTranslate2's Translator API over libtfm's tfm::Translator.
+
+This layer checks argument *types* (a TypeError names the argument), tells text input from token
+ids, and rebatches iterables; every option *value* is checked by the C++ library, and all
+compute (loading, tokenisation, the search, scoring) runs there with the GIL released.
+"""
+from __future__ import annotations
+
+import numbers
+import os
+import warnings
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Union
+
+from . import _tfm
+from ._tfm import ModelInfo, TranslationResult
+
+TextBatch = Sequence[str]
+IdsBatch = Sequence[Sequence[int]]
+Source = Union[TextBatch, IdsBatch, Any]  # Any: a 2-D NumPy integer array
+
+_TEXT, _IDS = "text", "ids"
+
+
+def _int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return int(value)
+
+
+def _float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    return float(value)
+
+
+def _bool(name: str, value: Any) -> bool:
+    # NumPy's bool_ is not a bool subclass; accept it through its type name.
+    if not isinstance(value, bool) and type(value).__name__ != "bool_":
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return bool(value)
+
+
+def _str(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def _path(name: str, value: Any) -> str:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
+    return os.fspath(value)
+
+
+def _is_int_array(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", "") in "iu" and hasattr(x, "tolist")
+
+
+def _batch(name: str, source: Any, allow_none: bool = False) -> tuple[str, list]:
+    """(kind, items): a batch of text lines, or of token id lists (lists, tuples, NumPy arrays).
+
+    Only the container shapes are checked here; the C++ conversion checks every element (and a
+    failure there is re-raised naming the argument)."""
+    if source is None and allow_none:
+        return _IDS, []
+    if isinstance(source, (str, bytes)):
+        raise TypeError(f"{name} must be a list of sentences (or of token id lists), not a "
+                        f"single {type(source).__name__}; wrap it in a list")
+    if _is_int_array(source):
+        if source.ndim != 2:
+            raise TypeError(f"{name}: a NumPy array must be 2-D (sentences x ids), got "
+                            f"{source.ndim}-D")
+        return _IDS, source.tolist()
+    if getattr(source, "dtype", None) is not None:
+        raise TypeError(f"{name}: a NumPy array must hold integer token ids, not {source.dtype}")
+    try:
+        items = list(source)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of str or a list of token id lists, not "
+                        f"{type(source).__name__}") from None
+    if not items:
+        return _TEXT, []
+    first = items[0]
+    if isinstance(first, str):
+        return _TEXT, items
+    if _is_int_array(first):
+        return _IDS, [x.tolist() if _is_int_array(x) else x for x in items]
+    if isinstance(first, (list, tuple)):
+        if first and isinstance(first[0], str):
+            raise TypeError(f"{name}: lists of token strings are not supported; give text "
+                            "(the model's SentencePiece vocabulary encodes it) or token ids")
+        return _IDS, items
+    raise TypeError(f"{name} must be a list of str or a list of token id lists, not a list of "
+                    f"{type(first).__name__}")
+
+
+def _call(name: str, kind: str, fn, *args):
+    """Calls the C++ layer; its argument conversion failing means a bad element in `name`."""
+    try:
+        return fn(*args)
+    except TypeError as e:
+        if "incompatible function arguments" not in str(e):
+            raise
+        what = "str" if kind == _TEXT else "lists of int token ids"
+        raise TypeError(f"{name}: every item must be of the first's kind ({what})") from None
+
+
+class Translator:
+    """A model directory loaded once, translating and scoring text or token ids.
+
+    >>> translator = tfm.Translator("model/", compute_type="auto", inter_threads=2)
+    >>> results = translator.translate_batch(["Ein Hund läuft."], beam_size=4)
+    >>> results[0].hypotheses[0]
+    'A dog runs.'
+
+    Arguments:
+      model_dir: a tfm model directory (config.json, model.safetensors and, for text, the
+        SentencePiece vocabularies: vocab.model, or vocab.src.model + vocab.trg.model).
+      device: "cpu" ("cuda" is refused: this build translates on the CPU).
+      compute_type: of the linear layers: "auto" (bf16 where the CPU multiplies bf16, else
+        float32), "float32"/"fp32", "bfloat16"/"bf16", "int8"; "default" is "auto".
+      intra_threads: threads of each batch's ops; 0: all cores / inter_threads.
+      inter_threads: batches translated at once, sharing the weights. Calls from several Python
+        threads run at once (the GIL is released) on these workers.
+      max_batch_size: sentences a batch. max_batch_tokens: padded source tokens a batch (0: no
+        limit). Each call sorts its sentences by length and cuts them into such batches.
+
+    Results do not depend on the batching or the thread counts. Every method may be called from
+    several threads at once. Errors: tfm.Error (a RuntimeError) with the library's message;
+    tfm.InvalidArgumentError (also a ValueError) for a bad compute_type/device or search option
+    value; TypeError naming the argument for a wrong type.
+    """
+
+    def __init__(self, model_dir: Union[str, os.PathLike], device: str = "cpu",
+                 compute_type: str = "auto", intra_threads: int = 0, inter_threads: int = 1,
+                 max_batch_size: int = 32, max_batch_tokens: int = 0) -> None:
+        self._impl = _tfm.Translator(
+            _path("model_dir", model_dir), _str("device", device),
+            _str("compute_type", compute_type), _int("intra_threads", intra_threads),
+            _int("inter_threads", inter_threads), _int("max_batch_size", max_batch_size),
+            _int("max_batch_tokens", max_batch_tokens))
+
+    # --------------------------------------------------------------------- properties
+    @property
+    def model_info(self) -> ModelInfo:
+        """The loaded model's ModelInfo (widths, layers, vocabularies, special ids, config)."""
+        return self._impl.model_info
+
+    @property
+    def device(self) -> str:
+        return self._impl.device
+
+    @property
+    def compute_type(self) -> str:
+        """The compute type in use ("auto" resolved at load): "fp32", "bf16" or "int8"."""
+        return self._impl.compute_type
+
+    @property
+    def intra_threads(self) -> int:
+        """Threads of each batch (0 resolved at load)."""
+        return self._impl.intra_threads
+
+    @property
+    def inter_threads(self) -> int:
+        return self._impl.inter_threads
+
+    @property
+    def max_batch_size(self) -> int:
+        return self._impl.max_batch_size
+
+    @property
+    def has_vocabularies(self) -> bool:
+        """Whether the model has SentencePiece vocabularies (text input needs them)."""
+        return self._impl.has_vocabularies
+
+    def __repr__(self) -> str:
+        return (f"tfm.Translator({self.model_info.directory!r}, device={self.device!r}, "
+                f"compute_type={self.compute_type!r}, intra_threads={self.intra_threads}, "
+                f"inter_threads={self.inter_threads})")
+
+    # --------------------------------------------------------------------- translation
+    def translate_batch(
+        self,
+        source: Source,
+        beam_size: int = 1,
+        num_hypotheses: int = 1,
+        length_penalty: float = 0.0,
+        normalize_scores: bool = False,
+        max_decoding_length: int = 1024,
+        min_decoding_length: int = 0,
+        max_length_factor: float = 2.0,
+        max_length_extra: int = 10,
+        sampling_topk: int = 1,
+        sampling_topp: float = 1.0,
+        sampling_temperature: float = 1.0,
+        seed: int = 0,
+        return_scores: bool = False,
+        target_prefix: Optional[Any] = None,
+        return_attention: bool = False,
+    ) -> List[TranslationResult]:
+        """Translates a batch; one TranslationResult per source, in input order.
+
+        source: a list of sentences (str; the vocabulary encodes them and the hypotheses are
+          text), or of token id lists without BOS/EOS (lists, tuples, 1-D NumPy integer arrays,
+          or one 2-D NumPy array; the hypotheses are id lists). An empty sentence gives a result
+          without hypotheses.
+        beam_size: 1 is greedy search (or sampling). num_hypotheses: returned per sentence, at
+          most beam_size.
+        length_penalty: GNMT alpha, score / ((5 + len) / 6)^alpha; 0: the raw log-probability.
+          normalize_scores: rank by log-probability / length instead.
+        max_decoding_length: a cap on output tokens (with EOS); the output is also capped at
+          max_length_factor * source length + max_length_extra and by the model's positions.
+        min_decoding_length: tokens before EOS is allowed.
+        sampling_topk: as in CTranslate2: 1 (the default) is the argmax; any other value samples
+          from the k most likely tokens (0: all), after sampling_temperature, then keeps the
+          nucleus of mass sampling_topp. Sampling needs beam_size 1. seed: with a sentence's
+          index in the call, keys its random stream.
+        return_scores: fill each result's scores (ranking) and log_probs (log P(hyp + EOS)).
+        target_prefix, return_attention: not supported by tfm's search yet
+          (NotImplementedError).
+        """
+        options = self._options(
+            beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
+            normalize_scores=normalize_scores, max_decoding_length=max_decoding_length,
+            min_decoding_length=min_decoding_length, max_length_factor=max_length_factor,
+            max_length_extra=max_length_extra, sampling_topk=sampling_topk,
+            sampling_topp=sampling_topp, sampling_temperature=sampling_temperature, seed=seed,
+            target_prefix=target_prefix, return_attention=return_attention)
+        return_scores = _bool("return_scores", return_scores)
+        kind, items = _batch("source", source)
+        fn = self._impl.translate_text if kind == _TEXT else self._impl.translate_ids
+        return _call("source", kind, fn, items, options, return_scores)
+
+    def translate_iterable(self, source: Iterable[Any], max_batch_size: Optional[int] = None,
+                           read_ahead: int = 16, **options: Any) -> Iterator[TranslationResult]:
+        """Translates an iterable of sentences (or of token id lists) lazily, in input order.
+
+        Reads read_ahead * max_batch_size items at a time (max_batch_size: the translator's by
+        default), translates them as one translate_batch call (which sorts them by length and cuts
+        them into the translator's batches, running them on its inter_threads workers) and
+        yields their results in order. options: those of translate_batch.
+        """
+        size = self.max_batch_size if max_batch_size is None else _int("max_batch_size",
+                                                                        max_batch_size)
+        read_ahead = _int("read_ahead", read_ahead)
+        if size < 1 or read_ahead < 1:
+            raise _tfm.InvalidArgumentError("max_batch_size and read_ahead must be at least 1 "
+                                            f"(got {size}, {read_ahead})")
+        window = size * read_ahead
+        chunk: list = []
+        for item in source:
+            chunk.append(item)
+            if len(chunk) == window:
+                yield from self.translate_batch(chunk, **options)
+                chunk = []
+        if chunk:
+            yield from self.translate_batch(chunk, **options)
+
+    def translate_file(self, source_path: Union[str, os.PathLike],
+                       output_path: Union[str, os.PathLike], ids: bool = False,
+                       n_best: bool = False, read_ahead: int = 0, **options: Any) -> None:
+        """Translates a file line by line into output_path, as `tfm translate` does.
+
+        One output line per input line (ids=True: lines of space-separated token ids in and
+        out); n_best=True writes every hypothesis as "index ||| hypothesis ||| score". Lines
+        are read read_ahead at a time (0: 8 * max_batch_size) and written in order as soon as
+        they and every earlier line are done. A source longer than the model's positions is cut,
+        with a warning (warnings.warn). options: those of translate_batch, without
+        return_scores.
+        """
+        if "return_scores" in options:
+            raise TypeError("translate_file: return_scores does not apply (use n_best=True)")
+        opts = self._options(**options)
+        text = self._impl.translate_file(
+            _path("source_path", source_path), _path("output_path", output_path), opts,
+            _bool("ids", ids), _bool("n_best", n_best), _int("read_ahead", read_ahead))
+        for line in text.splitlines():
+            warnings.warn(line.removeprefix("tfm: warning: "), RuntimeWarning, stacklevel=2)
+
+    # --------------------------------------------------------------------- scoring
+    def score_batch(self, source: Optional[Source], target: Source) -> List[float]:
+        """log P(target + EOS | source) of each pair, teacher-forced, as `tfm score` prints.
+
+        source and target: both text (encoded by the vocabularies) or both token id lists
+        (without BOS/EOS). A decoder-only model takes source=None (or []).
+        (CTranslate2 returns per-token log-probabilities; tfm returns each pair's total.)
+        """
+        skind, sitems = _batch("source", source, allow_none=True)
+        tkind, titems = _batch("target", target)
+        if sitems and titems and skind != tkind:
+            raise TypeError("source and target must both be text or both be token ids")
+        kind = tkind if titems else skind
+        if kind == _TEXT:
+            return _call("target", kind, self._impl.score_text, sitems, titems)
+        return _call("target", kind, self._impl.score_ids, sitems, titems)
+
+    # --------------------------------------------------------------------- helpers
+    @staticmethod
+    def _options(beam_size: int = 1, num_hypotheses: int = 1, length_penalty: float = 0.0,
+                 normalize_scores: bool = False, max_decoding_length: int = 1024,
+                 min_decoding_length: int = 0, max_length_factor: float = 2.0,
+                 max_length_extra: int = 10, sampling_topk: int = 1, sampling_topp: float = 1.0,
+                 sampling_temperature: float = 1.0, seed: int = 0,
+                 target_prefix: Optional[Any] = None,
+                 return_attention: bool = False) -> _tfm.TranslationOptions:
+        if target_prefix is not None:
+            raise NotImplementedError("target_prefix is not supported: tfm's search cannot "
+                                      "force a target prefix yet")
+        if return_attention:
+            raise NotImplementedError("return_attention is not supported: tfm's search does "
+                                      "not return attention weights yet")
+        o = _tfm.TranslationOptions()
+        o.beam_size = _int("beam_size", beam_size)
+        o.num_hypotheses = _int("num_hypotheses", num_hypotheses)
+        o.length_penalty = _float("length_penalty", length_penalty)
+        o.normalize_scores = _bool("normalize_scores", normalize_scores)
+        o.max_decoding_length = _int("max_decoding_length", max_decoding_length)
+        o.min_decoding_length = _int("min_decoding_length", min_decoding_length)
+        o.max_length_factor = _float("max_length_factor", max_length_factor)
+        o.max_length_extra = _int("max_length_extra", max_length_extra)
+        topk = _int("sampling_topk", sampling_topk)
+        o.sampling = topk != 1
+        o.sampling_topk = topk
+        o.sampling_topp = _float("sampling_topp", sampling_topp)
+        o.sampling_temperature = _float("sampling_temperature", sampling_temperature)
+        seed = _int("seed", seed)
+        if seed < 0:
+            raise _tfm.InvalidArgumentError(f"seed must be at least 0 (got {seed})")
+        o.seed = seed
+        return o
