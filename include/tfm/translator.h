@@ -92,7 +92,11 @@ class Translator {
 
   const ModelInfo& model_info() const;
   const TranslatorOptions& options() const;  // compute_type resolved, thread counts filled in
-  bool has_vocabularies() const;             // the text methods need them
+  // The text methods need the directory's vocabularies, fitting the model (sizes, special ids).
+  bool has_vocabularies() const;
+  // A tfm::Error saying why the text methods cannot run (no vocabulary, or one that does not
+  // fit the model), if they cannot.
+  void require_vocabularies() const;
 
   // Text in, text out. An empty line gives a result without hypotheses.
   std::vector<TranslationResult> translate_batch(const std::vector<std::string>& sources,

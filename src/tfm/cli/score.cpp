@@ -62,9 +62,12 @@ void add_score(CLI::App& app) {
     to.max_batch_size = batch_size;
     Translator translator(dir, to);
     const ModelInfo& info = translator.model_info();
-    TFM_CHECK(ids || translator.has_vocabularies())
-        << "no SentencePiece vocabulary in the model directory (" << kSharedVocabFile << ", or "
-        << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
+    if (!ids) {
+      TFM_CHECK(!info.src_vocab_path.empty())
+          << "no SentencePiece vocabulary in the model directory (" << kSharedVocabFile
+          << ", or " << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
+      translator.require_vocabularies();
+    }
     const std::vector<std::string> trg_lines = read_lines(trg_path);
     std::vector<std::string> src_lines;
     if (!info.decoder_only) {

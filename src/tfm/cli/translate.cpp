@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -127,9 +128,16 @@ void add_translate(CLI::App& app) {
     TFM_CHECK(o.num_hypotheses <= o.beam_size)
         << "translate: --n-best " << o.num_hypotheses << " exceeds --beam-size " << o.beam_size;
     Translator translator(f.dir, to);
-    TFM_CHECK(f.ids || translator.has_vocabularies())
-        << "no SentencePiece vocabulary in " << f.dir << " (" << kSharedVocabFile << ", or "
-        << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
+    if (!f.ids) {
+      TFM_CHECK(!translator.model_info().src_vocab_path.empty())
+          << "no SentencePiece vocabulary in " << f.dir << " (" << kSharedVocabFile << ", or "
+          << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
+      translator.require_vocabularies();
+    }
+    const int64_t generable = std::max<int64_t>(1, translator.model_info().trg_vocab_size - 2);
+    TFM_CHECK(f.beam_size <= generable)
+        << "--beam-size " << f.beam_size << " is larger than the model's target vocabulary ("
+        << generable << " tokens it can generate)";
     StreamOptions so;
     so.ids = f.ids;
     so.n_best = f.n_best > 0;

@@ -102,7 +102,14 @@ class Translator::Impl {
     model_ = load_model(dir);
     const ModelConfig& c = model_->config();
     model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
-    vocabs_ = load_checked_vocabs(dir, c);  // sizes and special ids against the config
+    // Sizes and special ids against the config. A directory whose vocabulary does not fit still
+    // translates ids (they need none); the text methods then fail with the reason.
+    try {
+      vocabs_ = load_checked_vocabs(dir, c);
+    } catch (const Error& e) {
+      vocab_error_ = e.message();
+      vocabs_ = {};
+    }
     info_ = runtime::make_model_info(dir, c, model_->parameter_count());
     if (vocabs_.src) {
       info_.src_vocab_path = vocabs_.src->path();
@@ -115,6 +122,7 @@ class Translator::Impl {
   bool has_vocabs() const { return vocabs_.src != nullptr; }
 
   void require_vocabs() const {
+    TFM_CHECK(vocab_error_.empty()) << vocab_error_;
     TFM_CHECK(has_vocabs()) << info_.directory << " has no SentencePiece vocabulary ("
                             << kSharedVocabFile << ", or " << kSrcVocabFile << " + "
                             << kTrgVocabFile << "): translate token ids instead";
@@ -220,6 +228,7 @@ class Translator::Impl {
   TranslatorOptions options_;
   std::unique_ptr<Transformer> model_;
   ModelVocabs vocabs_;
+  std::string vocab_error_;  // why the directory's vocabularies cannot be used, if they cannot
   ModelInfo info_;
   std::unique_ptr<runtime::WorkerPool> pool_;
 };
@@ -238,6 +247,9 @@ const TranslatorOptions& Translator::options() const {
 }
 bool Translator::has_vocabularies() const {
   return impl_->has_vocabs();
+}
+void Translator::require_vocabularies() const {
+  impl_->require_vocabs();
 }
 
 std::vector<TranslationResult> Translator::translate_batch(
