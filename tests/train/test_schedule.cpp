@@ -55,7 +55,7 @@ TEST(Schedule, BadOptionsAreErrors) {
   ScheduleOptions o;
   o.kind = ScheduleKind::noam;
   o.warmup = 0;
-  EXPECT_TFM_ERROR(learning_rate(o, 1), "noam schedule needs --warmup > 0");
+  EXPECT_TFM_ERROR(learning_rate(o, 1), "noam schedule needs warmup > 0");
   o.kind = ScheduleKind::constant;
   o.lr = -1;
   EXPECT_TFM_ERROR(learning_rate(o, 1), "learning rate must be > 0");

@@ -232,7 +232,7 @@ TEST_F(TrainerTest, BadOptionsAreErrors) {
   EXPECT_TFM_ERROR(Trainer(o, model, batcher(data), {}, log), "needs a validation set");
   o = options("m");
   o.label_smoothing = 1.0;
-  EXPECT_TFM_ERROR(Trainer(o, model, batcher(data), {}, log), "--label-smoothing");
+  EXPECT_TFM_ERROR(Trainer(o, model, batcher(data), {}, log), "label_smoothing");
   o = options("m");
   EXPECT_TFM_ERROR(Trainer(o, model, batcher({}), {}, log), "no training examples");
 }

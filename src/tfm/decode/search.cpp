@@ -7,7 +7,6 @@
 #include <exception>
 
 #include "tfm/core/parallel.h"
-#include "tfm/core/validate.h"
 #include "tfm/decode/detail.h"
 #include "tfm/ops/softmax.h"
 
@@ -17,27 +16,6 @@ double final_score(double log_prob, int64_t len, const SearchOptions& o) {
   if (o.normalize) return log_prob / static_cast<double>(std::max<int64_t>(len, 1));
   if (o.length_penalty == 0.0) return log_prob;
   return log_prob / std::pow((5.0 + static_cast<double>(len)) / 6.0, o.length_penalty);
-}
-
-void validate_search_options(const SearchOptions& o, const ModelConfig& c) {
-  // The target vocabulary less PAD and BOS, which are never generated.
-  const int64_t tokens = std::max<int64_t>(1, c.trg_vocab_size - 2);
-  require_at_least("--beam-size", o.beam_size, 1);
-  TFM_CHECK(o.beam_size <= tokens)
-      << "--beam-size " << o.beam_size << " is larger than the model's target vocabulary ("
-      << tokens << " tokens it can generate)";
-  require_at_least("--n-best", o.n_best, 1);
-  TFM_CHECK(o.n_best <= o.beam_size)
-      << "translate: --n-best " << o.n_best << " exceeds --beam-size " << o.beam_size;
-  require_in_range("--length-penalty", o.length_penalty, 0.0, 10.0);
-  require_in_range("--max-length-factor", o.max_length_a, 0.0, 1000.0);
-  require_in_range("max length offset", o.max_length_b, 0.0, 1e6);
-  require_at_least("max length", o.max_length, 1);
-  require_in_range("--min-length", o.min_length, 0, c.max_length);
-  require_in_range("--temperature", o.temperature, 0.0, 1e6);
-  require_in_range("--sampling-topk", o.top_k, 0, c.trg_vocab_size);
-  require_in_range("--sampling-topp", o.top_p, 0.0, 1.0, /*lo_open=*/true);
-  require_at_least("shard size", o.shard_size, 0);
 }
 
 int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t src_len) {

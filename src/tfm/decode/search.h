@@ -59,11 +59,6 @@ class Search {
                                  const std::vector<uint64_t>& ids = {}) const = 0;
 };
 
-// Every option finite and in range for `config` (a beam past the target vocabulary, a length
-// factor whose product overflows, a NaN temperature are refused), with the flag names of
-// `tfm translate` in the messages. make_search does not call it: callers validate what users give.
-void validate_search_options(const SearchOptions& options, const ModelConfig& config);
-
 // Sampling when options.sampling, greedy when beam_size == 1, beam search otherwise; sharded as
 // options.shard_size says.
 std::unique_ptr<Search> make_search(const SearchOptions& options);

@@ -33,7 +33,7 @@ double learning_rate(const ScheduleOptions& o, int64_t n) {
   const double step = static_cast<double>(n), warmup = static_cast<double>(o.warmup);
   switch (o.kind) {
     case ScheduleKind::noam:
-      TFM_CHECK(o.warmup > 0) << "the noam schedule needs --warmup > 0";
+      TFM_CHECK(o.warmup > 0) << "the noam schedule needs warmup > 0 updates";
       TFM_CHECK(o.d_model > 0 && o.factor > 0) << "noam: d_model and factor must be > 0";
       return o.factor / std::sqrt(static_cast<double>(o.d_model)) *
              std::min(1.0 / std::sqrt(step), step * std::pow(warmup, -1.5));

@@ -79,20 +79,20 @@ Trainer::Trainer(TrainerOptions options, Transformer& model, Batcher train,
       adam_(params_, o_.adam) {
   TFM_CHECK(!o_.model_dir.empty()) << "train: no model directory";
   TFM_CHECK(!train_.examples().empty()) << "train: no training examples";
-  TFM_CHECK(o_.update_freq >= 1) << "--update-freq must be >= 1, got " << o_.update_freq;
+  TFM_CHECK(o_.update_freq >= 1) << "update_freq must be >= 1, got " << o_.update_freq;
   TFM_CHECK(o_.label_smoothing >= 0 && o_.label_smoothing < 1)
-      << "--label-smoothing must be in [0, 1), got " << o_.label_smoothing;
-  TFM_CHECK(o_.clip_norm >= 0) << "--clip-norm must be >= 0, got " << o_.clip_norm;
-  TFM_CHECK(o_.max_nonfinite >= 1) << "--max-nonfinite must be >= 1";
-  TFM_CHECK(o_.log_every >= 1) << "--log-every must be >= 1";
+      << "label_smoothing must be in [0, 1), got " << o_.label_smoothing;
+  TFM_CHECK(o_.clip_norm >= 0) << "clip_norm must be >= 0, got " << o_.clip_norm;
+  TFM_CHECK(o_.max_nonfinite >= 1) << "max_nonfinite must be >= 1";
+  TFM_CHECK(o_.log_every >= 1) << "log_every must be >= 1";
   TFM_CHECK(o_.valid_every >= 0 && o_.save_every >= 0 && o_.keep_last >= 0 &&
             o_.early_stopping >= 0 && o_.max_updates >= 0 && o_.max_epochs >= 0 &&
             o_.max_minutes >= 0)
       << "train: negative counts or limits";
   TFM_CHECK(o_.metric != ValidMetric::bleu || bleu_)
-      << "validation metric bleu needs validation BLEU (--valid-bleu and a vocabulary)";
+      << "validation metric bleu needs validation BLEU (a BLEU hook: a validation set and a vocabulary)";
   TFM_CHECK(o_.early_stopping == 0 || !valid_.empty())
-      << "--early-stopping needs a validation set (--valid-src/--valid-trg)";
+      << "early stopping needs a validation set";
   learning_rate(o_.schedule, 1);  // validates the schedule options now, not at update 1
   model_.set_generator(&dropout_gen_);
 }
@@ -102,8 +102,8 @@ bool Trainer::resume() {
   p_ = load_train_state(o_.model_dir, model_, adam_);
   TFM_CHECK(p_.data_fingerprint == train_.fingerprint())
       << "cannot resume " << o_.model_dir << ": the training data or the batching options "
-      << "(--batch-tokens, --seed, --max-length, vocabulary) differ from those of the run that "
-      << "saved it; rerun with the same data and options, or use another --model directory";
+      << "(batch tokens, seed, maximum length, vocabulary) differ from those of the run that "
+      << "saved it; rerun with the same data and options, or use another model directory";
   train_.seek(p_.position);
   dropout_gen_.set_state(p_.dropout_seed, p_.dropout_stream);
   run_start_elapsed_ = p_.elapsed_seconds;
@@ -158,8 +158,8 @@ bool Trainer::train_update() {
     if (p_.nonfinite_in_a_row >= o_.max_nonfinite) {
       save_checkpoint();  // the parameters are the last finite ones; keep the data position
       TFM_FAIL() << "stopping: " << p_.nonfinite_in_a_row
-                 << " non-finite updates in a row (--max-nonfinite " << o_.max_nonfinite
-                 << "). Lower the learning rate (--lr) or raise --warmup, set --clip-norm, "
+                 << " non-finite updates in a row (the limit is " << o_.max_nonfinite
+                 << "). Lower the learning rate or lengthen the warmup, clip the gradient norm, "
                  << "or check the training data; the last good state is saved in " << o_.model_dir;
     }
     return false;
