@@ -43,16 +43,8 @@ else
 fi
 
 # A tiny model with a vocabulary (a toy word-for-word corpus), then the same translations.
-awk 'BEGIN {
-  srand(7);
-  split("haus baum hund katze kind mann frau sieht spielt der", de, " ");
-  split("house tree dog cat child man woman sees plays the", en, " ");
-  for (i = 0; i < 100; i++) {
-    n = 2 + int(rand() * 4); s = ""; t = "";
-    for (w = 0; w < n; w++) { k = 1 + int(rand() * 10); s = s (w ? " " : "") de[k]; t = t (w ? " " : "") en[k] }
-    print s > "'"$tmp"'/train.de"; print t > "'"$tmp"'/train.en"
-  } }'
-"$tfm" vocab --input "$tmp/train.de" "$tmp/train.en" --size 36 --out "$tmp/voc" >/dev/null 2>&1 &&
+toy_corpus 7 100
+"$tfm" vocab --input "$tmp/train.de" "$tmp/train.en" --size 40 --out "$tmp/voc" >/dev/null 2>&1 &&
   "$tfm" train --model "$tmp/m" --train-src "$tmp/train.de" --train-trg "$tmp/train.en" \
     --vocab "$tmp/voc.model" --preset tiny --batch-tokens 200 --max-updates 20 --save-every 0 \
     --valid-every 0 --keep-last 0 --threads 1 --seed 3 >/dev/null 2>"$tmp/err" ||

@@ -33,6 +33,21 @@ expect_error() {
   expect_error_input "$want" "" "$@"
 }
 
+# toy_corpus SEED LINES: a deterministic word-for-word German/English corpus (awk's srand) in
+# $tmp/train.de and $tmp/train.en, 2-6 words a line from 13 word pairs: what the CLI tests train
+# their tiny models on.
+toy_corpus() {
+  awk -v seed="$1" -v lines="$2" -v out="$tmp" 'BEGIN {
+    srand(seed);
+    split("haus baum hund katze kind mann frau sieht spielt läuft der die das", de, " ");
+    split("house tree dog cat child man woman sees plays runs the the the", en, " ");
+    for (i = 0; i < lines; i++) {
+      n = 2 + int(rand() * 5); s = ""; t = "";
+      for (w = 0; w < n; w++) { k = 1 + int(rand() * 13); s = s (w ? " " : "") de[k]; t = t (w ? " " : "") en[k] }
+      print s > (out "/train.de"); print t > (out "/train.en")
+    } }'
+}
+
 # finish [NAME]: prints the tally; the script's exit status.
 finish() {
   echo "${1:+$1: }$pass passed, $fail failed"

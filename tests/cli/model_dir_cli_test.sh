@@ -10,15 +10,7 @@ tfm=$1
 source "$(dirname "$0")/lib.sh"
 
 # A toy word-for-word corpus (deterministic: awk's srand with a seed) and its joint vocabulary.
-awk 'BEGIN {
-  srand(5);
-  split("haus baum hund katze kind mann frau sieht spielt läuft der die das", de, " ");
-  split("house tree dog cat child man woman sees plays runs the the the", en, " ");
-  for (i = 0; i < 120; i++) {
-    n = 2 + int(rand() * 5); s = ""; t = "";
-    for (w = 0; w < n; w++) { k = 1 + int(rand() * 13); s = s (w ? " " : "") de[k]; t = t (w ? " " : "") en[k] }
-    print s > "'"$tmp"'/train.de"; print t > "'"$tmp"'/train.en"
-  } }'
+toy_corpus 5 120
 "$tfm" vocab --input "$tmp/train.de" "$tmp/train.en" --size 40 --out "$tmp/voc" >/dev/null ||
   bad "tfm vocab failed"
 [[ -s "$tmp/voc.model" ]] && ok || bad "tfm vocab wrote no voc.model"

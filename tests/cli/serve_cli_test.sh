@@ -9,15 +9,7 @@ tfm=$1
 source "$(dirname "$0")/lib.sh"
 
 # A toy word-for-word corpus (awk's srand with a seed: deterministic) and its vocabulary.
-awk 'BEGIN {
-  srand(7);
-  split("haus baum hund katze kind mann frau sieht spielt läuft der die das", de, " ");
-  split("house tree dog cat child man woman sees plays runs the the the", en, " ");
-  for (i = 0; i < 120; i++) {
-    n = 2 + int(rand() * 5); s = ""; t = "";
-    for (w = 0; w < n; w++) { k = 1 + int(rand() * 13); s = s (w ? " " : "") de[k]; t = t (w ? " " : "") en[k] }
-    print s > "'"$tmp"'/train.de"; print t > "'"$tmp"'/train.en"
-  } }'
+toy_corpus 7 120
 "$tfm" vocab --input "$tmp/train.de" "$tmp/train.en" --size 40 --out "$tmp/voc" >/dev/null ||
   bad "tfm vocab failed"
 "$tfm" train --model "$tmp/m" --train-src "$tmp/train.de" --train-trg "$tmp/train.en" \
