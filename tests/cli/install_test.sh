@@ -2,7 +2,8 @@
 # The installed package: `cmake --install` into a temporary prefix puts the public headers alone
 # under include/tfm/, and examples/translate configures and builds against it with
 # find_package(tfm), and again with pkg-config's tfm.pc; both binaries translate a tiny model
-# exactly as `tfm translate` does.
+# exactly as `tfm translate` does. examples/train builds too and trains the weights `tfm train`
+# trains.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$1
@@ -62,6 +63,21 @@ for exe in "$tmp/ex/translate" "$tmp/ex_pc"; do
     bad "$exe failed: $(cat "$tmp/err")"
   fi
 done
+# examples/train (tfm::Trainer) trains the same model as `tfm train` with the same options.
+if cmake -S "$src/examples/train" -B "$tmp/ext" -DCMAKE_PREFIX_PATH="$prefix" \
+     -DCMAKE_BUILD_TYPE=Release >"$tmp/ext.log" 2>&1 &&
+   cmake --build "$tmp/ext" -j 2 >>"$tmp/ext.log" 2>&1; then
+  "$tfm" train --model "$tmp/t_cli" --train-src "$tmp/train.de" --train-trg "$tmp/train.en" \
+    --vocab "$tmp/voc.model" --preset tiny --max-updates 6 >/dev/null 2>"$tmp/err" ||
+    bad "tfm train failed: $(cat "$tmp/err")"
+  "$tmp/ext/train" "$tmp/t_api" "$tmp/train.de" "$tmp/train.en" "$tmp/voc.model" tiny 6 \
+    >"$tmp/out" 2>"$tmp/err" || bad "examples/train failed: $(cat "$tmp/err")"
+  grep -q "^6 updates (max updates)" "$tmp/out" && ok || bad "examples/train said: $(cat "$tmp/out")"
+  cmp -s "$tmp/t_cli/model.safetensors" "$tmp/t_api/model.safetensors" && ok ||
+    bad "examples/train's weights differ from tfm train's"
+else
+  bad "examples/train does not build against the install: $(tail -15 "$tmp/ext.log")"
+fi
 # Errors reach the embedding program as tfm::Error with a message (no source location).
 if "$tmp/ex/translate" "$tmp/nonexistent" </dev/null >/dev/null 2>"$tmp/err"; then
   bad "the example succeeded on a missing model"

@@ -113,7 +113,7 @@ cmp -s "$tmp/p/model.safetensors" "$tmp/q/model.safetensors" && ok ||
   bad "bf16 stop at 10 + resume: weights differ from the straight run"
 # Resuming in another precision works and says that the continuation differs.
 train "$tmp/q" 26 --precision fp32 >/dev/null 2>"$tmp/q.err" || bad "fp32 resume of a bf16 run failed"
-grep -q "trained with --precision bf16, this one with fp32" "$tmp/q.err" && ok ||
+grep -q "the run so far trained in bf16, this one in fp32" "$tmp/q.err" && ok ||
   bad "no note on the precision change: $(cat "$tmp/q.err")"
 ! grep -q "precision" "$tmp/b.err" && ok || bad "a same-precision resume mentions precision"
 header=$(head -c 8192 "$tmp/p/model.safetensors" | tr -c '[:print:]' ' ')
@@ -127,7 +127,12 @@ train "$tmp/f" "" --config "$tmp/cfg.yaml" >/dev/null 2>&1 || bad "config run fa
   --vocab "$tmp/voc.model" --preset tiny --threads 1 --config "$tmp/cfg.yaml" --max-updates 2 \
   >/dev/null 2>&1 || bad "config + flag run failed"
 [[ $(updates_in_state "$tmp/g") == 2 ]] && ok || bad "the command line did not override the config"
-grep -q '"max-updates": "2"' "$tmp/g/train_config.json" && ok || bad "effective config not saved"
+grep -q '"max-updates": 2,' "$tmp/g/train_config.json" && ok || bad "effective config not saved"
+# The record is a config file: read back, it is the same run (the same record, so no refusal),
+# continued to its own max-updates by a resume.
+"$tfm" train --model "$tmp/g" --config "$tmp/g/train_config.json" --max-updates 3 >/dev/null \
+  2>"$tmp/g.err" && [[ $(updates_in_state "$tmp/g") == 3 ]] && ok ||
+  bad "train_config.json as --config: $(tail -3 "$tmp/g.err")"
 
 # Checkpoint averaging: the mean of a model with itself is the model; vocabularies come along.
 "$tfm" average --out "$tmp/avg" "$tmp/a" "$tmp/a" >/dev/null || bad "average failed"

@@ -28,9 +28,13 @@ DirLock::DirLock(const std::string& dir) {
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
     ::close(fd_);
     fd_ = -1;
-    TFM_CHECK(err != EWOULDBLOCK) << dir << " is in use by another tfm process"
-                                  << (pid.empty() ? std::string() : " (pid " + pid + ")")
-                                  << "; wait for it to finish or stop it, or use another directory";
+    // A library user may hold the lock in this very process (a Trainer not yet destroyed).
+    const bool self = pid == std::to_string(::getpid());
+    TFM_CHECK(err != EWOULDBLOCK)
+        << dir << " is in use by "
+        << (self ? std::string("another user in this process (a Trainer not yet destroyed)")
+                 : "another tfm process" + (pid.empty() ? std::string() : " (pid " + pid + ")"))
+        << "; wait for it to finish or stop it, or use another directory";
     TFM_FAIL() << "cannot lock " << dir << ": " << std::strerror(err);
   }
   const std::string me = std::to_string(::getpid()) + "\n";

@@ -3,43 +3,44 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
+#include <utility>
 
 #include "tfm/core/check.h"
 
 namespace tfm {
 
-TrainLog::TrainLog(const std::string& log_path, bool interactive) : interactive_(interactive) {
+TrainLog::TrainLog(const std::string& log_path, TrainCallbacks callbacks)
+    : callbacks_(std::move(callbacks)) {
   if (!log_path.empty()) {
     file_ = std::make_unique<OutputFile>(log_path, OutputFile::Mode::append);
   }
 }
 
-TrainLog::~TrainLog() {
-  if (bar_shown_) std::cerr << "\n";
-}
-
-void TrainLog::clear_bar() {
-  if (bar_shown_) {
-    std::cerr << "\r\033[K";
-    bar_shown_ = false;
-  }
-}
+TrainLog::~TrainLog() = default;
 
 void TrainLog::line(const std::string& text) {
-  clear_bar();
-  std::cerr << text << "\n" << std::flush;
   if (file_) {
     file_->write(text);
     file_->write("\n");
     file_->flush();
   }
+  if (callbacks_.on_log) callbacks_.on_log(text);
 }
 
-void TrainLog::progress(const std::string& text) {
-  if (!interactive_) return;
-  std::cerr << "\r\033[K" << text << std::flush;
-  bar_shown_ = true;
+void TrainLog::update(const TrainUpdateEvent& e) const {
+  if (callbacks_.on_update) callbacks_.on_update(e);
+}
+
+void TrainLog::stats(const TrainStatsEvent& e) const {
+  if (callbacks_.on_stats) callbacks_.on_stats(e);
+}
+
+void TrainLog::validation(const TrainValidationEvent& e) const {
+  if (callbacks_.on_validation) callbacks_.on_validation(e);
+}
+
+void TrainLog::checkpoint(int64_t update, const std::string& dir) const {
+  if (callbacks_.on_checkpoint) callbacks_.on_checkpoint(update, dir);
 }
 
 std::string format_duration(double seconds) {

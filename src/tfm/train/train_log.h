@@ -1,32 +1,33 @@
-// Where training talks: full lines to stderr and to DIR/train.log, and on a terminal a live
-// progress bar that those lines scroll past.
+// Where training talks: each line to DIR/train.log and to the caller's callbacks, with the
+// structured events (updates, log windows, validations, checkpoints) beside them. What a user
+// sees (the CLI's progress bar and stderr lines) is one consumer of the callbacks.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "tfm/core/output_file.h"
+#include "tfm/trainer.h"
 
 namespace tfm {
 
 class TrainLog {
  public:
-  // log_path: a file the lines are appended to ("" for none). interactive: stderr is a terminal
-  // (the bar is drawn only then; plain lines otherwise, so redirected logs stay clean).
-  TrainLog(const std::string& log_path, bool interactive);
+  // log_path: a file the lines are appended to ("" for none).
+  explicit TrainLog(const std::string& log_path, TrainCallbacks callbacks = {});
   ~TrainLog();
-  // A full line, to stderr and the log file (flushed; a write error, such as a full disk, throws
-  // naming the log: a run whose log is lost must not go on silently).
+  // A full line, to the log file (flushed; a write error, such as a full disk, throws naming the
+  // log: a run whose log is lost must not go on silently), then to on_log.
   void line(const std::string& text);
-  // Redraws the bar line (terminal only; not written to the file).
-  void progress(const std::string& text);
-  bool interactive() const { return interactive_; }
+  void update(const TrainUpdateEvent& e) const;
+  void stats(const TrainStatsEvent& e) const;
+  void validation(const TrainValidationEvent& e) const;
+  void checkpoint(int64_t update, const std::string& dir) const;
+  bool wants_updates() const { return static_cast<bool>(callbacks_.on_update); }
 
  private:
-  void clear_bar();
   std::unique_ptr<OutputFile> file_;
-  bool interactive_;
-  bool bar_shown_ = false;
+  TrainCallbacks callbacks_;
 };
 
 // "1:02:03" / "4:05" for seconds.

@@ -10,7 +10,7 @@
 
 #include "support/test_util.h"
 #include "tfm/model/checkpoint.h"
-#include "tfm/train/trainer.h"
+#include "tfm/train/train_loop.h"
 #include "tfm/train/validate.h"
 
 namespace tfm {
@@ -43,7 +43,7 @@ ModelConfig toy_config(int64_t vocab, double dropout) {
   return c;
 }
 
-class TrainerTest : public ::testing::Test {
+class TrainLoopTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
@@ -54,8 +54,8 @@ class TrainerTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  TrainerOptions options(const std::string& name) const {
-    TrainerOptions o;
+  TrainLoopOptions options(const std::string& name) const {
+    TrainLoopOptions o;
     o.model_dir = (dir_ / name).string();
     o.schedule.kind = ScheduleKind::inverse_sqrt;
     o.schedule.lr = 3e-3;
@@ -73,28 +73,28 @@ class TrainerTest : public ::testing::Test {
     bo.seed = 3;
     return Batcher(data, bo);
   }
-  // Runs a fresh Trainer (new model from `seed`, so resumed weights must come from the state).
-  TrainResult train(const TrainerOptions& o, const std::vector<Example>& data,
-                    const std::vector<Example>& valid, double dropout, uint64_t seed,
-                    std::vector<double>* losses = nullptr, BleuHook bleu = {},
-                    ComputeType precision = ComputeType::float32) {
+  // Runs a fresh TrainLoop (new model from `seed`, so resumed weights must come from the state).
+  TrainLoopResult train(const TrainLoopOptions& o, const std::vector<Example>& data,
+                        const std::vector<Example>& valid, double dropout, uint64_t seed,
+                        std::vector<double>* losses = nullptr, BleuHook bleu = {},
+                        ComputeType precision = ComputeType::float32) {
     Transformer model(toy_config(24, dropout), seed);
     model.set_train_compute(precision);
-    TrainLog log((fs::path(o.model_dir).parent_path() / "log.txt").string(), false);
-    Trainer t(o, model, batcher(data), valid, log, std::move(bleu));
-    TrainResult r = t.run();
+    TrainLog log((fs::path(o.model_dir).parent_path() / "log.txt").string());
+    TrainLoop t(o, model, batcher(data), valid, log, std::move(bleu));
+    TrainLoopResult r = t.run();
     if (losses) *losses = t.update_losses();
     return r;
   }
   fs::path dir_;
 };
 
-TEST_F(TrainerTest, MemorisesATinyCorpus) {
+TEST_F(TrainLoopTest, MemorisesATinyCorpus) {
   // fp32, and bf16 mixed precision (bf16 GEMMs, f32 master weights) to the same standard.
   for (ComputeType precision : {ComputeType::float32, ComputeType::bfloat16}) {
     SCOPED_TRACE(compute_type_name(precision));
     const auto data = toy_corpus(12, 24, 1);
-    TrainerOptions o = options(std::string("m_") + compute_type_name(precision));
+    TrainLoopOptions o = options(std::string("m_") + compute_type_name(precision));
     o.max_updates = 400;
     o.label_smoothing = 0.0;
     train(o, data, {}, 0.0, 1, nullptr, {}, precision);
@@ -105,11 +105,11 @@ TEST_F(TrainerTest, MemorisesATinyCorpus) {
   }
 }
 
-TEST_F(TrainerTest, ResumeIsBitExactWithDropoutAndAccumulation) {
+TEST_F(TrainLoopTest, ResumeIsBitExactWithDropoutAndAccumulation) {
   for (ComputeType precision : {ComputeType::float32, ComputeType::bfloat16}) {
     SCOPED_TRACE(compute_type_name(precision));
     const auto data = toy_corpus(40, 24, 2);
-    TrainerOptions o = options(std::string("straight_") + compute_type_name(precision));
+    TrainLoopOptions o = options(std::string("straight_") + compute_type_name(precision));
     o.update_freq = 2;
     o.save_every = 7;
     o.clip_norm = 0.5;
@@ -139,9 +139,9 @@ TEST_F(TrainerTest, ResumeIsBitExactWithDropoutAndAccumulation) {
   }
 }
 
-TEST_F(TrainerTest, ResumeRefusesOtherDataAndCorruptState) {
+TEST_F(TrainLoopTest, ResumeRefusesOtherDataAndCorruptState) {
   const auto data = toy_corpus(20, 24, 3);
-  TrainerOptions o = options("m");
+  TrainLoopOptions o = options("m");
   o.max_updates = 4;
   train(o, data, {}, 0.0, 1);
   o.max_updates = 8;
@@ -154,9 +154,9 @@ TEST_F(TrainerTest, ResumeRefusesOtherDataAndCorruptState) {
   EXPECT_TFM_ERROR(train(o, data, {}, 0.0, 1), "to start training from scratch");
 }
 
-TEST_F(TrainerTest, NonFiniteUpdatesAreSkippedThenStop) {
+TEST_F(TrainLoopTest, NonFiniteUpdatesAreSkippedThenStop) {
   const auto data = toy_corpus(20, 24, 4);
-  TrainerOptions o = options("m");
+  TrainLoopOptions o = options("m");
   o.max_updates = 50;
   o.max_nonfinite = 3;
   Transformer model(toy_config(24, 0.0), 1);
@@ -165,8 +165,8 @@ TEST_F(TrainerTest, NonFiniteUpdatesAreSkippedThenStop) {
   for (const auto& [name, p] : model.named_parameters()) before.push_back(p->clone());
   Tensor& w = *model.named_parameters().front().second;
   w.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
-  TrainLog log((dir_ / "log.txt").string(), false);
-  Trainer t(o, model, batcher(data), {}, log);
+  TrainLog log((dir_ / "log.txt").string());
+  TrainLoop t(o, model, batcher(data), {}, log);
   EXPECT_TFM_ERROR(t.run(), "3 non-finite updates in a row");
   EXPECT_EQ(t.progress().nonfinite_skipped, 3);
   EXPECT_EQ(t.progress().updates, 0);
@@ -181,9 +181,9 @@ TEST_F(TrainerTest, NonFiniteUpdatesAreSkippedThenStop) {
   EXPECT_NE(text.find("non-finite loss at update 1; update skipped"), std::string::npos) << text;
 }
 
-TEST_F(TrainerTest, BestCheckpointAndEarlyStoppingFollowTheMetric) {
+TEST_F(TrainLoopTest, BestCheckpointAndEarlyStoppingFollowTheMetric) {
   const auto data = toy_corpus(20, 24, 5);
-  TrainerOptions o = options("m");
+  TrainLoopOptions o = options("m");
   o.max_updates = 100;
   o.valid_every = 2;
   o.save_every = 2;
@@ -194,7 +194,7 @@ TEST_F(TrainerTest, BestCheckpointAndEarlyStoppingFollowTheMetric) {
   const std::vector<double> scores = {10, 12, 11, 12, 9, 50};
   size_t calls = 0;
   BleuHook hook = [&](const Transformer&) { return scores.at(calls++); };
-  const TrainResult r = train(o, data, data, 0.0, 1, nullptr, hook);
+  const TrainLoopResult r = train(o, data, data, 0.0, 1, nullptr, hook);
   EXPECT_EQ(r.stop_reason, "early stopping");
   EXPECT_EQ(r.updates, 10);
   EXPECT_EQ(r.best_update, 4);
@@ -209,7 +209,7 @@ TEST_F(TrainerTest, BestCheckpointAndEarlyStoppingFollowTheMetric) {
   }
   std::sort(kept.begin(), kept.end());
   EXPECT_EQ(kept, (std::vector<std::string>{"update-10", "update-8"}));
-  TrainerOptions o4 = options("to4");
+  TrainLoopOptions o4 = options("to4");
   o4.max_updates = 4;
   train(o4, data, {}, 0.0, 1);
   auto best = load_model((fs::path(o.model_dir) / "best").string());
@@ -220,21 +220,21 @@ TEST_F(TrainerTest, BestCheckpointAndEarlyStoppingFollowTheMetric) {
   }
 }
 
-TEST_F(TrainerTest, BadOptionsAreErrors) {
+TEST_F(TrainLoopTest, BadOptionsAreErrors) {
   const auto data = toy_corpus(5, 24, 6);
   Transformer model(toy_config(24, 0.0), 1);
-  TrainLog log("", false);
-  TrainerOptions o = options("m");
+  TrainLog log("");
+  TrainLoopOptions o = options("m");
   o.metric = ValidMetric::bleu;
-  EXPECT_TFM_ERROR(Trainer(o, model, batcher(data), {}, log), "needs validation BLEU");
+  EXPECT_TFM_ERROR(TrainLoop(o, model, batcher(data), {}, log), "needs validation BLEU");
   o = options("m");
   o.early_stopping = 2;
-  EXPECT_TFM_ERROR(Trainer(o, model, batcher(data), {}, log), "needs a validation set");
+  EXPECT_TFM_ERROR(TrainLoop(o, model, batcher(data), {}, log), "needs a validation set");
   o = options("m");
   o.label_smoothing = 1.0;
-  EXPECT_TFM_ERROR(Trainer(o, model, batcher(data), {}, log), "label_smoothing");
+  EXPECT_TFM_ERROR(TrainLoop(o, model, batcher(data), {}, log), "label_smoothing");
   o = options("m");
-  EXPECT_TFM_ERROR(Trainer(o, model, batcher({}), {}, log), "no training examples");
+  EXPECT_TFM_ERROR(TrainLoop(o, model, batcher({}), {}, log), "no training examples");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// The training loop: batches → label-smoothed loss → gradients → clipped Adam update under a
-// schedule, with gradient accumulation, validation, early stopping, checkpoints (last, best,
-// last N) and exact resume from DIR/train_state (see train_state.h).
+// The training loop under the public tfm::Trainer (runtime/trainer.cpp): batches → label-smoothed
+// loss → gradients → clipped Adam update under a schedule, with gradient accumulation, validation,
+// early stopping, checkpoints (last, best, last N) and exact resume from DIR/train_state
+// (see train_state.h).
 //
 // Exactness. Everything random or order-dependent is a function of saved state: the batch
 // sequence (Batcher: seed + position), dropout (a Philox Generator: seed + next stream), the
@@ -27,7 +28,7 @@ enum class ValidMetric { loss, ppl, accuracy, bleu };
 ValidMetric parse_valid_metric(const std::string& name);  // loss | ppl | accuracy | bleu
 const char* to_string(ValidMetric m);
 
-struct TrainerOptions {
+struct TrainLoopOptions {
   std::string model_dir;
   int64_t update_freq = 1;  // batches whose gradients one update sums
   int64_t max_updates = 0;  // 0: no limit (the limits below still apply)
@@ -52,7 +53,7 @@ struct TrainerOptions {
 // BLEU of the model on the validation set (e.g. greedy decoding + detokenisation + corpus BLEU).
 using BleuHook = std::function<double(const Transformer&)>;
 
-struct TrainResult {
+struct TrainLoopResult {
   int64_t updates = 0;
   std::string stop_reason;   // "max updates", "max epochs", "time limit", "early stopping", ...
   bool interrupted = false;  // stopped by the stop flag (SIGINT/SIGTERM)
@@ -60,16 +61,16 @@ struct TrainResult {
   int64_t best_update = 0;
 };
 
-class Trainer {
+class TrainLoop {
  public:
   // `valid` may be empty (no validation). The model's weights are its initial ones; a run that
   // finds DIR/train_state overwrites them with the saved ones.
-  Trainer(TrainerOptions options, Transformer& model, Batcher train, std::vector<Example> valid,
-          TrainLog& log, BleuHook bleu = {});
+  TrainLoop(TrainLoopOptions options, Transformer& model, Batcher train, std::vector<Example> valid,
+            TrainLog& log, BleuHook bleu = {});
 
   // Trains until a limit is reached, early stopping triggers, or *stop becomes true (checked
   // after each update); saves a checkpoint on the way out.
-  TrainResult run(const std::atomic<bool>* stop = nullptr);
+  TrainLoopResult run(const std::atomic<bool>* stop = nullptr);
 
   // The loss of each update made by this run, in order (for tests).
   const std::vector<double>& update_losses() const { return update_losses_; }
@@ -86,7 +87,7 @@ class Trainer {
   double metric_value(double loss, double ppl, double accuracy, double bleu) const;
   std::string limit_reached(double run_seconds) const;
 
-  TrainerOptions o_;
+  TrainLoopOptions o_;
   Transformer& model_;
   Batcher train_;
   std::vector<Example> valid_;

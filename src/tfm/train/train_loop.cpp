@@ -1,4 +1,4 @@
-#include "tfm/train/trainer.h"
+#include "tfm/train/train_loop.h"
 
 #include <algorithm>
 #include <chrono>
@@ -66,8 +66,8 @@ const char* to_string(ValidMetric m) {
   return "?";
 }
 
-Trainer::Trainer(TrainerOptions options, Transformer& model, Batcher train,
-                 std::vector<Example> valid, TrainLog& log, BleuHook bleu)
+TrainLoop::TrainLoop(TrainLoopOptions options, Transformer& model, Batcher train,
+                     std::vector<Example> valid, TrainLog& log, BleuHook bleu)
     : o_(std::move(options)),
       model_(model),
       train_(std::move(train)),
@@ -90,14 +90,14 @@ Trainer::Trainer(TrainerOptions options, Transformer& model, Batcher train,
             o_.max_minutes >= 0)
       << "train: negative counts or limits";
   TFM_CHECK(o_.metric != ValidMetric::bleu || bleu_)
-      << "validation metric bleu needs validation BLEU (a BLEU hook: a validation set and a vocabulary)";
-  TFM_CHECK(o_.early_stopping == 0 || !valid_.empty())
-      << "early stopping needs a validation set";
+      << "validation metric bleu needs validation BLEU (a BLEU hook: a validation set and a "
+         "vocabulary)";
+  TFM_CHECK(o_.early_stopping == 0 || !valid_.empty()) << "early stopping needs a validation set";
   learning_rate(o_.schedule, 1);  // validates the schedule options now, not at update 1
   model_.set_generator(&dropout_gen_);
 }
 
-bool Trainer::resume() {
+bool TrainLoop::resume() {
   if (!has_train_state(o_.model_dir)) return false;
   p_ = load_train_state(o_.model_dir, model_, adam_);
   TFM_CHECK(p_.data_fingerprint == train_.fingerprint())
@@ -114,14 +114,14 @@ bool Trainer::resume() {
   return true;
 }
 
-std::string Trainer::limit_reached(double run_seconds) const {
+std::string TrainLoop::limit_reached(double run_seconds) const {
   if (o_.max_updates > 0 && p_.updates >= o_.max_updates) return "max updates";
   if (o_.max_epochs > 0 && train_.position().epoch >= o_.max_epochs) return "max epochs";
   if (o_.max_minutes > 0 && run_seconds >= o_.max_minutes * 60.0) return "time limit";
   return "";
 }
 
-bool Trainer::train_update() {
+bool TrainLoop::train_update() {
   model_.set_training(true);
   const ModelConfig& c = model_.config();
   double loss_sum = 0, nll_sum = 0;
@@ -186,12 +186,24 @@ bool Trainer::train_update() {
   return true;
 }
 
-void Trainer::log_window() {
+void TrainLoop::log_window() {
   const LogWindow& w = p_.window;
   if (w.updates == 0) return;
   const double t = now_seconds();
   const double secs = std::max(1e-9, t - window_start_);
   const double tok = static_cast<double>(std::max<int64_t>(w.trg_tokens, 1));
+  TrainStatsEvent e;
+  e.update = p_.updates;
+  e.epoch = train_.position().epoch + 1;
+  e.loss = w.loss_sum / tok;
+  e.perplexity = std::exp(w.nll_sum / tok);
+  e.accuracy = static_cast<double>(w.correct) / tok;
+  e.learning_rate = learning_rate(o_.schedule, std::max<int64_t>(1, p_.updates));
+  e.grad_norm = w.gnorm_sum / static_cast<double>(w.updates);
+  e.tokens_per_second = static_cast<double>(w.src_tokens + w.trg_tokens) / secs;
+  e.sentences = p_.sentences;
+  e.target_tokens = p_.trg_tokens;
+  e.elapsed_seconds = run_start_elapsed_ + (t - run_start_);
   std::string s =
       "epoch " + std::to_string(train_.position().epoch + 1) + " | update " +
       std::to_string(p_.updates) + " | sents " + format_count(static_cast<double>(p_.sentences)) +
@@ -203,11 +215,12 @@ void Trainer::log_window() {
       format_count(static_cast<double>(w.src_tokens + w.trg_tokens) / secs) + " tok/s | " +
       format_duration(run_start_elapsed_ + (t - run_start_));
   log_.line(s);
+  log_.stats(e);
   p_.window = LogWindow{};
   window_start_ = t;
 }
 
-double Trainer::metric_value(double loss, double ppl, double accuracy, double bleu) const {
+double TrainLoop::metric_value(double loss, double ppl, double accuracy, double bleu) const {
   switch (o_.metric) {
     case ValidMetric::loss:
       return loss;
@@ -221,13 +234,13 @@ double Trainer::metric_value(double loss, double ppl, double accuracy, double bl
   return ppl;
 }
 
-void Trainer::copy_files(const std::string& dir) const {
+void TrainLoop::copy_files(const std::string& dir) const {
   for (const auto& f : o_.files_to_copy) {
     copy_file_atomic(f, (fs::path(dir) / fs::path(f).filename()).string());
   }
 }
 
-void Trainer::validate() {
+void TrainLoop::validate() {
   model_.set_training(false);  // no dropout, and no random stream drawn, in the BLEU hook either
   const ValidLoss vl = validation_loss(model_, valid_, o_.valid_batch_tokens);
   double bleu = std::numeric_limits<double>::quiet_NaN();
@@ -263,10 +276,20 @@ void Trainer::validate() {
        " (update " + std::to_string(p_.best_update) + ")";
   if (better) s += " | saved best/";
   log_.line(s);
+  TrainValidationEvent e;
+  e.update = p_.updates;
+  e.loss = vl.loss();
+  e.perplexity = vl.perplexity();
+  e.accuracy = vl.accuracy();
+  e.bleu = bleu_ ? bleu : -1.0;
+  e.improved = better;
+  e.best_metric = p_.best_metric;
+  e.best_update = p_.best_update;
+  log_.validation(e);
   if (o_.early_stopping > 0 && p_.bad_validations >= o_.early_stopping) stop_early_ = true;
 }
 
-void Trainer::save_checkpoint() {
+void TrainLoop::save_checkpoint() {
   p_.position = train_.position();
   p_.dropout_seed = dropout_gen_.seed();
   p_.dropout_stream = dropout_gen_.position();
@@ -299,9 +322,10 @@ void Trainer::save_checkpoint() {
   last_saved_update_ = p_.updates;
   validated_since_save_ = false;
   log_.line("saved checkpoint at update " + std::to_string(p_.updates) + " in " + o_.model_dir);
+  log_.checkpoint(p_.updates, o_.model_dir);
 }
 
-TrainResult Trainer::run(const std::atomic<bool>* stop) {
+TrainLoopResult TrainLoop::run(const std::atomic<bool>* stop) {
   if (!resume()) {
     p_ = TrainProgress{};
     p_.data_fingerprint = train_.fingerprint();
@@ -313,7 +337,7 @@ TrainResult Trainer::run(const std::atomic<bool>* stop) {
   }
   run_start_ = now_seconds();
   window_start_ = run_start_;
-  TrainResult r;
+  TrainLoopResult r;
   for (;;) {
     if (stop != nullptr && stop->load()) {
       r.stop_reason = "interrupted";
@@ -328,21 +352,18 @@ TrainResult Trainer::run(const std::atomic<bool>* stop) {
       break;
     }
     if (!train_update()) continue;
-    if (log_.interactive()) {
-      double frac = std::numeric_limits<double>::quiet_NaN();
-      if (o_.max_updates > 0) frac = static_cast<double>(p_.updates) / o_.max_updates;
-      if (o_.max_minutes > 0) {
-        frac = std::max(std::isnan(frac) ? 0.0 : frac, run_seconds / (o_.max_minutes * 60));
-      }
-      std::string bar = "update " + std::to_string(p_.updates) +
-                        (o_.max_updates > 0 ? "/" + std::to_string(o_.max_updates) : "") +
-                        " | epoch " + std::to_string(train_.position().epoch + 1) + " | loss " +
-                        fmt("%.3f", update_losses_.back()) + " | " + format_duration(run_seconds);
-      if (!std::isnan(frac)) {
-        bar = progress_bar(frac) + " " + bar;
-        if (frac > 0) bar += " | ETA " + format_duration(run_seconds * (1 - frac) / frac);
-      }
-      log_.progress(bar);
+    if (log_.wants_updates()) {
+      TrainUpdateEvent e;
+      e.update = p_.updates;
+      e.max_updates = o_.max_updates;
+      e.epoch = train_.position().epoch + 1;
+      e.loss = update_losses_.back();
+      e.run_seconds = now_seconds() - run_start_;
+      if (o_.max_updates > 0) e.fraction_done = static_cast<double>(p_.updates) / o_.max_updates;
+      if (o_.max_minutes > 0)
+        e.fraction_done = std::max(e.fraction_done, e.run_seconds / (o_.max_minutes * 60));
+      e.fraction_done = std::min(e.fraction_done, 1.0);
+      log_.update(e);
     }
     if (p_.updates % o_.log_every == 0) log_window();
     if (o_.valid_every > 0 && !valid_.empty() && p_.updates % o_.valid_every == 0) validate();

@@ -1,0 +1,332 @@
+// tfm::Trainer: a model directory prepared for a run (locked, checked, vocabularies installed,
+// data read, the model built or its training state found) and handed to the training loop.
+#include "tfm/trainer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/core/check.h"
+#include "tfm/core/cpu_isa.h"
+#include "tfm/core/dir_lock.h"
+#include "tfm/core/file_util.h"
+#include "tfm/core/parallel.h"
+#include "tfm/data/corpus.h"
+#include "tfm/data/vocab.h"
+#include "tfm/decode/search.h"
+#include "tfm/eval/bleu.h"
+#include "tfm/model/checkpoint.h"
+#include "tfm/runtime/batch_search.h"
+#include "tfm/runtime/model_info_impl.h"
+#include "tfm/runtime/train_options.h"
+#include "tfm/train/train_loop.h"
+
+namespace tfm {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Copies a vocabulary into the model directory under `name`; on resume it must be the same file.
+std::string install_vocab(const std::string& from, const std::string& dir, const char* name) {
+  const fs::path to = fs::path(dir) / name;
+  // A directory trained before the .model names holds the same file under its .spm name.
+  const fs::path legacy = fs::path(dir) / legacy_vocab_file(name);
+  for (const fs::path& have : {to, legacy}) {
+    if (!fs::exists(have)) continue;
+    TFM_CHECK(read_file(from) == read_file(have.string()))
+        << have.string() << " differs from " << from
+        << ": the model directory was trained with another vocabulary";
+  }
+  if (!fs::exists(to)) copy_file_atomic(from, to.string());
+  return to.string();
+}
+
+struct ValidSet {
+  std::vector<Example> examples;
+  std::vector<std::string> refs;  // the target text of each kept example
+};
+
+ValidSet read_valid(const TrainOptions& o, const ModelConfig& config, const Vocab& src,
+                    const Vocab& trg, TrainLog& log) {
+  ValidSet v;
+  CorpusReader reader = CorpusReader::parallel(o.valid_src, o.valid_trg);
+  FilterOptions fo;
+  // Validation keeps long sentences, up to what the model's positions hold (the source framed,
+  // the target after BOS): a longer pair is skipped and counted here, at start-up, instead of
+  // failing the first validation mid-training.
+  fo.max_length =
+      std::min({std::max<int64_t>(o.max_length, 1024),
+                config.max_length - config.seq_format().source_specials(), config.max_length - 1});
+  fo.max_ratio = 0;
+  v.examples = read_examples(
+      reader, [&](const std::string& x) { return src.encode(x); },
+      [&](const std::string& y) { return trg.encode(y); }, fo, &v.refs);
+  log.line("valid " + reader.name() + ": " + reader.stats().summary());
+  TFM_CHECK(!v.examples.empty()) << "validation set " << reader.name() << " has no usable pairs";
+  return v;
+}
+
+// Greedy decoding of the validation sources, detokenised, scored against the raw references.
+BleuHook make_bleu_hook(std::shared_ptr<const ValidSet> valid, std::shared_ptr<Vocab> trg) {
+  return [valid, trg](const Transformer& model) {
+    NoGradGuard no_grad;
+    decode::SearchOptions so;
+    so.max_length = model.config().max_length;
+    auto search = decode::make_greedy(so);
+    std::vector<Ids> srcs;
+    for (const auto& e : valid->examples) srcs.push_back(e.src);
+    const auto out = runtime::search_in_batches(model, *search, srcs, {}, BatchLimits{64, 0});
+    std::vector<std::string> hyps(out.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!out[i].empty()) hyps[i] = trg->decode(out[i][0].tokens);
+    return eval::corpus_bleu(hyps, {valid->refs}).score;
+  };
+}
+
+ModelConfig build_config(const TrainOptions& o, const Vocab& src, const Vocab& trg, bool joint) {
+  ModelConfig c = o.model_config.empty() ? ModelConfig::preset(o.preset)
+                                         : ModelConfig::from_json(read_file(o.model_config));
+  if (o.dropout >= 0) c.dropout = o.dropout;
+  c.decoder_only = false;
+  c.src_vocab_size = src.size();
+  c.trg_vocab_size = trg.size();
+  c.share_embeddings = joint;
+  for (const Vocab* v : {&src, &trg}) {
+    TFM_CHECK(v->pad_id() >= 0 && v->bos_id() >= 0 && v->eos_id() >= 0)
+        << v->path() << " lacks a pad, bos or eos piece; train vocabularies with tfm vocab";
+  }
+  TFM_CHECK(src.pad_id() == trg.pad_id() && src.bos_id() == trg.bos_id() &&
+            src.eos_id() == trg.eos_id())
+      << "the source and target vocabularies disagree on the pad/bos/eos ids";
+  c.pad_id = trg.pad_id(), c.bos_id = trg.bos_id(), c.eos_id = trg.eos_id();
+  c.max_length = std::max(c.max_length, o.max_length + 2);
+  c.validate();
+  return c;
+}
+
+// The precision an earlier run of `dir` recorded; empty when unknown.
+std::string recorded_precision(const std::string& config_path) {
+  try {
+    return nlohmann::json::parse(read_file(config_path)).value("precision", "fp32");
+  } catch (const std::exception&) {
+    return "";  // an unreadable record only loses a note; the state itself is checked later
+  }
+}
+
+}  // namespace
+
+class Trainer::Impl {
+ public:
+  Impl(TrainOptions options, TrainCallbacks callbacks, const runtime::OptionSpeller& name);
+  TrainResult train();
+
+  TrainOptions o_;
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<DirLock> lock_;
+  std::unique_ptr<TrainLog> log_;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<TrainLoop> loop_;
+  ModelInfo info_;
+  bool resuming_ = false;
+  bool ran_ = false;
+};
+
+Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
+                    const runtime::OptionSpeller& name)
+    : o_(std::move(options)) {
+  runtime::check_train_options(o_, name);
+  for (const std::string* path :
+       {&o_.train_src, &o_.train_trg, &o_.train_tsv, &o_.valid_src, &o_.valid_trg, &o_.vocab,
+        &o_.vocab_src, &o_.vocab_trg, &o_.model_config}) {
+    TFM_CHECK(path->empty() || !fs::is_directory(*path)) << *path << " is a directory, not a file";
+  }
+  const ComputeType asked = o_.compute_type;
+  o_ = runtime::resolve_train_options(std::move(o_));
+
+  std::error_code ec;
+  fs::create_directories(o_.model_dir, ec);
+  TFM_CHECK(!ec) << "cannot create model directory " << o_.model_dir << ": " << ec.message();
+  // One run a directory, for the whole run: two would interleave their logs and overwrite each
+  // other's checkpoints and best/.
+  lock_ = std::make_unique<DirLock>(o_.model_dir);
+  // Holding the lock, any temporary here is a killed run's leftover.
+  const std::vector<std::string> stale = remove_stale_run_temp_files(o_.model_dir);
+  if (o_.overwrite) remove_run_output(o_.model_dir);
+  // The precision the run so far used, before this run's options replace the record.
+  const std::string config_path = (fs::path(o_.model_dir) / "train_config.json").string();
+  resuming_ = has_train_state(o_.model_dir);
+  const std::string earlier_precision =
+      resuming_ && fs::exists(config_path) ? recorded_precision(config_path) : "";
+  runtime::check_fresh_start(o_, name);
+  // Also proves the directory writable before any work is done.
+  write_file_atomic(config_path, runtime::train_options_json(o_));
+  log_ = std::make_unique<TrainLog>((fs::path(o_.model_dir) / "train.log").string(),
+                                    std::move(callbacks));
+  TrainLog& log = *log_;
+  if (asked == ComputeType::automatic)
+    log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) + " (CPU level " +
+             cpu_isa_summary() + ")");
+  if (!stale.empty())
+    log.line("removed " + std::to_string(stale.size()) +
+             " temporary file(s) of an interrupted run");
+  if (!earlier_precision.empty() && earlier_precision != compute_type_name(o_.compute_type))
+    log.line("note: the run so far trained in " + earlier_precision + ", this one in " +
+             compute_type_name(o_.compute_type) +
+             ": the continuation is not the one the earlier precision would give");
+
+  const bool joint = !o_.vocab.empty();
+  std::vector<std::string> vocab_files;
+  std::shared_ptr<Vocab> vsrc, vtrg;
+  if (joint) {
+    vocab_files.push_back(install_vocab(o_.vocab, o_.model_dir, kSharedVocabFile));
+    vsrc = vtrg = std::make_shared<Vocab>(vocab_files[0]);
+  } else {
+    vocab_files.push_back(install_vocab(o_.vocab_src, o_.model_dir, kSrcVocabFile));
+    vocab_files.push_back(install_vocab(o_.vocab_trg, o_.model_dir, kTrgVocabFile));
+    vsrc = std::make_shared<Vocab>(vocab_files[0]);
+    vtrg = std::make_shared<Vocab>(vocab_files[1]);
+  }
+
+  ModelConfig config = build_config(o_, *vsrc, *vtrg, joint);
+  if (resuming_) {
+    const ModelConfig saved = read_train_state_config(o_.model_dir);
+    if (saved.to_json() != config.to_json()) {
+      log.line("note: resuming with the model configuration saved in " + o_.model_dir +
+               "/train_state; model options that differ from it are ignored");
+    }
+    config = saved;
+    // The vocabularies were checked against the installed copies; this checks the copies (or a
+    // state saved for other ones) against the model.
+    check_vocabs(config, ModelVocabs{vsrc, vtrg}, o_.model_dir);
+  }
+
+  const bool tsv = !o_.train_tsv.empty();
+  CorpusReader reader =
+      tsv ? CorpusReader::tsv(o_.train_tsv) : CorpusReader::parallel(o_.train_src, o_.train_trg);
+  FilterOptions fo;
+  fo.max_length = o_.max_length;
+  fo.max_ratio = o_.max_ratio;
+  std::vector<Example> train = read_examples(
+      reader, [&](const std::string& s) { return vsrc->encode(s); },
+      [&](const std::string& s) { return vtrg->encode(s); }, fo);
+  log.line("train " + reader.name() + ": " + reader.stats().summary());
+  TFM_CHECK(!train.empty()) << "no usable training pairs in " << reader.name() << " ("
+                            << reader.stats().summary() << ")";
+
+  auto valid = std::make_shared<ValidSet>();
+  if (!o_.valid_src.empty()) *valid = read_valid(o_, config, *vsrc, *vtrg, log);
+
+  BatcherOptions bo;
+  bo.batch_tokens = o_.batch_tokens;
+  bo.seed = o_.seed;
+  bo.format = config.seq_format();
+  Batcher batcher(std::move(train), bo);
+
+  TrainLoopOptions lo;
+  lo.model_dir = o_.model_dir;
+  lo.update_freq = o_.update_freq;
+  lo.max_updates = o_.max_updates;
+  lo.max_epochs = o_.max_epochs;
+  lo.max_minutes = o_.max_minutes;
+  lo.schedule.kind = parse_schedule(o_.lr_schedule);
+  lo.schedule.lr = o_.lr;
+  lo.schedule.warmup = o_.warmup;
+  lo.schedule.factor = o_.lr_factor;
+  lo.schedule.d_model = config.d_model;
+  lo.adam.weight_decay = o_.weight_decay;
+  lo.adam.decoupled = o_.optimizer == "adamw";
+  lo.label_smoothing = o_.label_smoothing;
+  lo.clip_norm = o_.clip_norm;
+  lo.valid_every = o_.valid_every;
+  lo.save_every = o_.save_every;
+  lo.log_every = o_.log_every;
+  lo.keep_last = o_.keep_last;
+  lo.early_stopping = o_.early_stopping;
+  lo.metric = parse_valid_metric(o_.metric);
+  lo.max_nonfinite = o_.max_nonfinite;
+  lo.valid_batch_tokens = o_.valid_batch_tokens;
+  lo.dropout_seed = o_.seed;
+  lo.files_to_copy = vocab_files;
+
+  model_ = std::make_unique<Transformer>(config, o_.seed);
+  model_->set_train_compute(o_.compute_type);
+  if (model_->train_compute() == ComputeType::bfloat16) {
+    log.line("training GEMMs in bf16 (mixed precision: f32 parameters, gradients and optimiser)");
+    if (!cpu_has_bf16_dot())
+      log.line("note: this CPU (" + cpu_isa_summary() +
+               ") has no bf16 dot product: bf16 GEMMs run emulated on f32 kernels, with the "
+               "results bf16 gives anywhere, but not faster than fp32");
+  }
+  BleuHook bleu;
+  if (o_.valid_bleu) bleu = make_bleu_hook(valid, vtrg);
+  loop_ = std::make_unique<TrainLoop>(lo, *model_, std::move(batcher), valid->examples, log,
+                                      std::move(bleu));
+  info_ = runtime::make_model_info(o_.model_dir, config, model_->parameter_count());
+}
+
+TrainResult Trainer::Impl::train() {
+  TFM_CHECK(!ran_) << "Trainer::train runs once per Trainer; make another to continue "
+                   << o_.model_dir;
+  ran_ = true;
+  // The thread count is OpenMP's per-thread setting: the caller's thread is the one that trains.
+  const int threads_before = get_threads();
+  set_threads(o_.threads);
+  struct Restore {
+    int n;
+    ~Restore() { set_threads(n); }
+  } restore{threads_before};
+  const TrainLoopResult r = loop_->run(&stop_);
+  TrainResult out;
+  out.updates = r.updates;
+  out.stop_reason = r.stop_reason;
+  out.interrupted = r.interrupted;
+  out.elapsed_seconds = loop_->progress().elapsed_seconds;
+  out.best_update = r.best_update;
+  out.best_metric = r.best_metric;
+  out.last_valid_perplexity = r.last_valid_ppl > 0 ? r.last_valid_ppl : -1.0;
+  out.model_dir = o_.model_dir;
+  const fs::path best = fs::path(o_.model_dir) / "best";
+  if (r.best_update > 0 && fs::exists(best)) out.best_dir = best.string();
+  return out;
+}
+
+void validate_train_options(const TrainOptions& options) {
+  runtime::check_train_options(options);
+}
+
+Trainer::Trainer(TrainOptions options, TrainCallbacks callbacks)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(callbacks), runtime::field_name)) {
+}
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Trainer runtime::make_trainer(TrainOptions o, TrainCallbacks callbacks, const OptionSpeller& name) {
+  return Trainer(std::make_unique<Trainer::Impl>(std::move(o), std::move(callbacks), name));
+}
+Trainer::~Trainer() = default;
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+
+TrainResult Trainer::train() {
+  return impl_->train();
+}
+
+void Trainer::request_stop() noexcept {
+  impl_->stop_.store(true);
+}
+
+bool Trainer::resuming() const {
+  return impl_->resuming_;
+}
+
+const ModelInfo& Trainer::model_info() const {
+  return impl_->info_;
+}
+
+const TrainOptions& Trainer::options() const {
+  return impl_->o_;
+}
+
+}  // namespace tfm
