@@ -53,6 +53,7 @@ def tfm_flags():
     # Rebuilt when libtfm or its headers change, not only module.cpp (libtfm is linked in).
     depends = glob.glob(os.path.join(prefix, "lib*", "libtfm.*"))
     depends += glob.glob(os.path.join(prefix, "include", "tfm", "*.h"))
+    depends.append(os.path.join(HERE, "src", "bindings.h"))
     return (cflags, libs + ["-Wl,--exclude-libs,ALL"] + [f"-Wl,-rpath,{d}" for d in rpaths],
             depends)
 
@@ -72,6 +73,6 @@ def copy_tools():
 
 copy_tools()
 cflags, libs, depends = tfm_flags()
-ext = Pybind11Extension("tfm._tfm", ["src/module.cpp"], cxx_std=20, depends=depends,
+ext = Pybind11Extension("tfm._tfm", ["src/module.cpp", "src/trainer.cpp"], cxx_std=20, depends=depends,
                         extra_compile_args=cflags, extra_link_args=libs)
 setup(ext_modules=[ext], cmdclass={"build_ext": build_ext})

@@ -30,16 +30,16 @@ struct TranslatorOptions {
   Device device = Device::cpu;
   // Resolved once, at load: automatic is bf16 where the CPU multiplies bf16, else fp32.
   ComputeType compute_type = ComputeType::float32;
-  int intra_threads = 0;  // threads of each batch's ops; 0: all cores / inter_threads
-  int inter_threads = 1;  // batches translated at once, sharing the weights
-  int64_t max_batch_size = 32;  // sentences a batch
+  int intra_threads = 0;         // threads of each batch's ops; 0: all cores / inter_threads
+  int inter_threads = 1;         // batches translated at once, sharing the weights
+  int64_t max_batch_size = 32;   // sentences a batch
   int64_t max_batch_tokens = 0;  // padded source tokens a batch; 0: no limit
 };
 
 struct TranslationOptions {
-  int64_t beam_size = 1;        // 1: greedy (or sampling)
-  int64_t num_hypotheses = 1;   // returned per sentence; at most beam_size
-  double length_penalty = 0.0;  // GNMT alpha; 0: the raw sum of log-probabilities
+  int64_t beam_size = 1;          // 1: greedy (or sampling)
+  int64_t num_hypotheses = 1;     // returned per sentence; at most beam_size
+  double length_penalty = 0.0;    // GNMT alpha; 0: the raw sum of log-probabilities
   bool normalize_scores = false;  // rank by log-probability / length instead
   // Max output length (tokens with EOS) = max_length_factor * source length + max_length_extra,
   // capped by max_decoding_length and by the model's positions.
@@ -56,10 +56,10 @@ struct TranslationOptions {
 };
 
 struct TranslationHypothesis {
-  std::string text;                // detokenised (empty for the id methods)
-  std::vector<int64_t> ids;        // target ids, without BOS/EOS
-  double score = 0.0;              // the ranking score (length penalty applied)
-  double log_prob = 0.0;           // log P(ids + EOS | source)
+  std::string text;          // detokenised (empty for the id methods)
+  std::vector<int64_t> ids;  // target ids, without BOS/EOS
+  double score = 0.0;        // the ranking score (length penalty applied)
+  double log_prob = 0.0;     // log P(ids + EOS | source)
 };
 
 struct TranslationResult {
@@ -102,9 +102,8 @@ class Translator {
   std::vector<TranslationResult> translate_batch(const std::vector<std::string>& sources,
                                                  const TranslationOptions& options = {}) const;
   // Source ids (without BOS/EOS; the model's framing is added) in, target ids out.
-  std::vector<TranslationResult> translate_batch(
-      const std::vector<std::vector<int64_t>>& sources,
-      const TranslationOptions& options = {}) const;
+  std::vector<TranslationResult> translate_batch(const std::vector<std::vector<int64_t>>& sources,
+                                                 const TranslationOptions& options = {}) const;
 
   // log P(target + EOS | source) of each pair, teacher-forced.
   std::vector<double> score_batch(const std::vector<std::string>& sources,
@@ -116,11 +115,17 @@ class Translator {
   // scoring), for callers that check or store ids. Require has_vocabularies().
   std::vector<int64_t> tokenize_source(const std::string& text) const;
   std::vector<int64_t> tokenize_target(const std::string& text) const;
+  // The same as SentencePiece pieces ("▁Ein", "▁Hund"), and pieces <-> ids, for callers that
+  // tokenise themselves (CTranslate2's token lists). A piece not in the vocabulary is its unknown
+  // id. Require has_vocabularies().
+  std::vector<std::string> source_tokens(const std::string& text) const;
+  std::vector<int64_t> source_tokens_to_ids(const std::vector<std::string>& tokens) const;
+  std::vector<int64_t> target_tokens_to_ids(const std::vector<std::string>& tokens) const;
+  std::vector<std::string> target_ids_to_tokens(const std::vector<int64_t>& ids) const;
 
   // Translates `in` line by line to `out` (see StreamOptions). Input errors name `source_name`
   // and the line. Throws tfm::Error when `out` fails (a full disk is not a success).
-  void translate_stream(std::istream& in, std::ostream& out,
-                        const TranslationOptions& options = {},
+  void translate_stream(std::istream& in, std::ostream& out, const TranslationOptions& options = {},
                         const StreamOptions& stream = {},
                         const std::string& source_name = "<input>") const;
 

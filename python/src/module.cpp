@@ -17,28 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "bindings.h"
+
 namespace py = pybind11;
 
 namespace {
 
-// A bad option value (thrown by the binding only, so it can become InvalidArgumentError: the
-// library has the one exception type).
-struct InvalidArgument : tfm::Error {
-  using tfm::Error::Error;
-};
-
-// Runs f with a library error re-thrown as InvalidArgument: for calls whose only possible
-// failure is a bad value.
-template <typename F>
-auto as_invalid_argument(F&& f) {
-  try {
-    return f();
-  } catch (const InvalidArgument&) {
-    throw;
-  } catch (const tfm::Error& e) {
-    throw InvalidArgument(e.message());
-  }
-}
+using tfm_python::as_invalid_argument;
+using tfm_python::InvalidArgument;
 
 // One result as Python sees it: text hypotheses for text input, id lists for id input; scores
 // and log-probabilities only when asked for (CTranslate2 leaves them empty otherwise).
@@ -117,6 +103,37 @@ class PyTranslator {
     return to_python(std::move(results), /*text=*/false, return_scores);
   }
 
+  // CTranslate2's token lists: SentencePiece pieces in, pieces out.
+  std::vector<PyTranslationResult> translate_tokens(
+      const std::vector<std::vector<std::string>>& sources, const tfm::TranslationOptions& options,
+      bool return_scores) const {
+    check(options);
+    std::vector<tfm::TranslationResult> results;
+    std::vector<std::vector<std::vector<std::string>>> tokens;
+    {
+      py::gil_scoped_release release;
+      results = translator_->translate_batch(to_ids(sources, /*source=*/true), options);
+      tokens.resize(results.size());
+      for (size_t i = 0; i < results.size(); ++i)
+        for (const tfm::TranslationHypothesis& h : results[i].hypotheses)
+          tokens[i].push_back(translator_->target_ids_to_tokens(h.ids));
+    }
+    std::vector<PyTranslationResult> out =
+        to_python(std::move(results), /*text=*/false, return_scores);
+    for (size_t i = 0; i < out.size(); ++i) {
+      py::list hyps;
+      for (auto& t : tokens[i]) hyps.append(py::cast(t));
+      out[i].hypotheses = hyps;
+    }
+    return out;
+  }
+
+  std::vector<double> score_tokens(const std::vector<std::vector<std::string>>& sources,
+                                   const std::vector<std::vector<std::string>>& targets) const {
+    py::gil_scoped_release release;
+    return translator_->score_batch(to_ids(sources, true), to_ids(targets, false));
+  }
+
   template <typename Batch>
   std::vector<double> score(const Batch& sources, const Batch& targets) const {
     py::gil_scoped_release release;
@@ -161,6 +178,15 @@ class PyTranslator {
       py::gil_scoped_release release;
       return translator_->translate_batch(std::vector<std::vector<int64_t>>{}, options);
     });
+  }
+
+  std::vector<std::vector<int64_t>> to_ids(const std::vector<std::vector<std::string>>& batch,
+                                           bool source) const {
+    std::vector<std::vector<int64_t>> ids(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i)
+      ids[i] = source ? translator_->source_tokens_to_ids(batch[i])
+                      : translator_->target_tokens_to_ids(batch[i]);
+    return ids;
   }
 
   std::unique_ptr<tfm::Translator> translator_;
@@ -261,6 +287,13 @@ void bind_translator(py::module_& m) {
            py::arg("return_scores"))
       .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
       .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))
+      .def("translate_tokens", &T::translate_tokens, py::arg("source"), py::arg("options"),
+           py::arg("return_scores"))
+      .def("score_tokens", &T::score_tokens, py::arg("source"), py::arg("target"))
+      .def(
+          "source_tokens",
+          [](const T& t, const std::string& text) { return t.get().source_tokens(text); },
+          py::arg("text"))
       .def("translate_file", &T::translate_file, py::arg("source_path"), py::arg("output_path"),
            py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"))
       .def_property_readonly("model_info", [](const T& t) { return t.get().model_info(); })
@@ -311,6 +344,7 @@ PYBIND11_MODULE(_tfm, m) {
   bind_model_info(m);
   bind_results(m);
   bind_translator(m);
+  tfm_python::bind_trainer(m);
   m.def(
       "parse_compute_type",
       [](const std::string& name) {

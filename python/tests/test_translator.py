@@ -238,3 +238,27 @@ def test_model_info(model_dir, translator):
     assert translator.compute_type in ("fp32", "bf16")
     assert translator.device == "cpu"
     assert "d_model" in repr(info) and "Translator(" in repr(translator)
+
+
+def test_token_lists_equal_text(tfm_bin, model_dir, translator, lines):
+    """CTranslate2's token lists: the pieces of each line in, pieces out; detokenised, the same
+    translations as text input, and the same scores."""
+    tokens = [translator.tokenize(l) for l in lines]
+    assert tokens[0] and all(isinstance(t, str) for t in tokens[0])
+    assert tokens[0][0].startswith("\u2581")
+    for beam in (1, 3):
+        want = translator.translate_batch(lines, beam_size=beam, return_scores=True)
+        got = translator.translate_batch(tokens, beam_size=beam, return_scores=True)
+        for w, g in zip(want, got):
+            assert ["".join(h).replace("\u2581", " ").strip() for h in g.hypotheses] == \
+                w.hypotheses
+            assert g.scores == w.scores
+    src = [l for l in lines if l]
+    src_tokens = [translator.tokenize(l) for l in src]
+    targets = [r.hypotheses[0] for r in translator.translate_batch(src)]
+    # The fixture's vocabulary is joint: tokenize() is the target's segmentation too.
+    target_tokens = [translator.tokenize(t) for t in targets]
+    assert translator.score_batch(src_tokens, target_tokens) == \
+        translator.score_batch(src, targets)
+    # A piece outside the vocabulary is <unk>, as in CTranslate2.
+    assert translator.translate_batch([["\u2581nosuchpiece"]])[0].hypotheses

@@ -8,15 +8,17 @@ The API follows CTranslate2's names where the concepts match:
     print(results[0].hypotheses[0])
 
 Translator (translate_batch, translate_iterable, translate_file, score_batch, model_info),
-read_model_info, convert (PyTorch checkpoints to a model directory), and the exceptions Error
-(a RuntimeError) and InvalidArgumentError (also a ValueError). Training is the `tfm train`
-command; it has no Python API yet. docs/python.md describes everything.
+Trainer and train (`tfm train` from Python, with progress callbacks), read_model_info, convert
+(PyTorch checkpoints to a model directory), and the exceptions Error (a RuntimeError) and
+InvalidArgumentError (also a ValueError). docs/python.md describes everything.
 """
-from ._tfm import (Error, InvalidArgumentError, ModelInfo, TranslationResult,
-                   read_model_info)
+from ._tfm import (Error, InvalidArgumentError, ModelInfo, TrainResult, TrainStatsEvent,
+                   TrainUpdateEvent, TrainValidationEvent, TranslationResult, read_model_info)
 from .convert import convert
+from .trainer import Trainer, train
 from .translator import Translator
 
 __version__ = "0.1.0"
-__all__ = ["Error", "InvalidArgumentError", "ModelInfo", "TranslationResult", "Translator",
-           "convert", "read_model_info", "__version__"]
+__all__ = ["Error", "InvalidArgumentError", "ModelInfo", "TrainResult", "TrainStatsEvent",
+           "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
+           "Translator", "convert", "read_model_info", "train", "__version__"]

@@ -1,5 +1,5 @@
 """Type stubs of tfm._tfm, the pybind11 layer over libtfm (python/src/module.cpp)."""
-from typing import List, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 class Error(RuntimeError):
     """Every failure of the library, with its message (tfm::Error::message())."""
@@ -103,6 +103,145 @@ class Translator:
     def max_batch_size(self) -> int: ...
     @property
     def max_batch_tokens(self) -> int: ...
+
+class TrainOptions:
+    model_dir: str
+    overwrite: bool
+    train_src: str
+    train_trg: str
+    train_tsv: str
+    valid_src: str
+    valid_trg: str
+    vocab: str
+    vocab_src: str
+    vocab_trg: str
+    preset: str
+    model_config: str
+    dropout: float
+    batch_tokens: int
+    update_freq: int
+    max_length: int
+    max_ratio: float
+    seed: int
+    max_updates: int
+    max_epochs: int
+    max_minutes: float
+    lr_schedule: str
+    lr: float
+    lr_factor: float
+    warmup: int
+    optimizer: str
+    weight_decay: float
+    label_smoothing: float
+    clip_norm: float
+    device: str
+    compute_type: str
+    threads: int
+    valid_every: int
+    valid_batch_tokens: int
+    valid_bleu: bool
+    metric: str
+    early_stopping: int
+    save_every: int
+    keep_last: int
+    log_every: int
+    max_nonfinite: int
+    def __init__(self) -> None: ...
+
+class TrainUpdateEvent:
+    """After each update."""
+    @property
+    def update(self) -> int: ...
+    @property
+    def max_updates(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def loss(self) -> float: ...
+    @property
+    def run_seconds(self) -> float: ...
+    @property
+    def fraction_done(self) -> float: ...
+
+class TrainStatsEvent:
+    """Every log_every updates: means over the window since the last."""
+    @property
+    def update(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def loss(self) -> float: ...
+    @property
+    def perplexity(self) -> float: ...
+    @property
+    def accuracy(self) -> float: ...
+    @property
+    def learning_rate(self) -> float: ...
+    @property
+    def grad_norm(self) -> float: ...
+    @property
+    def tokens_per_second(self) -> float: ...
+    @property
+    def sentences(self) -> int: ...
+    @property
+    def target_tokens(self) -> int: ...
+    @property
+    def elapsed_seconds(self) -> float: ...
+
+class TrainValidationEvent:
+    """After each validation."""
+    @property
+    def update(self) -> int: ...
+    @property
+    def loss(self) -> float: ...
+    @property
+    def perplexity(self) -> float: ...
+    @property
+    def accuracy(self) -> float: ...
+    @property
+    def bleu(self) -> float: ...
+    @property
+    def improved(self) -> bool: ...
+    @property
+    def best_metric(self) -> float: ...
+    @property
+    def best_update(self) -> int: ...
+
+class TrainResult:
+    """How a training run ended."""
+    @property
+    def updates(self) -> int: ...
+    @property
+    def stop_reason(self) -> str: ...
+    @property
+    def interrupted(self) -> bool: ...
+    @property
+    def elapsed_seconds(self) -> float: ...
+    @property
+    def best_update(self) -> int: ...
+    @property
+    def best_metric(self) -> float: ...
+    @property
+    def last_valid_perplexity(self) -> float: ...
+    @property
+    def model_dir(self) -> str: ...
+    @property
+    def best_dir(self) -> str: ...
+
+class Trainer:
+    def __init__(self, options: TrainOptions, on_log: Optional[Callable[[str], Any]],
+                 on_update: Optional[Callable[[TrainUpdateEvent], Any]],
+                 on_stats: Optional[Callable[[TrainStatsEvent], Any]],
+                 on_validation: Optional[Callable[[TrainValidationEvent], Any]],
+                 on_checkpoint: Optional[Callable[[int, str], Any]]) -> None: ...
+    def train(self) -> TrainResult: ...
+    def request_stop(self) -> None: ...
+    @property
+    def resuming(self) -> bool: ...
+    @property
+    def model_info(self) -> ModelInfo: ...
+    @property
+    def options(self) -> TrainOptions: ...
 
 def read_model_info(model_dir: str) -> ModelInfo: ...
 def parse_compute_type(name: str) -> str: ...

@@ -18,7 +18,7 @@ TextBatch = Sequence[str]
 IdsBatch = Sequence[Sequence[int]]
 Source = Union[TextBatch, IdsBatch, Any]  # Any: a 2-D NumPy integer array
 
-_TEXT, _IDS = "text", "ids"
+_TEXT, _IDS, _TOKENS = "text", "ids", "tokens"
 
 
 def _int(name: str, value: Any) -> int:
@@ -87,9 +87,10 @@ def _batch(name: str, source: Any, allow_none: bool = False) -> tuple[str, list]
     if _is_int_array(first):
         return _IDS, [x.tolist() if _is_int_array(x) else x for x in items]
     if isinstance(first, (list, tuple)):
-        if first and isinstance(first[0], str):
-            raise TypeError(f"{name}: lists of token strings are not supported; give text "
-                            "(the model's SentencePiece vocabulary encodes it) or token ids")
+        # Empty sentences say nothing: the first non-empty one tells tokens from ids.
+        nonempty = next((x for x in items if isinstance(x, (list, tuple)) and x), first)
+        if nonempty and isinstance(nonempty[0], str):
+            return _TOKENS, items
         return _IDS, items
     raise TypeError(f"{name} must be a list of str or a list of token id lists, not a list of "
                     f"{type(first).__name__}")
@@ -102,7 +103,8 @@ def _call(name: str, kind: str, fn, *args):
     except TypeError as e:
         if "incompatible function arguments" not in str(e):
             raise
-        what = "str" if kind == _TEXT else "lists of int token ids"
+        what = {_TEXT: "str", _IDS: "lists of int token ids",
+                _TOKENS: "lists of str tokens"}[kind]
         raise TypeError(f"{name}: every item must be of the first's kind ({what})") from None
 
 
@@ -202,9 +204,11 @@ class Translator:
         """Translates a batch; one TranslationResult per source, in input order.
 
         source: a list of sentences (str; the vocabulary encodes them and the hypotheses are
-          text), or of token id lists without BOS/EOS (lists, tuples, 1-D NumPy integer arrays,
-          or one 2-D NumPy array; the hypotheses are id lists). An empty sentence gives a result
-          without hypotheses.
+          text), of token lists (SentencePiece pieces such as ["▁Ein", "▁Hund"], as
+          CTranslate2 takes; the hypotheses are token lists; tokenize() makes them), or of
+          token id lists without BOS/EOS (lists, tuples, 1-D NumPy integer arrays, or one 2-D
+          NumPy array; the hypotheses are id lists). An empty sentence gives a result without
+          hypotheses.
         beam_size: 1 is greedy search (or sampling). num_hypotheses: returned per sentence, at
           most beam_size.
         length_penalty: GNMT alpha, score / ((5 + len) / 6)^alpha; 0: the raw log-probability.
@@ -229,7 +233,8 @@ class Translator:
             target_prefix=target_prefix, return_attention=return_attention)
         return_scores = _bool("return_scores", return_scores)
         kind, items = _batch("source", source)
-        fn = self._impl.translate_text if kind == _TEXT else self._impl.translate_ids
+        fn = {_TEXT: self._impl.translate_text, _IDS: self._impl.translate_ids,
+              _TOKENS: self._impl.translate_tokens}[kind]
         return _call("source", kind, fn, items, options, return_scores)
 
     def translate_iterable(self, source: Iterable[Any], max_batch_size: Optional[int] = None,
@@ -288,12 +293,23 @@ class Translator:
         """
         skind, sitems = _batch("source", source, allow_none=True)
         tkind, titems = _batch("target", target)
+        # An empty token list reads as ids; it matches tokens on the other side too.
+        if tkind == _TOKENS and skind == _IDS and not any(sitems):
+            skind = _TOKENS
+        if skind == _TOKENS and tkind == _IDS and not any(titems):
+            tkind = _TOKENS
         if sitems and titems and skind != tkind:
-            raise TypeError("source and target must both be text or both be token ids")
+            raise TypeError("source and target must both be text, both token lists or both "
+                            "token ids")
         kind = tkind if titems else skind
-        if kind == _TEXT:
-            return _call("target", kind, self._impl.score_text, sitems, titems)
-        return _call("target", kind, self._impl.score_ids, sitems, titems)
+        fn = {_TEXT: self._impl.score_text, _IDS: self._impl.score_ids,
+              _TOKENS: self._impl.score_tokens}[kind]
+        return _call("target", kind, fn, sitems, titems)
+
+    def tokenize(self, text: str) -> List[str]:
+        """The source vocabulary's SentencePiece pieces of one text (what translate_batch does to
+        text before translating), for callers that pass token lists."""
+        return self._impl.source_tokens(_str("text", text))
 
     # --------------------------------------------------------------------- helpers
     @staticmethod

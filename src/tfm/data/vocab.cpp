@@ -25,6 +25,32 @@ Ids Vocab::encode(const std::string& text) const {
   return Ids(ids.begin(), ids.end());
 }
 
+std::vector<std::string> Vocab::encode_pieces(const std::string& text) const {
+  std::vector<std::string> pieces;
+  const auto status = sp_->Encode(text, &pieces);
+  TFM_CHECK(status.ok()) << path_ << ": cannot encode \"" << text << "\": " << status.ToString();
+  return pieces;
+}
+
+Ids Vocab::pieces_to_ids(const std::vector<std::string>& pieces) const {
+  Ids ids;
+  ids.reserve(pieces.size());
+  for (const std::string& p : pieces) ids.push_back(sp_->PieceToId(p));
+  return ids;
+}
+
+std::vector<std::string> Vocab::ids_to_pieces(const Ids& ids) const {
+  std::vector<std::string> pieces;
+  pieces.reserve(ids.size());
+  const int64_t n = size();
+  for (const auto id : ids) {
+    TFM_CHECK(id >= 0 && id < n) << path_ << ": id " << id << " is outside the vocabulary [0, " << n
+                                 << ")";
+    pieces.push_back(sp_->IdToPiece(static_cast<int>(id)));
+  }
+  return pieces;
+}
+
 std::string Vocab::decode(const Ids& ids) const {
   std::string out;
   const auto status = sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &out);

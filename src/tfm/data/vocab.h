@@ -18,6 +18,11 @@ class Vocab {
   ~Vocab();
   Ids encode(const std::string& text) const;
   std::string decode(const Ids& ids) const;
+  // Pieces as SentencePiece writes them ("▁Hund"): text -> pieces, pieces <-> ids. A piece not
+  // in the vocabulary is the unknown id; an id outside it is an error.
+  std::vector<std::string> encode_pieces(const std::string& text) const;
+  Ids pieces_to_ids(const std::vector<std::string>& pieces) const;
+  std::vector<std::string> ids_to_pieces(const Ids& ids) const;
   int64_t size() const;
   // SentencePiece's special ids (-1 when the model has no such piece).
   int64_t pad_id() const;

@@ -27,9 +27,9 @@ decode::SearchOptions search_options(const TranslationOptions& t, const ModelCon
   TFM_CHECK(t.beam_size >= 1) << "beam_size must be at least 1 (got " << t.beam_size << ")";
   // The target vocabulary less PAD and BOS, which are never generated.
   const int64_t tokens = std::max<int64_t>(1, c.trg_vocab_size - 2);
-  TFM_CHECK(t.beam_size <= tokens) << "beam_size " << t.beam_size
-                                   << " is larger than the model's target vocabulary (" << tokens
-                                   << " tokens it can generate)";
+  TFM_CHECK(t.beam_size <= tokens)
+      << "beam_size " << t.beam_size << " is larger than the model's target vocabulary (" << tokens
+      << " tokens it can generate)";
   TFM_CHECK(t.num_hypotheses >= 1 && t.num_hypotheses <= t.beam_size)
       << "num_hypotheses must be between 1 and beam_size " << t.beam_size << " (got "
       << t.num_hypotheses << ")";
@@ -43,12 +43,11 @@ decode::SearchOptions search_options(const TranslationOptions& t, const ModelCon
   TFM_CHECK(t.max_decoding_length >= 1)
       << "max_decoding_length must be at least 1 (got " << t.max_decoding_length << ")";
   TFM_CHECK(t.min_decoding_length >= 0 && t.min_decoding_length <= c.max_length)
-      << "min_decoding_length must be in [0, " << c.max_length << "] (got "
-      << t.min_decoding_length << ")";
+      << "min_decoding_length must be in [0, " << c.max_length << "] (got " << t.min_decoding_length
+      << ")";
   TFM_CHECK(!t.sampling || t.beam_size == 1) << "sampling needs beam_size 1";
   TFM_CHECK(std::isfinite(t.sampling_temperature) && t.sampling_temperature >= 0)
-      << "sampling_temperature must be a finite number >= 0 (got " << t.sampling_temperature
-      << ")";
+      << "sampling_temperature must be a finite number >= 0 (got " << t.sampling_temperature << ")";
   TFM_CHECK(t.sampling_topk >= 0 && t.sampling_topk <= c.trg_vocab_size)
       << "sampling_topk must be in [0, " << c.trg_vocab_size << "] (got " << t.sampling_topk << ")";
   TFM_CHECK(std::isfinite(t.sampling_topp) && t.sampling_topp > 0 && t.sampling_topp <= 1)
@@ -131,6 +130,7 @@ class Translator::Impl {
   Ids encode_src(const std::string& text) const { return vocabs_.src->encode(text); }
   Ids encode_trg(const std::string& text) const { return vocabs_.trg->encode(text); }
   std::string decode_trg(const Ids& ids) const { return vocabs_.trg->decode(ids); }
+  const ModelVocabs& vocabs() const { return vocabs_; }
 
   // Source ids checked against the vocabulary and cut to the model's positions; true when cut.
   bool prepare_source(Ids& ids, const std::string& where) const {
@@ -147,10 +147,10 @@ class Translator::Impl {
 
   // The search over sources (already prepared), results in input order. on_batch as in
   // search_in_batches.
-  std::vector<decode::NBest> search(
-      const std::vector<Ids>& sources, const std::vector<uint64_t>& ids,
-      const decode::SearchOptions& so,
-      const runtime::BatchDone& on_batch = {}) const {
+  std::vector<decode::NBest> search(const std::vector<Ids>& sources,
+                                    const std::vector<uint64_t>& ids,
+                                    const decode::SearchOptions& so,
+                                    const runtime::BatchDone& on_batch = {}) const {
     auto s = decode::make_search(so);
     BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
     return runtime::search_in_batches(*model_, *s, sources, ids, limits, pool_.get(), on_batch);
@@ -297,6 +297,34 @@ std::vector<int64_t> Translator::tokenize_target(const std::string& text) const 
   return {ids.begin(), ids.end()};
 }
 
+std::vector<std::string> Translator::source_tokens(const std::string& text) const {
+  impl_->require_vocabs();
+  return impl_->vocabs().src->encode_pieces(text);
+}
+
+std::vector<int64_t> Translator::source_tokens_to_ids(
+    const std::vector<std::string>& tokens) const {
+  impl_->require_vocabs();
+  const Ids ids = impl_->vocabs().src->pieces_to_ids(tokens);
+  return {ids.begin(), ids.end()};
+}
+
+std::vector<int64_t> Translator::target_tokens_to_ids(
+    const std::vector<std::string>& tokens) const {
+  impl_->require_vocabs();
+  const Ids ids = impl_->vocabs().trg->pieces_to_ids(tokens);
+  return {ids.begin(), ids.end()};
+}
+
+std::vector<std::string> Translator::target_ids_to_tokens(const std::vector<int64_t>& ids) const {
+  impl_->require_vocabs();
+  const int64_t n = impl_->vocabs().trg->size();
+  for (const int64_t id : ids)
+    TFM_CHECK(id >= 0 && id < n) << "target id " << id << " is outside the vocabulary [0, " << n
+                                 << ")";
+  return impl_->vocabs().trg->ids_to_pieces(Ids(ids.begin(), ids.end()));
+}
+
 void Translator::translate_stream(std::istream& in, std::ostream& out,
                                   const TranslationOptions& options, const StreamOptions& stream,
                                   const std::string& source_name) const {
@@ -324,13 +352,12 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
     std::vector<uint64_t> ids(lines.size());
     for (size_t i = 0; i < lines.size(); ++i) {
       const std::string where = source_name + ":" + std::to_string(base + i + 1);
-      src[i] = stream.ids ? parse_ids(lines[i], c.src_vocab_size, where)
-                          : impl_->encode_src(lines[i]);
+      src[i] =
+          stream.ids ? parse_ids(lines[i], c.src_vocab_size, where) : impl_->encode_src(lines[i]);
       const size_t n = src[i].size();
       if (impl_->prepare_source(src[i], where) && stream.warnings)
         *stream.warnings << "tfm: warning: " << where << ": " << n
-                         << " tokens, more than the model's " << src[i].size()
-                         << "; truncated\n";
+                         << " tokens, more than the model's " << src[i].size() << "; truncated\n";
       ids[i] = base + i;
     }
     // Lines are written in input order as soon as they and every earlier one are done; batches

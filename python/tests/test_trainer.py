@@ -1,0 +1,133 @@
+"""tfm.Trainer / tfm.train against `tfm train`: the same weights for the same options, callbacks
+that report what train.log says, stop-and-resume that is exact, and errors of the right types."""
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+import tfm
+from conftest import run
+
+
+def _options(work, **kw):
+    o = dict(train_src=str(work / "train.de"), train_trg=str(work / "train.en"),
+             vocab=str(work / "voc.model"), preset="tiny", batch_tokens=200, max_updates=12,
+             save_every=4, valid_every=0, keep_last=0, threads=1, seed=3, log_every=2)
+    o.update(kw)
+    return o
+
+
+def _cli_train(tfm_bin, d, work, **kw):
+    args = [tfm_bin, "train", "--model", d]
+    for k, v in _options(work, **kw).items():
+        args += ["--" + k.replace("_", "-"), str(v)]
+    run(args)
+
+
+def _weights(d):
+    with open(os.path.join(d, "model.safetensors"), "rb") as f:
+        return f.read()
+
+
+@pytest.fixture(scope="module")
+def vocab(model_dir, work):
+    """The vocabulary model_dir's fixture trained (work/voc.model)."""
+    assert (work / "voc.model").exists()
+    return str(work / "voc.model")
+
+
+def test_train_equals_cli(tfm_bin, work, vocab):
+    _cli_train(tfm_bin, str(work / "t_cli"), work)
+    r = tfm.train(str(work / "t_py"), **_options(work))
+    assert r.updates == 12 and r.stop_reason == "max updates" and not r.interrupted
+    assert r.model_dir == str(work / "t_py")
+    assert _weights(work / "t_py") == _weights(work / "t_cli")
+    # The result is a model the Translator loads.
+    assert tfm.Translator(r.model_dir).model_info.src_vocab_size == 36
+
+
+def test_callbacks_report_the_log(work, vocab):
+    lines, updates, stats, saved = [], [], [], []
+    t = tfm.Trainer(work / "t_cb", on_log=lines.append, on_update=updates.append,
+                    on_stats=stats.append, on_checkpoint=lambda u, d: saved.append(u),
+                    **_options(work))
+    assert not t.resuming
+    assert t.options["compute_type"] == "fp32" and t.options["max_updates"] == 12
+    t.train()
+    with open(work / "t_cb" / "train.log") as f:
+        assert f.read().splitlines() == lines
+    assert [e.update for e in updates] == list(range(1, 13))
+    assert updates[-1].fraction_done == 1.0
+    assert [e.update for e in stats] == [2, 4, 6, 8, 10, 12]
+    for e in stats:
+        assert any(l.startswith("epoch") and f"| update {e.update} |" in l and
+                   f"| loss {e.loss:.4f} |" in l for l in lines)
+    assert saved == [4, 8, 12]
+    with pytest.raises(tfm.Error):
+        t.train()  # once per Trainer
+
+
+def test_exception_in_callback_stops_with_checkpoint_and_resumes_exactly(work, vocab):
+    tfm.train(str(work / "r_straight"), **_options(work))
+
+    def stop_at_5(e):
+        if e.update == 5:
+            raise KeyError("stop here")
+
+    with pytest.raises(KeyError, match="stop here"):
+        tfm.train(str(work / "r_stopped"), on_update=stop_at_5, **_options(work))
+    t = tfm.Trainer(work / "r_stopped", **_options(work))
+    assert t.resuming
+    assert t.train().updates == 12
+    assert _weights(work / "r_stopped") == _weights(work / "r_straight")
+
+
+def _state_updates(d):
+    with open(os.path.join(d, "train_state", "state.json")) as f:
+        return json.load(f)["updates"]
+
+
+def test_keyboard_interrupt_saves_a_checkpoint(work, vocab):
+    """SIGINT while training in C++ (the GIL released) becomes KeyboardInterrupt after the
+    current update, with a checkpoint: nothing trained is lost."""
+    def on_update(e):
+        if e.update == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        tfm.train(str(work / "k"), on_update=on_update, **_options(work, max_updates=1000))
+    assert _state_updates(work / "k") == 3
+    assert tfm.Trainer(work / "k", **_options(work, max_updates=1000)).resuming
+
+
+def test_request_stop_from_another_thread(work, vocab):
+    t = tfm.Trainer(work / "rs", **_options(work, max_updates=100000, save_every=0))
+    threading.Timer(0.5, t.request_stop).start()
+    r = t.train()
+    assert r.interrupted and r.stop_reason == "interrupted" and 0 < r.updates < 100000
+    assert _state_updates(work / "rs") == r.updates
+
+
+def test_errors(work, vocab):
+    with pytest.raises(tfm.InvalidArgumentError, match="max_updates"):
+        tfm.Trainer(work / "e", **_options(work, max_updates=-1))
+    with pytest.raises(tfm.InvalidArgumentError, match="train_src and train_trg go together"):
+        tfm.Trainer(work / "e", **_options(work, train_trg=None))
+    with pytest.raises(tfm.InvalidArgumentError, match="int8"):
+        tfm.Trainer(work / "e", **_options(work, compute_type="int8"))
+    with pytest.raises(TypeError, match="max_updates must be an int"):
+        tfm.Trainer(work / "e", **_options(work, max_updates="10"))
+    with pytest.raises(TypeError, match="unknown training option 'max_update'"):
+        tfm.Trainer(work / "e", max_update=3, **_options(work))
+    with pytest.raises(TypeError, match="on_update must be callable"):
+        tfm.Trainer(work / "e", on_update=3, **_options(work))
+    assert not (work / "e").exists()  # nothing was touched
+    with pytest.raises(tfm.Error, match="no such file|does not exist|cannot open"):
+        tfm.Trainer(work / "e2", **_options(work, train_src=str(work / "missing.de")))
+    # One Trainer a directory.
+    with tfm.Trainer(work / "lock", **_options(work)):
+        with pytest.raises(tfm.Error, match="in use"):
+            tfm.Trainer(work / "lock", **_options(work))
+    tfm.Trainer(work / "lock", **_options(work)).close()  # released by the with block
