@@ -6,10 +6,11 @@
 
 namespace tfm::runtime {
 
-std::vector<decode::NBest> search_in_batches(
-    const Transformer& model, const decode::Search& search, const std::vector<Ids>& sources,
-    const std::vector<uint64_t>& ids, const BatchLimits& limits, WorkerPool* pool,
-    const BatchDone& on_batch) {
+std::vector<decode::NBest> search_in_batches(const Transformer& model, const decode::Search& search,
+                                             const std::vector<Ids>& sources,
+                                             const std::vector<uint64_t>& ids,
+                                             const BatchLimits& limits, WorkerPool* pool,
+                                             const BatchDone& on_batch) {
   TFM_CHECK(ids.empty() || ids.size() == sources.size())
       << "search: " << ids.size() << " sentence ids for " << sources.size() << " sources";
   const int64_t specials = model.config().seq_format().source_specials();

@@ -8,9 +8,8 @@ namespace tfm::runtime {
 WorkerPool::WorkerPool(int workers, int intra_threads) {
   TFM_CHECK(workers >= 1) << "inter_threads must be at least 1 (got " << workers << ")";
   threads_.reserve(static_cast<size_t>(workers));
-  for (int i = 0; i < workers; ++i) threads_.emplace_back([this, intra_threads] {
-      work(intra_threads);
-    });
+  for (int i = 0; i < workers; ++i)
+    threads_.emplace_back([this, intra_threads] { work(intra_threads); });
 }
 
 WorkerPool::~WorkerPool() {
