@@ -16,6 +16,9 @@ packages=(
   clang-14 libfuzzer-14-dev libomp-14-dev
   # The Python package (python/, scripts/test_python.sh).
   python3-dev python3-venv python3-setuptools python3-wheel python3-pytest pybind11-dev python3-pybind11
+  # Data-parallel training (TFM_WITH_MPI, docs/distributed.md): Open MPI's headers, library and
+  # mpirun.
+  libopenmpi-dev openmpi-bin
 )
 # Debian's torch calls the system libblas.so.3, which is the (very slow) reference BLAS unless an
 # optimised one is installed: the PyTorch comparisons in bench/ would be meaningless without it.

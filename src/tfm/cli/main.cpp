@@ -9,6 +9,7 @@
 #include "tfm/core/check.h"
 #include "tfm/core/cpu_isa.h"
 #include "tfm/core/output_file.h"
+#include "tfm/dist/world.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tfm: train and run encoder-decoder Transformers (transformer.cpp)"};
@@ -37,9 +38,13 @@ int main(int argc, char** argv) {
     // The source location helps developers, not users: TFM_DEBUG (any value but 0) shows it.
     const char* debug = std::getenv("TFM_DEBUG");
     const bool show = debug != nullptr && *debug != '\0' && std::string(debug) != "0";
+    // One rank of a data-parallel run: end the whole job, or the others wait in a collective.
+    if (tfm::dist::World* w = tfm::dist::distributed_world())
+      w->abort(show ? e.what() : e.message());
     std::cerr << "tfm: error: " << (show ? e.what() : e.message()) << "\n";
     return 1;
   } catch (const std::exception& e) {
+    if (tfm::dist::World* w = tfm::dist::distributed_world()) w->abort(e.what());
     std::cerr << "tfm: error: " << e.what() << "\n";
     return 1;
   }

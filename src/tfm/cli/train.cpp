@@ -11,6 +11,7 @@
 
 #include "tfm/cli/commands.h"
 #include "tfm/core/check.h"
+#include "tfm/dist/world.h"
 #include "tfm/runtime/train_options.h"
 #include "tfm/train/config_file.h"
 #include "tfm/train/train_log.h"
@@ -131,6 +132,7 @@ void run_train(CLI::App* cmd, Flags& f) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   g_trainer = nullptr;
+  if (dist::world().rank() != 0) return;  // rank 0 speaks for a data-parallel run
   if (r.interrupted) {
     console.line(std::string("interrupted: checkpoint saved; run the same command again") +
                  (o.overwrite ? " without --overwrite" : "") + " to continue");

@@ -123,13 +123,18 @@ const std::vector<int64_t>& Batcher::peek() {
 
 Batch Batcher::next() {
   Batch b = make(peek());
+  skip();
+  return b;
+}
+
+void Batcher::skip() {
+  settle();
   ++pos_.index;
   if (pos_.index == static_cast<int64_t>(plan_.size())) {
     // Report the start of the next epoch rather than one past the end of this one.
     ++pos_.epoch;
     pos_.index = 0;
   }
-  return b;
 }
 
 void Batcher::seek(BatchPosition pos) {

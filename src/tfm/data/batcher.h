@@ -54,6 +54,8 @@ class Batcher {
   // The batch at the current position, then moves one on (into the next epoch after the last
   // batch of one).
   Batch next();
+  // Moves one on as next() does, without building the batch (another rank's share of an update).
+  void skip();
   // The example indices of the batch next() would return, without moving.
   const std::vector<int64_t>& peek();
   BatchPosition position() const { return pos_; }

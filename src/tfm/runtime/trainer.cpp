@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,7 @@
 #include "tfm/data/corpus.h"
 #include "tfm/data/vocab.h"
 #include "tfm/decode/search.h"
+#include "tfm/dist/world.h"
 #include "tfm/eval/bleu.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/runtime/batch_search.h"
@@ -122,6 +124,10 @@ class Trainer::Impl {
  public:
   Impl(TrainOptions options, TrainCallbacks callbacks, const runtime::OptionSpeller& name);
   TrainResult train();
+  // Rank 0's part: lock, stale temporaries, overwrite, the fresh-start check, the options record
+  // and the log (with the callbacks).
+  void prepare_directory(ComputeType asked, const runtime::OptionSpeller& name,
+                         TrainCallbacks callbacks);
 
   TrainOptions o_;
   std::atomic<bool> stop_{false};
@@ -146,49 +152,52 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   const ComputeType asked = o_.compute_type;
   o_ = runtime::resolve_train_options(std::move(o_));
 
-  std::error_code ec;
-  fs::create_directories(o_.model_dir, ec);
-  TFM_CHECK(!ec) << "cannot create model directory " << o_.model_dir << ": " << ec.message();
-  // One run a directory, for the whole run: two would interleave their logs and overwrite each
-  // other's checkpoints and best/.
-  lock_ = std::make_unique<DirLock>(o_.model_dir);
-  // Holding the lock, any temporary here is a killed run's leftover.
-  const std::vector<std::string> stale = remove_stale_run_temp_files(o_.model_dir);
-  if (o_.overwrite) remove_run_output(o_.model_dir);
-  // The precision the run so far used, before this run's options replace the record.
-  const std::string config_path = (fs::path(o_.model_dir) / "train_config.json").string();
-  resuming_ = has_train_state(o_.model_dir);
-  const std::string earlier_precision =
-      resuming_ && fs::exists(config_path) ? recorded_precision(config_path) : "";
-  runtime::check_fresh_start(o_, name);
-  // Also proves the directory writable before any work is done.
-  write_file_atomic(config_path, runtime::train_options_json(o_));
-  log_ = std::make_unique<TrainLog>((fs::path(o_.model_dir) / "train.log").string(),
-                                    std::move(callbacks));
-  TrainLog& log = *log_;
-  if (asked == ComputeType::automatic)
-    log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) + " (CPU level " +
-             cpu_isa_summary() + ")");
-  if (!stale.empty())
-    log.line("removed " + std::to_string(stale.size()) +
-             " temporary file(s) of an interrupted run");
-  if (!earlier_precision.empty() && earlier_precision != compute_type_name(o_.compute_type))
-    log.line("note: the run so far trained in " + earlier_precision + ", this one in " +
-             compute_type_name(o_.compute_type) +
-             ": the continuation is not the one the earlier precision would give");
-
+  // Rank 0 of a data-parallel run owns the directory: it locks, cleans, records and installs
+  // the vocabularies, then the others read what it prepared.
+  dist::World& world = dist::world();
+  const bool leader = world.rank() == 0;
   const bool joint = !o_.vocab.empty();
   std::vector<std::string> vocab_files;
+  std::exception_ptr failure;
+  if (leader) {
+    try {
+      prepare_directory(asked, name, std::move(callbacks));
+      if (joint) {
+        vocab_files.push_back(install_vocab(o_.vocab, o_.model_dir, kSharedVocabFile));
+      } else {
+        vocab_files.push_back(install_vocab(o_.vocab_src, o_.model_dir, kSrcVocabFile));
+        vocab_files.push_back(install_vocab(o_.vocab_trg, o_.model_dir, kTrgVocabFile));
+      }
+    } catch (const std::exception&) {
+      if (world.size() == 1) throw;
+      failure = std::current_exception();
+    }
+  }
+  if (world.size() > 1) {
+    const double ok = failure ? 0.0 : 1.0;
+    const std::vector<double> all = world.allgather(std::span<const double>(&ok, 1));
+    if (failure) std::rethrow_exception(failure);  // rank 0's own error, with its message
+    TFM_CHECK(all[0] != 0) << "rank 0 could not prepare " << o_.model_dir
+                           << " (its error is in its output)";
+    if (!leader) {
+      log_ = std::make_unique<TrainLog>("");  // rank 0 alone logs
+      for (const char* f : joint ? std::vector<const char*>{kSharedVocabFile}
+                                 : std::vector<const char*>{kSrcVocabFile, kTrgVocabFile})
+        vocab_files.push_back((fs::path(o_.model_dir) / f).string());
+    }
+  }
+  resuming_ = has_train_state(o_.model_dir);
+  TrainLog& log = *log_;
   std::shared_ptr<Vocab> vsrc, vtrg;
   if (joint) {
-    vocab_files.push_back(install_vocab(o_.vocab, o_.model_dir, kSharedVocabFile));
     vsrc = vtrg = std::make_shared<Vocab>(vocab_files[0]);
   } else {
-    vocab_files.push_back(install_vocab(o_.vocab_src, o_.model_dir, kSrcVocabFile));
-    vocab_files.push_back(install_vocab(o_.vocab_trg, o_.model_dir, kTrgVocabFile));
     vsrc = std::make_shared<Vocab>(vocab_files[0]);
     vtrg = std::make_shared<Vocab>(vocab_files[1]);
   }
+  if (world.size() > 1)
+    log.line("data-parallel: " + std::to_string(world.size()) + " processes, each update " +
+             std::to_string(world.size()) + " x " + std::to_string(o_.update_freq) + " batches");
 
   ModelConfig config = build_config(o_, *vsrc, *vtrg, joint);
   if (resuming_) {
@@ -250,6 +259,7 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   lo.valid_batch_tokens = o_.valid_batch_tokens;
   lo.dropout_seed = o_.seed;
   lo.files_to_copy = vocab_files;
+  lo.world = &world;
 
   model_ = std::make_unique<Transformer>(config, o_.seed);
   model_->set_train_compute(o_.compute_type);
@@ -265,6 +275,40 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   loop_ = std::make_unique<TrainLoop>(lo, *model_, std::move(batcher), valid->examples, log,
                                       std::move(bleu));
   info_ = runtime::make_model_info(o_.model_dir, config, model_->parameter_count());
+}
+
+void Trainer::Impl::prepare_directory(ComputeType asked, const runtime::OptionSpeller& name,
+                                      TrainCallbacks callbacks) {
+  std::error_code ec;
+  fs::create_directories(o_.model_dir, ec);
+  TFM_CHECK(!ec) << "cannot create model directory " << o_.model_dir << ": " << ec.message();
+  // One run a directory, for the whole run: two would interleave their logs and overwrite each
+  // other's checkpoints and best/.
+  lock_ = std::make_unique<DirLock>(o_.model_dir);
+  // Holding the lock, any temporary here is a killed run's leftover.
+  const std::vector<std::string> stale = remove_stale_run_temp_files(o_.model_dir);
+  if (o_.overwrite) remove_run_output(o_.model_dir);
+  // The precision the run so far used, before this run's options replace the record.
+  const std::string config_path = (fs::path(o_.model_dir) / "train_config.json").string();
+  resuming_ = has_train_state(o_.model_dir);
+  const std::string earlier_precision =
+      resuming_ && fs::exists(config_path) ? recorded_precision(config_path) : "";
+  runtime::check_fresh_start(o_, name);
+  // Also proves the directory writable before any work is done.
+  write_file_atomic(config_path, runtime::train_options_json(o_));
+  log_ = std::make_unique<TrainLog>((fs::path(o_.model_dir) / "train.log").string(),
+                                    std::move(callbacks));
+  TrainLog& log = *log_;
+  if (asked == ComputeType::automatic)
+    log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) + " (CPU level " +
+             cpu_isa_summary() + ")");
+  if (!stale.empty())
+    log.line("removed " + std::to_string(stale.size()) +
+             " temporary file(s) of an interrupted run");
+  if (!earlier_precision.empty() && earlier_precision != compute_type_name(o_.compute_type))
+    log.line("note: the run so far trained in " + earlier_precision + ", this one in " +
+             compute_type_name(o_.compute_type) +
+             ": the continuation is not the one the earlier precision would give");
 }
 
 TrainResult Trainer::Impl::train() {

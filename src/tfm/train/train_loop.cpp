@@ -11,6 +11,7 @@
 #include "tfm/core/file_util.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/ops/cross_entropy.h"
+#include "tfm/train/data_parallel.h"
 #include "tfm/train/grad_norm.h"
 #include "tfm/train/validate.h"
 
@@ -97,6 +98,44 @@ TrainLoop::TrainLoop(TrainLoopOptions options, Transformer& model, Batcher train
   model_.set_generator(&dropout_gen_);
 }
 
+dist::World& TrainLoop::world() const {
+  static dist::World& single = []() -> dist::World& {
+    struct One final : dist::World {
+      int rank() const override { return 0; }
+      int size() const override { return 1; }
+      void sum_in_rank_order(std::span<float>) override {}
+      std::vector<double> allgather(std::span<const double> mine) override {
+        return {mine.begin(), mine.end()};
+      }
+      [[noreturn]] void abort(const std::string& message) override { throw Error(message); }
+    };
+    static One one;
+    return one;
+  }();
+  return o_.world != nullptr ? *o_.world : single;
+}
+
+std::string TrainLoop::agreed_stop(const std::atomic<bool>* stop, double run_seconds) {
+  const bool asked = stop != nullptr && stop->load();
+  std::string limit = limit_reached(run_seconds);
+  if (world().size() == 1) {
+    if (asked) return "interrupted";
+    if (!limit.empty()) return limit;
+    return stop_early_ ? "early stopping" : "";
+  }
+  // Updates and epochs are the same on every rank; time and early stopping are rank 0's.
+  const double mine[3] = {asked ? 1.0 : 0.0, limit == "time limit" ? 1.0 : 0.0,
+                          stop_early_ ? 1.0 : 0.0};
+  const std::vector<double> all = world().allgather(mine);
+  bool any_asked = false;
+  for (int r = 0; r < world().size(); ++r) any_asked |= all[3 * static_cast<size_t>(r)] != 0;
+  if (any_asked) return "interrupted";
+  if (limit == "time limit") limit.clear();
+  if (!limit.empty()) return limit;
+  if (all[1] != 0) return "time limit";
+  return all[2] != 0 ? "early stopping" : "";
+}
+
 bool TrainLoop::resume() {
   if (!has_train_state(o_.model_dir)) return false;
   p_ = load_train_state(o_.model_dir, model_, adam_);
@@ -108,6 +147,14 @@ bool TrainLoop::resume() {
   dropout_gen_.set_state(p_.dropout_seed, p_.dropout_stream);
   run_start_elapsed_ = p_.elapsed_seconds;
   last_saved_update_ = p_.updates;
+  if (p_.world_size != world().size()) {
+    log_.line("note: the run so far trained in " + std::to_string(p_.world_size) +
+              " process(es), this one in " + std::to_string(world().size()) +
+              ": the batch stream goes on where it was, each update now taking " +
+              std::to_string(world().size() * o_.update_freq) +
+              " batches (the continuation is not the one the earlier process count would give)");
+    p_.world_size = world().size();
+  }
   log_.line("resuming from update " + std::to_string(p_.updates) + " (epoch " +
             std::to_string(p_.position.epoch + 1) + ", batch " + std::to_string(p_.position.index) +
             ")");
@@ -126,7 +173,19 @@ bool TrainLoop::train_update() {
   const ModelConfig& c = model_.config();
   double loss_sum = 0, nll_sum = 0;
   int64_t tokens = 0, correct = 0, sentences = 0, src_tokens = 0;
-  for (int64_t k = 0; k < o_.update_freq; ++k) {
+  // Batch i of an update draws its dropout streams from base + i * kStreamsPerBatch, whichever
+  // rank runs it: N ranks × update_freq k see the masks of one rank × N·k.
+  constexpr uint64_t kStreamsPerBatch = uint64_t{1} << 20;
+  dist::World& dw = world();
+  const int64_t share = o_.update_freq, total = share * dw.size();
+  const uint64_t base = dropout_gen_.position();
+  for (int64_t i = 0; i < total; ++i) {
+    if (i / share != dw.rank()) {
+      train_.skip();
+      continue;
+    }
+    const uint64_t first = base + static_cast<uint64_t>(i) * kStreamsPerBatch;
+    dropout_gen_.set_state(dropout_gen_.seed(), first);
     const Batch b = train_.next();
     const Tensor logits = model_.forward(b.src, b.trg_in);  // (B, T, V)
     const CrossEntropyResult ce =
@@ -140,10 +199,33 @@ bool TrainLoop::train_update() {
     // The loss is a mean over this batch's tokens; backpropagating tokens × loss sums the
     // per-token gradients, and the update divides by all tokens of the update.
     autograd::backward(ce.loss, Tensor::full({}, static_cast<double>(ce.tokens)));
+    TFM_CHECK(dropout_gen_.position() - first <= kStreamsPerBatch)
+        << "a batch drew more than " << kStreamsPerBatch << " dropout streams";
     loss_sum += ce.loss.item() * static_cast<double>(ce.tokens);
     nll_sum += ce.nll_sum;
     tokens += ce.tokens;
     correct += ce.correct;
+  }
+  dropout_gen_.set_state(dropout_gen_.seed(),
+                         base + static_cast<uint64_t>(total) * kStreamsPerBatch);
+  if (dw.size() > 1) {
+    const double comm_start = now_seconds();
+    // The update's sums over all ranks, added in rank order (every rank gets the same bits).
+    const double mine[6] = {loss_sum,
+                            nll_sum,
+                            static_cast<double>(tokens),
+                            static_cast<double>(correct),
+                            static_cast<double>(sentences),
+                            static_cast<double>(src_tokens)};
+    const std::vector<double> all = dw.allgather(mine);
+    double sum[6] = {0, 0, 0, 0, 0, 0};
+    for (int r = 0; r < dw.size(); ++r)
+      for (int f = 0; f < 6; ++f) sum[f] += all[6 * static_cast<size_t>(r) + f];
+    loss_sum = sum[0], nll_sum = sum[1];
+    tokens = static_cast<int64_t>(sum[2]), correct = static_cast<int64_t>(sum[3]);
+    sentences = static_cast<int64_t>(sum[4]), src_tokens = static_cast<int64_t>(sum[5]);
+    sum_gradients(dw, params_);
+    comm_seconds_ += now_seconds() - comm_start;
   }
   const double scale = tokens > 0 ? 1.0 / static_cast<double>(tokens) : 0.0;
   const double gnorm = global_grad_norm(params_) * scale;
@@ -157,6 +239,8 @@ bool TrainLoop::train_update() {
               std::to_string(p_.nonfinite_skipped) + " in all)");
     if (p_.nonfinite_in_a_row >= o_.max_nonfinite) {
       save_checkpoint();  // the parameters are the last finite ones; keep the data position
+      // Every rank stops here; none may end the job before rank 0 has saved.
+      if (dw.size() > 1) dw.allgather(std::span<const double>());
       TFM_FAIL() << "stopping: " << p_.nonfinite_in_a_row
                  << " non-finite updates in a row (the limit is " << o_.max_nonfinite
                  << "). Lower the learning rate or lengthen the warmup, clip the gradient norm, "
@@ -214,6 +298,12 @@ void TrainLoop::log_window() {
       fmt("%.3f", w.gnorm_sum / static_cast<double>(w.updates)) + " | " +
       format_count(static_cast<double>(w.src_tokens + w.trg_tokens) / secs) + " tok/s | " +
       format_duration(run_start_elapsed_ + (t - run_start_));
+  if (world().size() > 1) {
+    // The wait for the sums (loss and gradients), with the compute skew between the ranks.
+    s += " | allreduce " + fmt("%.1f", 1e3 * comm_seconds_ / static_cast<double>(w.updates)) +
+         " ms/update";
+    comm_seconds_ = 0;
+  }
   log_.line(s);
   log_.stats(e);
   p_.window = LogWindow{};
@@ -241,6 +331,10 @@ void TrainLoop::copy_files(const std::string& dir) const {
 }
 
 void TrainLoop::validate() {
+  if (!leader()) {
+    p_.last_valid_update = p_.updates;  // the end-of-run check below agrees with rank 0's
+    return;
+  }
   model_.set_training(false);  // no dropout, and no random stream drawn, in the BLEU hook either
   const ValidLoss vl = validation_loss(model_, valid_, o_.valid_batch_tokens);
   double bleu = std::numeric_limits<double>::quiet_NaN();
@@ -294,6 +388,12 @@ void TrainLoop::save_checkpoint() {
   p_.dropout_seed = dropout_gen_.seed();
   p_.dropout_stream = dropout_gen_.position();
   p_.elapsed_seconds = run_start_elapsed_ + (now_seconds() - run_start_);
+  p_.world_size = world().size();
+  if (!leader()) {  // rank 0 owns the files
+    last_saved_update_ = p_.updates;
+    validated_since_save_ = false;
+    return;
+  }
   // train_state first: it alone is read on resume, so a kill after it is harmless.
   save_train_state(o_.model_dir, model_, adam_, p_);
   save_model(model_, o_.model_dir);
@@ -330,6 +430,7 @@ TrainLoopResult TrainLoop::run(const std::atomic<bool>* stop) {
     p_ = TrainProgress{};
     p_.data_fingerprint = train_.fingerprint();
     p_.dropout_seed = dropout_gen_.seed();
+    p_.world_size = world().size();
     log_.line("training from scratch: " + std::to_string(model_.parameter_count()) +
               " parameters, " + std::to_string(train_.examples().size()) + " training pairs" +
               (valid_.empty() ? std::string()
@@ -339,16 +440,9 @@ TrainLoopResult TrainLoop::run(const std::atomic<bool>* stop) {
   window_start_ = run_start_;
   TrainLoopResult r;
   for (;;) {
-    if (stop != nullptr && stop->load()) {
-      r.stop_reason = "interrupted";
-      r.interrupted = true;
-      break;
-    }
-    const double run_seconds = now_seconds() - run_start_;
-    r.stop_reason = limit_reached(run_seconds);
-    if (!r.stop_reason.empty()) break;
-    if (stop_early_) {
-      r.stop_reason = "early stopping";
+    r.stop_reason = agreed_stop(stop, now_seconds() - run_start_);
+    if (!r.stop_reason.empty()) {
+      r.interrupted = r.stop_reason == "interrupted";
       break;
     }
     if (!train_update()) continue;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tfm/data/batcher.h"
+#include "tfm/dist/world.h"
 #include "tfm/model/transformer.h"
 #include "tfm/train/optimizer.h"
 #include "tfm/train/schedule.h"
@@ -48,6 +49,10 @@ struct TrainLoopOptions {
   int64_t valid_batch_tokens = 8192;
   uint64_t dropout_seed = 0;
   std::vector<std::string> files_to_copy;  // copied into best/ and checkpoints/ (vocabularies)
+  // The processes training together (null: this one alone). Each update takes world size ×
+  // update_freq batches of the one batch stream, rank r the r-th update_freq of them; gradients
+  // and log sums are added in rank order; rank 0 alone validates, logs and writes files.
+  dist::World* world = nullptr;
 };
 
 // BLEU of the model on the validation set (e.g. greedy decoding + detokenisation + corpus BLEU).
@@ -77,6 +82,11 @@ class TrainLoop {
   const TrainProgress& progress() const { return p_; }
 
  private:
+  dist::World& world() const;
+  bool leader() const { return world().rank() == 0; }
+  // The stop decisions every rank must share, agreed before each update: a stop request seen by
+  // any rank, and rank 0's clock and early stopping. Empty: go on.
+  std::string agreed_stop(const std::atomic<bool>* stop, double run_seconds);
   bool resume();
   // One update (update_freq batches). False when it was skipped as non-finite.
   bool train_update();
@@ -105,6 +115,7 @@ class TrainLoop {
   int64_t last_saved_update_ = -1;
   bool stop_early_ = false;
   double last_valid_ppl_ = 0;
+  double comm_seconds_ = 0;  // waiting for the ranks' sums, in the log window
 };
 
 }  // namespace tfm

@@ -59,6 +59,7 @@ std::string TrainProgress::to_json() const {
             {"bad_validations", bad_validations},
             {"last_valid_update", last_valid_update},
             {"elapsed_seconds", elapsed_seconds},
+            {"world_size", world_size},
             {"log_window", w}};
   return j.dump(2);
 }
@@ -92,6 +93,8 @@ TrainProgress TrainProgress::from_json(const std::string& text) {
   p.bad_validations = field<int64_t>(j, "bad_validations");
   p.last_valid_update = field<int64_t>(j, "last_valid_update");
   p.elapsed_seconds = field<double>(j, "elapsed_seconds");
+  // Absent in states saved before data-parallel training: those ran in one process.
+  p.world_size = j.contains("world_size") ? field<int64_t>(j, "world_size") : 1;
   const json& w = j.at("log_window");
   TFM_CHECK(w.is_object()) << "field \"log_window\" is not an object";
   p.window.updates = field<int64_t>(w, "updates");

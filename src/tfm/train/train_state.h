@@ -42,6 +42,7 @@ struct TrainProgress {
   int64_t bad_validations = 0;  // validations since the best one
   int64_t last_valid_update = 0;
   double elapsed_seconds = 0;  // training time over all runs
+  int64_t world_size = 1;      // processes of the run that saved it (dist::World)
   LogWindow window;
 
   std::string to_json() const;

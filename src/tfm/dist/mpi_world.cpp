@@ -1,0 +1,136 @@
+// World over Open MPI (compiled only with TFM_WITH_MPI). Collectives are nonblocking calls
+// waited on with a deadline, so a rank that died or hung ends the job (MPI_Abort) instead of
+// leaving the others in a collective forever.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "tfm/core/check.h"
+#include "tfm/dist/world.h"
+
+namespace tfm::dist {
+
+namespace {
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Floats a bucket: large enough that latency is amortised, small enough that the receive
+// buffer (size × slice) stays modest. TFM_BUCKET_MB overrides it (for tests and tuning).
+int64_t bucket_floats() {
+  const char* v = std::getenv("TFM_BUCKET_MB");
+  double mb = v != nullptr && *v != '\0' ? std::strtod(v, nullptr) : 16.0;
+  if (!(mb > 0)) mb = 16.0;
+  return std::max<int64_t>(1, static_cast<int64_t>(mb * (1 << 20) / sizeof(float)));
+}
+
+class MpiWorld final : public World {
+ public:
+  MpiWorld() {
+    int provided = 0;
+    // Only the thread that trains calls MPI; OpenMP's threads never do.
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // MPI_Finalize on a normal exit: mpirun counts a process that exits without it as failed.
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    });
+    timeout_ = collective_timeout_seconds();
+    bucket_ = bucket_floats();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void sum_in_rank_order(std::span<float> data) override {
+    const int64_t n = static_cast<int64_t>(data.size());
+    for (int64_t b = 0; b < n; b += bucket_) sum_bucket(data.subspan(b, std::min(bucket_, n - b)));
+  }
+
+  std::vector<double> allgather(std::span<const double> mine) override {
+    std::vector<double> all(mine.size() * static_cast<size_t>(size_));
+    MPI_Request r;
+    MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                   static_cast<int>(mine.size()), MPI_DOUBLE, MPI_COMM_WORLD, &r);
+    wait(&r, 1, "allgather");
+    return all;
+  }
+
+  [[noreturn]] void abort(const std::string& message) override {
+    std::cerr << "tfm: error (rank " << rank_ << " of " << size_ << "): " << message << "\n"
+              << std::flush;
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+  }
+
+ private:
+  // One bucket: rank r receives every rank's slice r (alltoallv), adds them in rank order, and
+  // the summed slices are gathered back (allgatherv): the cost of a ring all-reduce,
+  // 2 (N - 1) / N of the bucket sent and received, in an order MPI cannot change.
+  void sum_bucket(std::span<float> x) {
+    const int64_t n = static_cast<int64_t>(x.size());
+    const int64_t per = (n + size_ - 1) / size_;
+    std::vector<int> counts(size_), displs(size_);
+    for (int r = 0; r < size_; ++r) {
+      const int64_t b = std::min(n, r * per), e = std::min(n, (r + 1) * per);
+      counts[r] = static_cast<int>(e - b);
+      displs[r] = static_cast<int>(b);
+    }
+    const int mine = counts[rank_];
+    std::vector<float> recv(static_cast<size_t>(mine) * size_);
+    std::vector<int> rcounts(size_, mine), rdispls(size_);
+    for (int r = 0; r < size_; ++r) rdispls[r] = r * mine;
+    MPI_Request req;
+    MPI_Ialltoallv(x.data(), counts.data(), displs.data(), MPI_FLOAT, recv.data(), rcounts.data(),
+                   rdispls.data(), MPI_FLOAT, MPI_COMM_WORLD, &req);
+    wait(&req, 1, "gradient reduce-scatter");
+    float* out = x.data() + displs[rank_];
+    std::copy(recv.begin(), recv.begin() + mine, out);
+    for (int r = 1; r < size_; ++r) {
+      const float* in = recv.data() + static_cast<size_t>(r) * mine;
+      for (int i = 0; i < mine; ++i) out[i] += in[i];
+    }
+    MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, x.data(), counts.data(), displs.data(), MPI_FLOAT,
+                    MPI_COMM_WORLD, &req);
+    wait(&req, 1, "gradient all-gather");
+  }
+
+  void wait(MPI_Request* reqs, int n, const char* what) {
+    const double deadline = now() + timeout_;
+    for (int spins = 0;; ++spins) {
+      int done = 0;
+      MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+      if (done) return;
+      if (now() > deadline) {
+        abort(std::string(what) + ": no answer from the other ranks for " +
+              std::to_string(static_cast<int64_t>(timeout_)) +
+              " s (TFM_COLLECTIVE_TIMEOUT); a rank has died or hung");
+      }
+      // Spin briefly (a collective usually completes in microseconds), then yield the core.
+      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  int rank_ = 0, size_ = 1;
+  double timeout_ = 1800;
+  int64_t bucket_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<World> make_mpi_world() {
+  return std::make_unique<MpiWorld>();
+}
+
+}  // namespace tfm::dist

@@ -1,0 +1,90 @@
+#include "tfm/dist/world.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "tfm/core/check.h"
+
+namespace tfm::dist {
+
+#if TFM_WITH_MPI
+std::unique_ptr<World> make_mpi_world();  // mpi_world.cpp
+#endif
+
+namespace {
+
+class SingleProcess final : public World {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void sum_in_rank_order(std::span<float>) override {}
+  std::vector<double> allgather(std::span<const double> mine) override {
+    return {mine.begin(), mine.end()};
+  }
+  [[noreturn]] void abort(const std::string& message) override {
+    std::cerr << "tfm: error: " << message << "\n";
+    std::abort();
+  }
+};
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != v && n > 0 && n < (1 << 24) ? static_cast<int>(n) : 0;
+}
+
+}  // namespace
+
+int launched_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (const int n = env_int(name)) {
+      // Slurm sets SLURM_NTASKS for the whole allocation, also around a plain (non-srun) start;
+      // only a task started by srun has SLURM_PROCID.
+      if (std::string(name) == "SLURM_NTASKS" && std::getenv("SLURM_PROCID") == nullptr) continue;
+      return n;
+    }
+  }
+  return 1;
+}
+
+double collective_timeout_seconds() {
+  const char* v = std::getenv("TFM_COLLECTIVE_TIMEOUT");
+  if (v == nullptr || *v == '\0') return 1800.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  TFM_CHECK(end != v && *end == '\0' && s > 0 && s < 1e9)
+      << "TFM_COLLECTIVE_TIMEOUT must be a positive number of seconds, got \"" << v << "\"";
+  return s;
+}
+
+namespace {
+World* g_distributed = nullptr;
+}  // namespace
+
+World* distributed_world() {
+  return g_distributed;
+}
+
+World& world() {
+  static const std::unique_ptr<World> w = []() -> std::unique_ptr<World> {
+    const int n = launched_world_size();
+    if (n <= 1) return std::make_unique<SingleProcess>();
+#if TFM_WITH_MPI
+    std::unique_ptr<World> mpi = make_mpi_world();
+    if (mpi->size() > 1) g_distributed = mpi.get();
+    return mpi;
+#else
+    TFM_FAIL() << "started as one of " << n
+               << " processes (mpirun/srun), but this tfm was built without MPI "
+                  "(TFM_WITH_MPI=OFF or no MPI found): each process would train alone and "
+                  "write the same files. Install Open MPI (scripts/setup.sh) and rebuild";
+    return nullptr;
+#endif
+  }();
+  return *w;
+}
+
+}  // namespace tfm::dist

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Data-parallel `tfm train` under mpirun (docs/distributed.md): 2 ranks × update-freq 1 against
+# 1 process × update-freq 2 (weights within a stated tolerance, losses and validation perplexity
+# to the printed digits), reproducibility for a given rank count, exact resume after SIGKILL of
+# the whole job, SIGKILL of one rank ending the job (bounded time), and resuming with another
+# rank count. Usage: mpi_cli_test.sh TFM_BINARY MPI_ENABLED(ON|OFF)
+set -u
+tfm=$1
+source "$(dirname "$0")/lib.sh"
+if [[ ${2:-OFF} != ON ]]; then
+  echo "mpi_cli: SKIPPED: tfm was built without MPI (scripts/setup.sh installs Open MPI)"
+  exit 0
+fi
+if ! command -v mpirun >/dev/null; then
+  echo "mpi_cli: SKIPPED: no mpirun (scripts/setup.sh installs openmpi-bin)"
+  exit 0
+fi
+py=/usr/bin/python3
+# Root in CI; ranks on one 2-core machine (oversubscribed when ranks × threads > cores); no
+# shared-memory single-copy (ptrace is not allowed in every container).
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2
+  --mca btl_vader_single_copy_mechanism none)
+export TFM_COLLECTIVE_TIMEOUT=60
+
+toy_corpus 17 240
+head -n 40 "$tmp/train.de" >"$tmp/valid.de"
+head -n 40 "$tmp/train.en" >"$tmp/valid.en"
+"$tfm" vocab --input "$tmp/train.de" "$tmp/train.en" --size 40 --out "$tmp/voc" >/dev/null ||
+  bad "tfm vocab failed"
+
+# args DIR MAX_UPDATES UPDATE_FREQ [flags...]: `tfm train`'s arguments every run shares, in A.
+args() {
+  local dir=$1 max=$2 freq=$3
+  shift 3
+  A=(train --model "$dir" --train-src "$tmp/train.de" --train-trg "$tmp/train.en"
+    --valid-src "$tmp/valid.de" --valid-trg "$tmp/valid.en" --vocab "$tmp/voc.model"
+    --preset tiny --batch-tokens 150 --lr 3e-3 --warmup 10 --dropout 0.1 --seed 5 --threads 1
+    --save-every 10 --valid-every 25 --log-every 1 --keep-last 0 --update-freq "$freq"
+    --max-updates "$max" "$@")
+}
+train() { args "$@"; "$tfm" "${A[@]}"; }
+train2() { args "$@"; "${mpi[@]}" "$tfm" "${A[@]}"; }
+losses() { sed -n 's/^epoch [0-9]* | update \([0-9]*\) .* | loss \([0-9.]*\) .*/\1 \2/p' "$1" | sort -un; }
+valid_ppl() { sed -n 's/^valid | update \([0-9]*\) | .* | ppl \([0-9.]*\) .*/\1 \2/p' "$1"; }
+updates_in_state() { sed -n 's/^  "updates": \([0-9]*\),\{0,1\}$/\1/p' "$1/train_state/state.json"; }
+# max |a - b| / max |b| over the tensors of two model.safetensors, but the attention key biases:
+# softmax ignores them (they add the same q·b to a row's every score), so their gradient is zero
+# but for rounding noise, which Adam's normalised steps turn into a drift of their own for any
+# change in summation order; the outputs do not depend on them.
+weight_diff() {
+  "$py" - "$1" "$2" <<'EOF'
+import json, struct, sys
+import numpy as np
+def load(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
+            for k, v in header.items() if k != "__metadata__"}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert a.keys() == b.keys()
+print(max(float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30))
+          for k in a if not k.endswith("k_proj.bias")))
+EOF
+}
+
+# 1 process × 2 batches an update, and 2 ranks × 1: the same batches, dropout masks and
+# normalisation; only the order of the gradient sums differs (docs/distributed.md).
+train "$tmp/one" 50 2 >/dev/null 2>"$tmp/one.err" || bad "1-process run failed: $(tail -3 "$tmp/one.err")"
+if train2 "$tmp/two" 50 1 >"$tmp/two.out" 2>"$tmp/two.err"; then
+  ok
+else
+  bad "2-rank run failed: $(tail -5 "$tmp/two.err")"
+fi
+grep -q "data-parallel: 2 processes" "$tmp/two/train.log" && ok || bad "the log does not say 2 processes"
+[[ $(grep -c "^model: " "$tmp/two.out") == 1 ]] && ok || bad "not one final line: $(cat "$tmp/two.out")"
+[[ $(losses "$tmp/two/train.log" | wc -l) == 50 ]] && ok || bad "2-rank log lacks 50 updates"
+# Losses are printed to 4 decimals; every one agrees.
+[[ "$(losses "$tmp/one/train.log")" == "$(losses "$tmp/two/train.log")" ]] && ok ||
+  bad "logged losses differ: $(diff <(losses "$tmp/one/train.log") <(losses "$tmp/two/train.log") | head -4)"
+[[ -n "$(valid_ppl "$tmp/two/train.log")" && "$(valid_ppl "$tmp/one/train.log")" == "$(valid_ppl "$tmp/two/train.log")" ]] &&
+  ok || bad "validation perplexity differs: $(valid_ppl "$tmp/one/train.log") vs $(valid_ppl "$tmp/two/train.log")"
+d=$(weight_diff "$tmp/one/model.safetensors" "$tmp/two/model.safetensors")
+echo "mpi_cli: 2 ranks vs 1 process after 50 updates: max relative weight difference $d"
+awk -v d="$d" 'BEGIN { exit !(d < 1e-5) }' && ok || bad "weights differ by $d (tolerance 1e-5)"
+
+# The reduction order is fixed: the same 2-rank run again gives the same bits.
+train2 "$tmp/two_b" 50 1 >/dev/null 2>&1 || bad "second 2-rank run failed"
+cmp -s "$tmp/two/model.safetensors" "$tmp/two_b/model.safetensors" && ok ||
+  bad "two 2-rank runs differ"
+
+# SIGKILL of the whole job mid-run, then the same command: the straight run's weights.
+train2 "$tmp/k" 50 1 >/dev/null 2>&1 &
+job=$!
+for _ in $(seq 1 600); do
+  grep -q "| update 23 |" "$tmp/k/train.log" 2>/dev/null && break
+  sleep 0.05
+done
+pkill -KILL -f -- "--model $tmp/k " ; kill -KILL "$job" 2>/dev/null
+wait "$job" 2>/dev/null
+for _ in $(seq 1 100); do pgrep -f -- "--model $tmp/k " >/dev/null || break; sleep 0.1; done
+saved=$(updates_in_state "$tmp/k")
+[[ -n $saved && $saved -lt 50 ]] && ok || bad "the killed job saved update '$saved'"
+train2 "$tmp/k" 50 1 >/dev/null 2>"$tmp/k.err" || bad "resume after SIGKILL failed: $(tail -5 "$tmp/k.err")"
+cmp -s "$tmp/two/model.safetensors" "$tmp/k/model.safetensors" && ok ||
+  bad "SIGKILL at update ${saved:-?} + resume: weights differ from the straight 2-rank run"
+
+# SIGKILL of one rank: the job ends, with a message naming it, in bounded time.
+train2 "$tmp/r" 100000 1 --save-every 0 >/dev/null 2>"$tmp/r.err" &
+job=$!
+for _ in $(seq 1 600); do
+  grep -q "| update 3 |" "$tmp/r/train.log" 2>/dev/null && break
+  sleep 0.05
+done
+victim=$(pgrep -f -- "^$tfm train --model $tmp/r " | tail -1)
+start=$SECONDS
+[[ -n $victim ]] && kill -KILL "$victim"
+for _ in $(seq 1 300); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$job" 2>/dev/null; then
+  bad "the job still runs 30 s after one rank was killed"
+  pkill -KILL -f -- "--model $tmp/r "; kill -KILL "$job"
+else
+  ok
+fi
+wait "$job" 2>/dev/null
+status=$?
+[[ $status -ne 0 ]] && ok || bad "the job exited 0 after a rank was killed"
+grep -qiE "rank [0-9]|signal 9|killed" "$tmp/r.err" && ok || bad "no message naming the rank: $(tail -5 "$tmp/r.err")"
+echo "mpi_cli: job ended $((SECONDS - start)) s after SIGKILL of rank pid $victim"
+for _ in $(seq 1 100); do pgrep -f -- "--model $tmp/r " >/dev/null || break; sleep 0.1; done
+
+# Another rank count on resume works, goes on in the same batch stream, and says so.
+cp -r "$tmp/two" "$tmp/w"
+train "$tmp/w" 54 2 >/dev/null 2>"$tmp/w.err" || bad "1-process resume of a 2-rank run failed: $(tail -3 "$tmp/w.err")"
+grep -q "the run so far trained in 2 process(es), this one in 1" "$tmp/w.err" && ok ||
+  bad "no note on the process count: $(grep note "$tmp/w.err")"
+[[ $(updates_in_state "$tmp/w") == 54 ]] && ok || bad "resume with 1 process did not reach 54"
+
+finish mpi_cli
