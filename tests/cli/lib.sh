@@ -48,6 +48,11 @@ toy_corpus() {
     } }'
 }
 
+# losses TRAIN_LOG: "update loss" pairs, one per update (duplicates from redone updates merged).
+losses() { sed -n 's/^epoch [0-9]* | update \([0-9]*\) .* | loss \([0-9.]*\) .*/\1 \2/p' "$1" | sort -un; }
+# updates_in_state DIR: the update count of DIR's training state.
+updates_in_state() { sed -n 's/^  "updates": \([0-9]*\),\{0,1\}$/\1/p' "$1/train_state/state.json"; }
+
 # finish [NAME]: prints the tally; the script's exit status.
 finish() {
   echo "${1:+$1: }$pass passed, $fail failed"

@@ -40,9 +40,7 @@ args() {
 }
 train() { args "$@"; "$tfm" "${A[@]}"; }
 train2() { args "$@"; "${mpi[@]}" "$tfm" "${A[@]}"; }
-losses() { sed -n 's/^epoch [0-9]* | update \([0-9]*\) .* | loss \([0-9.]*\) .*/\1 \2/p' "$1" | sort -un; }
 valid_ppl() { sed -n 's/^valid | update \([0-9]*\) | .* | ppl \([0-9.]*\) .*/\1 \2/p' "$1"; }
-updates_in_state() { sed -n 's/^  "updates": \([0-9]*\),\{0,1\}$/\1/p' "$1/train_state/state.json"; }
 # max |a - b| / max |b| over the tensors of two model.safetensors, but the attention key biases:
 # softmax ignores them (they add the same q·b to a row's every score), so their gradient is zero
 # but for rounding noise, which Adam's normalised steps turn into a drift of their own for any

@@ -30,9 +30,6 @@ train() {
     --dropout 0.1 --seed 3 --threads 1 --save-every 4 --log-every 1 --keep-last 0 \
     ${max:+--max-updates "$max"} "$@"
 }
-# "update loss" pairs of a train.log, one per update (duplicates from redone updates merged).
-losses() { sed -n 's/^epoch [0-9]* | update \([0-9]*\) .* | loss \([0-9.]*\) .*/\1 \2/p' "$1" | sort -un; }
-updates_in_state() { sed -n 's/^  "updates": \([0-9]*\),\{0,1\}$/\1/p' "$1/train_state/state.json"; }
 
 # The reference: 24 updates straight.
 train "$tmp/a" 24 >/dev/null 2>"$tmp/a.err" || bad "straight run failed: $(cat "$tmp/a.err")"
