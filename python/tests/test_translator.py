@@ -332,7 +332,7 @@ def test_target_prefix_errors(translator):
         list(translator.translate_iterable(["hund", "katze"], target_prefix=["dog"]))
     with pytest.raises(tfm.Error, match="outside the target vocabulary"):
         translator.translate_batch([[5, 6]], target_prefix=[[999]])
-    with pytest.raises(tfm.Error, match="max_decoding_length 3 leave room for 2"):
+    with pytest.raises(tfm.Error, match="max_decoding_length 3 leaves room for 2"):
         translator.translate_batch([[5, 6]], target_prefix=[[5, 6, 7]], max_decoding_length=3)
 
 

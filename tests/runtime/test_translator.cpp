@@ -209,7 +209,7 @@ TEST(Translator, TargetPrefixErrorsNameTheProblem) {
   EXPECT_NE(error({{2}, {}}).find("target_prefix 1: token id 2 is the model's EOS"),
             std::string::npos);
   EXPECT_NE(error({{}, std::vector<int64_t>(5, 3)}, {.max_decoding_length = 5})
-                .find("target_prefix 2 has 5 tokens; max_decoding_length 5 leave room for 4 "
+                .find("target_prefix 2 has 5 tokens; max_decoding_length 5 leaves room for 4 "
                       "before EOS"),
             std::string::npos);
   EXPECT_NE(error({{}, std::vector<int64_t>(64, 3)})

@@ -187,7 +187,7 @@ class Translator::Impl {
           << where << " has " << prefixes[i].size() << " tokens; "
           << (by_option ? "max_decoding_length " + std::to_string(o.max_decoding_length)
                         : "the model's " + std::to_string(c.max_length) + " positions")
-          << " leave room for " << room << " before EOS";
+          << (by_option ? " leaves" : " leave") << " room for " << room << " before EOS";
       out[i].assign(prefixes[i].begin(), prefixes[i].end());
     }
     return out;
