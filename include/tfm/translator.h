@@ -53,13 +53,21 @@ struct TranslationOptions {
   int64_t sampling_topk = 0;
   double sampling_topp = 1.0;
   uint64_t seed = 0;  // with a sentence's index in the call, keys its random stream
+  // Fill TranslationHypothesis::attention (translate_stream, which writes text, ignores it).
+  bool return_attention = false;
 };
 
 struct TranslationHypothesis {
   std::string text;          // detokenised (empty for the id methods)
-  std::vector<int64_t> ids;  // target ids, without BOS/EOS
+  std::vector<int64_t> ids;  // target ids, without BOS/EOS; the target prefix first, if any
   double score = 0.0;        // the ranking score (length penalty applied)
-  double log_prob = 0.0;     // log P(ids + EOS | source)
+  double log_prob = 0.0;     // log P(ids + EOS | source), the prefix's tokens included
+  // With return_attention: one row per id, the last decoder layer's cross-attention (averaged
+  // over heads) of the step that produced it, as CTranslate2 returns it. A row holds one weight
+  // per source position as the model reads the source: its ids (cut to the model's positions)
+  // framed as ModelInfo's source_bos / source_eos say (by default the ids then EOS), so
+  // source length + 1 values by default; each row sums to 1. Empty otherwise.
+  std::vector<std::vector<float>> attention;
 };
 
 struct TranslationResult {
@@ -104,6 +112,22 @@ class Translator {
   // Source ids (without BOS/EOS; the model's framing is added) in, target ids out.
   std::vector<TranslationResult> translate_batch(const std::vector<std::vector<int64_t>>& sources,
                                                  const TranslationOptions& options = {}) const;
+  // With a target prefix per source (CTranslate2's target_prefix: a batch beside the sources,
+  // since it is per sentence where the options apply to all): every hypothesis starts with its
+  // prefix, forced, and the search continues from there; log_prob and score count the prefix's
+  // tokens, and so does the output length. An empty prefix ("" or {}) is none, and so is an
+  // empty target_prefix; otherwise it has one entry per source. Text prefixes are encoded by the
+  // target vocabulary. A prefix must leave room for EOS within max_decoding_length and the
+  // model's positions, and hold target ids other than PAD/BOS/EOS (tfm::Error otherwise). An
+  // empty source still gives no hypotheses. `options` has no default here: with one, GCC finds
+  // translate_batch(sources, {.beam_size = 4}) ambiguous.
+  std::vector<TranslationResult> translate_batch(const std::vector<std::string>& sources,
+                                                 const std::vector<std::string>& target_prefix,
+                                                 const TranslationOptions& options) const;
+  std::vector<TranslationResult> translate_batch(
+      const std::vector<std::vector<int64_t>>& sources,
+      const std::vector<std::vector<int64_t>>& target_prefix,
+      const TranslationOptions& options) const;
 
   // log P(target + EOS | source) of each pair, teacher-forced.
   std::vector<double> score_batch(const std::vector<std::string>& sources,

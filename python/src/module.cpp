@@ -26,17 +26,18 @@ namespace {
 using tfm_python::as_invalid_argument;
 using tfm_python::InvalidArgument;
 
-// One result as Python sees it: text hypotheses for text input, id lists for id input; scores
-// and log-probabilities only when asked for (CTranslate2 leaves them empty otherwise).
+// One result as Python sees it: text hypotheses for text input, id lists for id input; scores,
+// log-probabilities and attention only when asked for (CTranslate2 leaves them empty otherwise).
 struct PyTranslationResult {
   py::list hypotheses;
   py::list scores;
   py::list log_probs;
+  py::list attention;
   bool source_truncated = false;
 };
 
 std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&& results, bool text,
-                                           bool return_scores) {
+                                           bool return_scores, bool return_attention) {
   std::vector<PyTranslationResult> out(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     PyTranslationResult& r = out[i];
@@ -50,6 +51,7 @@ std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&&
         r.scores.append(h.score);
         r.log_probs.append(h.log_prob);
       }
+      if (return_attention) r.attention.append(py::cast(h.attention));
     }
   }
   return out;
@@ -79,47 +81,52 @@ class PyTranslator {
     translator_ = std::make_unique<tfm::Translator>(model_dir, o);
   }
 
+  // target_prefix: one per source, or empty for none (the library checks the count).
   std::vector<PyTranslationResult> translate_text(const std::vector<std::string>& sources,
+                                                  const std::vector<std::string>& target_prefix,
                                                   const tfm::TranslationOptions& options,
                                                   bool return_scores) const {
     check(options);
     std::vector<tfm::TranslationResult> results;
     {
       py::gil_scoped_release release;
-      results = translator_->translate_batch(sources, options);
+      results = translator_->translate_batch(sources, target_prefix, options);
     }
-    return to_python(std::move(results), /*text=*/true, return_scores);
+    return to_python(std::move(results), /*text=*/true, return_scores, options.return_attention);
   }
 
-  std::vector<PyTranslationResult> translate_ids(const std::vector<std::vector<int64_t>>& sources,
-                                                 const tfm::TranslationOptions& options,
-                                                 bool return_scores) const {
+  std::vector<PyTranslationResult> translate_ids(
+      const std::vector<std::vector<int64_t>>& sources,
+      const std::vector<std::vector<int64_t>>& target_prefix,
+      const tfm::TranslationOptions& options, bool return_scores) const {
     check(options);
     std::vector<tfm::TranslationResult> results;
     {
       py::gil_scoped_release release;
-      results = translator_->translate_batch(sources, options);
+      results = translator_->translate_batch(sources, target_prefix, options);
     }
-    return to_python(std::move(results), /*text=*/false, return_scores);
+    return to_python(std::move(results), /*text=*/false, return_scores, options.return_attention);
   }
 
-  // CTranslate2's token lists: SentencePiece pieces in, pieces out.
+  // CTranslate2's token lists: SentencePiece pieces in, pieces out (the prefix too).
   std::vector<PyTranslationResult> translate_tokens(
-      const std::vector<std::vector<std::string>>& sources, const tfm::TranslationOptions& options,
-      bool return_scores) const {
+      const std::vector<std::vector<std::string>>& sources,
+      const std::vector<std::vector<std::string>>& target_prefix,
+      const tfm::TranslationOptions& options, bool return_scores) const {
     check(options);
     std::vector<tfm::TranslationResult> results;
     std::vector<std::vector<std::vector<std::string>>> tokens;
     {
       py::gil_scoped_release release;
-      results = translator_->translate_batch(to_ids(sources, /*source=*/true), options);
+      results = translator_->translate_batch(to_ids(sources, /*source=*/true),
+                                             to_ids(target_prefix, /*source=*/false), options);
       tokens.resize(results.size());
       for (size_t i = 0; i < results.size(); ++i)
         for (const tfm::TranslationHypothesis& h : results[i].hypotheses)
           tokens[i].push_back(translator_->target_ids_to_tokens(h.ids));
     }
     std::vector<PyTranslationResult> out =
-        to_python(std::move(results), /*text=*/false, return_scores);
+        to_python(std::move(results), /*text=*/false, return_scores, options.return_attention);
     for (size_t i = 0; i < out.size(); ++i) {
       py::list hyps;
       for (auto& t : tokens[i]) hyps.append(py::cast(t));
@@ -208,7 +215,8 @@ void bind_options(py::module_& m) {
       .def_readwrite("sampling_temperature", &tfm::TranslationOptions::sampling_temperature)
       .def_readwrite("sampling_topk", &tfm::TranslationOptions::sampling_topk)
       .def_readwrite("sampling_topp", &tfm::TranslationOptions::sampling_topp)
-      .def_readwrite("seed", &tfm::TranslationOptions::seed);
+      .def_readwrite("seed", &tfm::TranslationOptions::seed)
+      .def_readwrite("return_attention", &tfm::TranslationOptions::return_attention);
 }
 
 void bind_model_info(py::module_& m) {
@@ -254,13 +262,19 @@ void bind_results(py::module_& m) {
   using R = PyTranslationResult;
   py::class_<R>(m, "TranslationResult",
                 "The translation of one source: hypotheses best first (text for text input, "
-                "token id lists for id input; none for an empty source), and with "
-                "return_scores=True their ranking scores and log-probabilities.")
+                "token lists for token input, token id lists for id input; none for an empty "
+                "source), with return_scores=True their ranking scores and log-probabilities, "
+                "and with return_attention=True their attention.")
       .def_readonly("hypotheses", &R::hypotheses)
       .def_readonly("scores", &R::scores,
                     "ranking scores (length penalty applied); empty unless return_scores")
       .def_readonly("log_probs", &R::log_probs,
                     "log P(hypothesis + EOS | source); empty unless return_scores")
+      .def_readonly("attention", &R::attention,
+                    "per hypothesis, one row per target token (the prefix's included): the last "
+                    "decoder layer's cross-attention averaged over heads, over the source "
+                    "positions the model reads (the source's tokens, then EOS by default: "
+                    "ModelInfo.source_bos/source_eos); empty unless return_attention")
       .def_readonly("source_truncated", &R::source_truncated,
                     "the source was longer than the model's positions and was cut")
       .def("__repr__", [](const R& r) {
@@ -281,14 +295,14 @@ void bind_translator(py::module_& m) {
            py::arg("model_dir"), py::arg("device"), py::arg("compute_type"),
            py::arg("intra_threads"), py::arg("inter_threads"), py::arg("max_batch_size"),
            py::arg("max_batch_tokens"))
-      .def("translate_text", &T::translate_text, py::arg("source"), py::arg("options"),
-           py::arg("return_scores"))
-      .def("translate_ids", &T::translate_ids, py::arg("source"), py::arg("options"),
-           py::arg("return_scores"))
+      .def("translate_text", &T::translate_text, py::arg("source"), py::arg("target_prefix"),
+           py::arg("options"), py::arg("return_scores"))
+      .def("translate_ids", &T::translate_ids, py::arg("source"), py::arg("target_prefix"),
+           py::arg("options"), py::arg("return_scores"))
       .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
       .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))
-      .def("translate_tokens", &T::translate_tokens, py::arg("source"), py::arg("options"),
-           py::arg("return_scores"))
+      .def("translate_tokens", &T::translate_tokens, py::arg("source"), py::arg("target_prefix"),
+           py::arg("options"), py::arg("return_scores"))
       .def("score_tokens", &T::score_tokens, py::arg("source"), py::arg("target"))
       .def(
           "source_tokens",

@@ -1,5 +1,6 @@
 """tfm.Translator against the `tfm` command on the same tiny model: translations, n-best lists,
 scores, files, iterables, threads, and the release of the GIL."""
+import os
 import threading
 import time
 
@@ -262,3 +263,141 @@ def test_token_lists_equal_text(tfm_bin, model_dir, translator, lines):
         translator.score_batch(src, targets)
     # A piece outside the vocabulary is <unk>, as in CTranslate2.
     assert translator.translate_batch([["\u2581nosuchpiece"]])[0].hypotheses
+
+
+def _detok(tokens):
+    return "".join(tokens).replace("\u2581", " ").strip()
+
+
+def test_target_prefix_greedy_through_its_own_start_is_the_cli_output(tfm_bin, model_dir,
+                                                                        translator, lines):
+    """Greedy search forced through the first half of its own output finds that output again:
+    detokenised, what `tfm translate` prints. Text prefixes start the text hypotheses."""
+    text = [line for line in lines if line]
+    want = cli_translate(tfm_bin, model_dir, "\n".join(text) + "\n")
+    tokens = [translator.tokenize(line) for line in text]
+    free = [r.hypotheses[0] for r in translator.translate_batch(tokens, return_scores=True)]
+    assert [_detok(h) for h in free] == want
+    prefix = [h[:len(h) // 2] for h in free]
+    assert sum(1 for p in prefix if p) >= 3
+    forced = translator.translate_batch(tokens, target_prefix=prefix)
+    assert [r.hypotheses[0] for r in forced] == free
+    for beam in (1, 3):
+        words = [w.split()[0] if w else None for w in want]
+        results = translator.translate_batch(text, target_prefix=words, beam_size=beam,
+                                             num_hypotheses=beam)
+        for r, w in zip(results, words):
+            # Fewer than beam when the prefix leaves room for EOS alone (the tiny model rambles
+            # to the max length, so a first "word" can be long).
+            assert 1 <= len(r.hypotheses) <= beam
+            assert all(h.startswith(w or "") for h in r.hypotheses), (w, r.hypotheses)
+    # translate_iterable reads the prefixes alongside.
+    got = list(translator.translate_iterable(iter(tokens), target_prefix=iter(prefix),
+                                             max_batch_size=2, read_ahead=1))
+    assert [r.hypotheses[0] for r in got] == free
+
+
+def test_target_prefix_ids_log_probs_equal_score_batch(ids_model_dir):
+    t = tfm.Translator(ids_model_dir)
+    src = [[5, 6, 7], [8, 9], [10, 11, 12, 13], [4]]
+    prefix = [[20, 21], None, [7], []]
+    for kw in ({}, {"beam_size": 3, "num_hypotheses": 2},
+               {"sampling_topk": 0, "seed": 4}):
+        results = t.translate_batch(src, target_prefix=prefix, return_scores=True, **kw)
+        pairs = [(s, h, lp) for s, p, r in zip(src, prefix, results)
+                 for h, lp in zip(r.hypotheses, r.log_probs)]
+        for s, p, r in zip(src, prefix, results):
+            assert all(h[:len(p or [])] == (p or []) for h in r.hypotheses), kw
+        scores = t.score_batch([s for s, _, _ in pairs], [h for _, h, _ in pairs])
+        assert [lp for _, _, lp in pairs] == pytest.approx(scores, abs=1e-4), kw
+    # NumPy prefixes work as lists do.
+    np = pytest.importorskip("numpy")
+    want = [r.hypotheses for r in t.translate_batch(src[:2], target_prefix=[[20], [21, 22]])]
+    got = t.translate_batch(src[:2], target_prefix=np.array([[20], [21]]))
+    assert got[0].hypotheses == want[0]
+
+
+def test_target_prefix_errors(translator):
+    with pytest.raises(TypeError, match="target_prefix"):
+        translator.translate_batch(["hund"], target_prefix="dog")
+    with pytest.raises(TypeError, match="target_prefix"):
+        translator.translate_batch(["hund"], target_prefix=[["\u2581dog"]])
+    with pytest.raises(TypeError, match="target_prefix"):
+        translator.translate_batch([[5, 6]], target_prefix=[["x"]])
+    with pytest.raises(TypeError, match="target_prefix"):
+        translator.translate_file("in", "out", target_prefix=["dog"])
+    with pytest.raises(tfm.InvalidArgumentError, match="target_prefix has 2 entries for 1"):
+        translator.translate_batch(["hund"], target_prefix=["dog", "cat"])
+    with pytest.raises(tfm.InvalidArgumentError, match="fewer entries"):
+        list(translator.translate_iterable(["hund", "katze"], target_prefix=["dog"]))
+    with pytest.raises(tfm.Error, match="outside the target vocabulary"):
+        translator.translate_batch([[5, 6]], target_prefix=[[999]])
+    with pytest.raises(tfm.Error, match="max_decoding_length 3 leaves room for 2"):
+        translator.translate_batch([[5, 6]], target_prefix=[[5, 6, 7]], max_decoding_length=3)
+
+
+def _source_positions(translator, tokens):
+    info = translator.model_info
+    return len(tokens) + int(info.source_bos) + int(info.source_eos)
+
+
+def test_attention_shapes_and_row_sums(translator, lines):
+    text = [line for line in lines if line]
+    tokens = [translator.tokenize(line) for line in text]
+    for kw in ({}, {"beam_size": 3, "num_hypotheses": 2}, {"target_prefix": [["\u2581the"]] *
+                                                            len(tokens)}):
+        results = translator.translate_batch(tokens, return_attention=True, **kw)
+        plain = translator.translate_batch(tokens, **kw)
+        for src, r, p in zip(tokens, results, plain):
+            assert r.hypotheses == p.hypotheses and p.attention == []
+            assert len(r.attention) == len(r.hypotheses)
+            for hyp, att in zip(r.hypotheses, r.attention):
+                assert len(att) == len(hyp)  # one row per target token, the prefix's included
+                for row in att:
+                    assert len(row) == _source_positions(translator, src)
+                    assert sum(row) == pytest.approx(1.0, abs=1e-5)
+                    assert all(isinstance(x, float) and x >= 0 for x in row)
+    r = translator.translate_batch(["", "hund"], return_attention=True)
+    assert r[0].attention == [] and len(r[1].attention) == 1
+
+
+@pytest.fixture(scope="module")
+def attention_probe(source_dir, tmp_path_factory):
+    """tests/attention_probe.cpp built against the installed libtfm with pkg-config."""
+    root = os.environ.get("TFM_ROOT")
+    if not root:
+        pytest.skip("TFM_ROOT is not set")
+    exe = tmp_path_factory.mktemp("probe") / "attention_probe"
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(root, "lib", "pkgconfig"))
+    flags = run(["pkg-config", "--cflags", "--libs", "--static", "tfm"], env=env).split()
+    run(["g++", "-std=c++20", "-O1", "-o", exe,
+         os.path.join(source_dir, "python", "tests", "attention_probe.cpp"), *flags])
+    return exe
+
+
+def test_prefix_and_attention_equal_the_cpp_api(attention_probe, model_dir, lines):
+    """The same call through the C++ API (a program linking the installed libtfm): the same
+    hypotheses, log-probabilities and attention rows."""
+    t = tfm.Translator(model_dir, compute_type="fp32")
+    text = [line for line in lines if line][:6]
+    prefix = ["the", "", "dog", "the cat", "", "house"]
+    out = run([attention_probe, model_dir, "2", "2"],
+              input="".join(f"{s}\t{p}\n" for s, p in zip(text, prefix)))
+    want = []  # (sentence, text, log_prob, rows)
+    for line in out.splitlines():
+        kind, rest = line.split("\t", 1)
+        if kind == "H":
+            i, hyp, lp = rest.split("\t")
+            want.append((int(i), hyp, float(lp), []))
+        else:
+            want[-1][3].append([float(x) for x in rest.split()])
+    results = t.translate_batch(text, target_prefix=prefix, beam_size=2, num_hypotheses=2,
+                                return_scores=True, return_attention=True)
+    got = [(i, h, lp, att) for i, r in enumerate(results)
+           for h, lp, att in zip(r.hypotheses, r.log_probs, r.attention)]
+    assert [g[:2] for g in got] == [w[:2] for w in want]
+    for g, w in zip(got, want):
+        assert g[2] == pytest.approx(w[2], abs=1e-9)
+        assert len(g[3]) == len(w[3]) and len(g[3]) > 0
+        for a, b in zip(g[3], w[3]):
+            assert a == pytest.approx(b, abs=1e-7)

@@ -49,13 +49,18 @@ class ModelInfo:
     def trg_vocab_path(self) -> str: ...
 
 class TranslationResult:
-    """One source's translation: hypotheses best first (str for text input, list[int] for ids)."""
+    """One source's translation: hypotheses best first (str for text input, list[str] for token
+    lists, list[int] for ids)."""
     @property
     def hypotheses(self) -> list: ...
     @property
     def scores(self) -> List[float]: ...
     @property
     def log_probs(self) -> List[float]: ...
+    @property
+    def attention(self) -> List[List[List[float]]]:
+        """Per hypothesis, one row per target token over the source positions the model reads;
+        empty unless return_attention."""
     @property
     def source_truncated(self) -> bool: ...
 
@@ -73,15 +78,24 @@ class TranslationOptions:
     sampling_topk: int
     sampling_topp: float
     seed: int
+    return_attention: bool
     def __init__(self) -> None: ...
 
 class Translator:
     def __init__(self, model_dir: str, device: str, compute_type: str, intra_threads: int,
                  inter_threads: int, max_batch_size: int, max_batch_tokens: int) -> None: ...
-    def translate_text(self, source: Sequence[str], options: TranslationOptions,
+    def translate_text(self, source: Sequence[str], target_prefix: Sequence[str],
+                       options: TranslationOptions,
                        return_scores: bool) -> List[TranslationResult]: ...
-    def translate_ids(self, source: Sequence[Sequence[int]], options: TranslationOptions,
+    def translate_ids(self, source: Sequence[Sequence[int]],
+                      target_prefix: Sequence[Sequence[int]], options: TranslationOptions,
                       return_scores: bool) -> List[TranslationResult]: ...
+    def translate_tokens(self, source: Sequence[Sequence[str]],
+                         target_prefix: Sequence[Sequence[str]], options: TranslationOptions,
+                         return_scores: bool) -> List[TranslationResult]: ...
+    def score_tokens(self, source: Sequence[Sequence[str]],
+                     target: Sequence[Sequence[str]]) -> List[float]: ...
+    def source_tokens(self, text: str) -> List[str]: ...
     def score_text(self, source: Sequence[str], target: Sequence[str]) -> List[float]: ...
     def score_ids(self, source: Sequence[Sequence[int]],
                   target: Sequence[Sequence[int]]) -> List[float]: ...

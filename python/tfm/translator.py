@@ -96,6 +96,55 @@ def _batch(name: str, source: Any, allow_none: bool = False) -> tuple[str, list]
                     f"{type(first).__name__}")
 
 
+def _prefixes(kind: str, count: int, target_prefix: Any) -> list:
+    """target_prefix as the C++ layer takes it for a source batch of `kind`: [] for None, else one
+    entry per source, of the source's kind (text, token list or id list; None: no prefix).
+
+    Every element is checked here, so a conversion failure in the C++ layer can only be the
+    source's. The library checks the ids and the lengths."""
+    if target_prefix is None:
+        return []
+    if isinstance(target_prefix, (str, bytes)):
+        raise TypeError("target_prefix must be a list with one prefix per source, not a single "
+                        f"{type(target_prefix).__name__}; wrap it in a list")
+    if _is_int_array(target_prefix) and target_prefix.ndim == 2:
+        target_prefix = target_prefix.tolist()
+    try:
+        items = list(target_prefix)
+    except TypeError:
+        raise TypeError("target_prefix must be a list with one prefix per source, not "
+                        f"{type(target_prefix).__name__}") from None
+    if len(items) != count:
+        raise _tfm.InvalidArgumentError(f"target_prefix has {len(items)} entries for {count} "
+                                        "sources (one per source)")
+    out = []
+    for x in items:
+        if kind == _TEXT:
+            if x is not None and not isinstance(x, str):
+                raise TypeError("target_prefix: for text sources, each prefix must be a str (or "
+                                f"None), not {type(x).__name__}")
+            out.append(x or "")
+            continue
+        if x is None:
+            out.append([])
+            continue
+        if _is_int_array(x):
+            x = x.tolist()
+        if isinstance(x, (str, bytes)) or not isinstance(x, (list, tuple)):
+            what = "a list of str tokens" if kind == _TOKENS else "a list of int token ids"
+            raise TypeError(f"target_prefix: for {'token' if kind == _TOKENS else 'id'} sources, "
+                            f"each prefix must be {what} (or None), not {type(x).__name__}")
+        for t in x:
+            ok = (isinstance(t, str) if kind == _TOKENS else
+                  isinstance(t, numbers.Integral) and not isinstance(t, bool))
+            if not ok:
+                what = "str tokens" if kind == _TOKENS else "int token ids"
+                raise TypeError(f"target_prefix: every prefix must hold {what}, as the source "
+                                f"does, not {type(t).__name__}")
+        out.append([t if kind == _TOKENS else int(t) for t in x])
+    return out
+
+
 def _call(name: str, kind: str, fn, *args):
     """Calls the C++ layer; its argument conversion failing means a bad element in `name`."""
     try:
@@ -221,8 +270,16 @@ class Translator:
           nucleus of mass sampling_topp. Sampling needs beam_size 1. seed: with a sentence's
           index in the call, keys its random stream.
         return_scores: fill each result's scores (ranking) and log_probs (log P(hyp + EOS)).
-        target_prefix, return_attention: not supported by tfm's search yet
-          (NotImplementedError).
+        target_prefix: one prefix per source, of the source's kind (a str for text, a token
+          list for tokens, an id list for ids; None or empty: none), or None. Each hypothesis
+          starts with its prefix, forced, and decoding continues from there (greedy, beam or
+          sampling); the hypotheses include the prefix, and scores and log_probs count its
+          tokens (so log_probs stay score_batch's score of the whole hypothesis), as does the
+          length limit. A prefix must leave room for EOS within max_decoding_length.
+        return_attention: fill each result's attention: per hypothesis, one row per target token
+          (the prefix's included), the last decoder layer's cross-attention averaged over heads,
+          over the source positions the model reads (the source tokens, then EOS by default;
+          see ModelInfo.source_bos / source_eos). Each row sums to 1.
         """
         options = self._options(
             beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
@@ -230,21 +287,26 @@ class Translator:
             min_decoding_length=min_decoding_length, max_length_factor=max_length_factor,
             max_length_extra=max_length_extra, sampling_topk=sampling_topk,
             sampling_topp=sampling_topp, sampling_temperature=sampling_temperature, seed=seed,
-            target_prefix=target_prefix, return_attention=return_attention)
+            return_attention=return_attention)
         return_scores = _bool("return_scores", return_scores)
         kind, items = _batch("source", source)
+        prefix = _prefixes(kind, len(items), target_prefix)
         fn = {_TEXT: self._impl.translate_text, _IDS: self._impl.translate_ids,
               _TOKENS: self._impl.translate_tokens}[kind]
-        return _call("source", kind, fn, items, options, return_scores)
+        return _call("source", kind, fn, items, prefix, options, return_scores)
 
-    def translate_iterable(self, source: Iterable[Any], max_batch_size: Optional[int] = None,
-                           read_ahead: int = 16, **options: Any) -> Iterator[TranslationResult]:
+    def translate_iterable(self, source: Iterable[Any],
+                           target_prefix: Optional[Iterable[Any]] = None,
+                           max_batch_size: Optional[int] = None, read_ahead: int = 16,
+                           **options: Any) -> Iterator[TranslationResult]:
         """Translates an iterable of sentences (or of token id lists) lazily, in input order.
 
         Reads read_ahead * max_batch_size items at a time (max_batch_size: the translator's by
         default), translates them as one translate_batch call (which sorts them by length and cuts
         them into the translator's batches, running them on its inter_threads workers) and
-        yields their results in order. options: those of translate_batch.
+        yields their results in order. target_prefix: None, or an iterable of prefixes read
+        alongside source, one per item (as translate_batch takes them). options: those of
+        translate_batch.
         """
         size = self.max_batch_size if max_batch_size is None else _int("max_batch_size",
                                                                         max_batch_size)
@@ -252,15 +314,33 @@ class Translator:
         if size < 1 or read_ahead < 1:
             raise _tfm.InvalidArgumentError("max_batch_size and read_ahead must be at least 1 "
                                             f"(got {size}, {read_ahead})")
+        if isinstance(target_prefix, (str, bytes)):
+            raise TypeError("target_prefix must be an iterable of prefixes, one per source, not "
+                            f"a single {type(target_prefix).__name__}")
+        prefixes = None if target_prefix is None else iter(target_prefix)
+        missing = object()
         window = size * read_ahead
         chunk: list = []
+        chunk_prefix: list = []
+
+        def run() -> List[TranslationResult]:
+            return self.translate_batch(
+                chunk, target_prefix=None if prefixes is None else chunk_prefix, **options)
+
         for item in source:
             chunk.append(item)
+            if prefixes is not None:
+                p = next(prefixes, missing)
+                if p is missing:
+                    raise _tfm.InvalidArgumentError("target_prefix has fewer entries than source")
+                chunk_prefix.append(p)
             if len(chunk) == window:
-                yield from self.translate_batch(chunk, **options)
-                chunk = []
+                yield from run()
+                chunk, chunk_prefix = [], []
+        if prefixes is not None and next(prefixes, missing) is not missing:
+            raise _tfm.InvalidArgumentError("target_prefix has more entries than source")
         if chunk:
-            yield from self.translate_batch(chunk, **options)
+            yield from run()
 
     def translate_file(self, source_path: Union[str, os.PathLike],
                        output_path: Union[str, os.PathLike], ids: bool = False,
@@ -272,10 +352,14 @@ class Translator:
         are read read_ahead at a time (0: 8 * max_batch_size) and written in order as soon as
         they and every earlier line are done. A source longer than the model's positions is cut,
         with a warning (warnings.warn). options: those of translate_batch, without
-        return_scores.
+        return_scores, target_prefix and return_attention.
         """
         if "return_scores" in options:
             raise TypeError("translate_file: return_scores does not apply (use n_best=True)")
+        for name in ("target_prefix", "return_attention"):
+            if name in options:
+                raise TypeError(f"translate_file: {name} does not apply (use translate_batch "
+                                "or translate_iterable)")
         opts = self._options(**options)
         text = self._impl.translate_file(
             _path("source_path", source_path), _path("output_path", output_path), opts,
@@ -318,14 +402,7 @@ class Translator:
                  min_decoding_length: int = 0, max_length_factor: float = 2.0,
                  max_length_extra: int = 10, sampling_topk: int = 1, sampling_topp: float = 1.0,
                  sampling_temperature: float = 1.0, seed: int = 0,
-                 target_prefix: Optional[Any] = None,
                  return_attention: bool = False) -> _tfm.TranslationOptions:
-        if target_prefix is not None:
-            raise NotImplementedError("target_prefix is not supported: tfm's search cannot "
-                                      "force a target prefix yet")
-        if return_attention:
-            raise NotImplementedError("return_attention is not supported: tfm's search does "
-                                      "not return attention weights yet")
         o = _tfm.TranslationOptions()
         o.beam_size = _int("beam_size", beam_size)
         o.num_hypotheses = _int("num_hypotheses", num_hypotheses)
@@ -344,4 +421,5 @@ class Translator:
         if seed < 0:
             raise _tfm.InvalidArgumentError(f"seed must be at least 0 (got {seed})")
         o.seed = seed
+        o.return_attention = _bool("return_attention", return_attention)
         return o

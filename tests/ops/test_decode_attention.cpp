@@ -1,5 +1,6 @@
 // One-query attention (decoding steps) against the general attention op, which shares no code
-// with it, and against the same maths in double for a fully masked row and a strided KV cache.
+// with it, and against the same maths in double for a fully masked row and a strided KV cache;
+// the probabilities it returns on request.
 #include <cmath>
 
 #include "support/test_util.h"
@@ -42,9 +43,17 @@ TEST(DecodeAttention, MatchesGeneralAttention) {
           ASSERT_EQ(got.shape(), (Shape{b, 1, c}));
           AttentionOptions opt;
           opt.causal = true;  // one query aligned to the end sees every key
-          const Tensor ref = attention(q, k, v, heads, mask, opt).out;
-          EXPECT_LT(testing::max_abs_diff(got, ref), 2e-6);
+          opt.return_weights = true;
+          const AttentionResult ref = attention(q, k, v, heads, mask, opt);
+          EXPECT_LT(testing::max_abs_diff(got, ref.out), 2e-6);
           EXPECT_GT(testing::max_abs_diff(got, Tensor::zeros(got.shape())), 1e-3);
+          // The probabilities, when asked for, are attention()'s, and the output is bitwise
+          // what it is without them.
+          Tensor weights;
+          const Tensor with = decode_attention(q, k, v, heads, mask, 0.0, &weights);
+          ASSERT_EQ(weights.shape(), (Shape{b, heads, 1, s}));
+          EXPECT_LT(testing::max_abs_diff(weights, ref.weights), 1e-6);
+          EXPECT_EQ(testing::max_abs_diff(with, got), 0.0);
         }
 }
 
@@ -65,7 +74,8 @@ TEST(DecodeAttention, StridedCacheMaskedRowAndScale) {
   for (int64_t j = 0; j < s; ++j) mask.data<uint8_t>()[s + j] = 1;  // row 1 sees nothing
   mask.data<uint8_t>()[2] = 1;
   const double scale = 0.37;
-  const Tensor got = decode_attention(q, k, v, heads, mask, scale);
+  Tensor weights;
+  const Tensor got = decode_attention(q, k, v, heads, mask, scale, &weights);
   const Tensor kc = k.contiguous(), vc = v.contiguous();
   for (int64_t h = 0; h < heads; ++h) {
     // Row 0 in double.
@@ -79,6 +89,10 @@ TEST(DecodeAttention, StridedCacheMaskedRowAndScale) {
       mx = std::max(mx, p[j]);
     }
     for (double& x : p) sum += x = std::exp(x - mx);
+    for (int64_t j = 0; j < s; ++j) {
+      EXPECT_NEAR(weights.data<float>()[h * s + j], p[j] / sum, 1e-6);
+      EXPECT_EQ(weights.data<float>()[(heads + h) * s + j], 0.f);  // the fully masked row
+    }
     for (int64_t e = 0; e < dh; ++e) {
       double o = 0;
       for (int64_t j = 0; j < s; ++j) o += p[j] * vc.data<float>()[j * c + h * dh + e];

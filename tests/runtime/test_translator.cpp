@@ -1,11 +1,14 @@
 // tfm::Translator against the pieces it is built from: the search run sentence by sentence,
-// score_pairs, and its own results under other batchings, thread counts and concurrent callers.
+// score_pairs, and its own results under other batchings, thread counts and concurrent callers;
+// target prefixes and returned attention against score_batch and the model's full forward.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "support/attention_reference.h"
+#include "support/test_util.h"
 #include "tfm/data/length_batches.h"
 #include "tfm/decode/search.h"
 #include "tfm/model/checkpoint.h"
@@ -28,7 +31,8 @@ std::vector<std::vector<int64_t>> fixture_sources() {
   }
   // More sentences than a batch, of varied lengths, one empty, one repeated.
   std::vector<std::vector<int64_t>> all = out;
-  for (const auto& x : out) all.push_back(std::vector<int64_t>(x.begin(), x.begin() + x.size() / 2));
+  for (const auto& x : out)
+    all.push_back(std::vector<int64_t>(x.begin(), x.begin() + x.size() / 2));
   all.push_back({});
   all.push_back(out[0]);
   return all;
@@ -72,8 +76,8 @@ TEST(Translator, IdsAgreeWithTheSearchRunOneSentenceAtATime) {
     const auto want = search->run(*model, {Ids(sources[i].begin(), sources[i].end())});
     ASSERT_EQ(got[i].hypotheses.size(), want[0].size());
     for (size_t k = 0; k < want[0].size(); ++k) {
-      EXPECT_EQ(got[i].hypotheses[k].ids, std::vector<int64_t>(want[0][k].tokens.begin(),
-                                                                want[0][k].tokens.end()));
+      EXPECT_EQ(got[i].hypotheses[k].ids,
+                std::vector<int64_t>(want[0][k].tokens.begin(), want[0][k].tokens.end()));
       EXPECT_NEAR(got[i].hypotheses[k].score, want[0][k].score, 1e-5);
       EXPECT_TRUE(got[i].hypotheses[k].text.empty());
     }
@@ -85,11 +89,11 @@ TEST(Translator, ResultsDoNotDependOnBatchingOrThreads) {
   TranslationOptions o;
   o.beam_size = 3;
   o.num_hypotheses = 3;
-  const auto want = Translator(kModel, {.intra_threads = 1, .max_batch_size = 1})
-                        .translate_batch(sources, o);
-  expect_same(want, Translator(kModel, {.intra_threads = 2, .inter_threads = 2,
-                                        .max_batch_size = 3})
-                        .translate_batch(sources, o));
+  const auto want =
+      Translator(kModel, {.intra_threads = 1, .max_batch_size = 1}).translate_batch(sources, o);
+  expect_same(want,
+              Translator(kModel, {.intra_threads = 2, .inter_threads = 2, .max_batch_size = 3})
+                  .translate_batch(sources, o));
   expect_same(want, Translator(kModel, {.max_batch_size = 64, .max_batch_tokens = 12})
                         .translate_batch(sources, o));
 }
@@ -131,6 +135,137 @@ TEST(Translator, ScoresAreScorePairsAndTheSearchsLogProbs) {
     EXPECT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i])));
     EXPECT_NEAR(got[i], tr[i].hypotheses[0].log_prob, 1e-4 * (1 + std::abs(want[i])));
   }
+}
+
+// One prefix per source (some empty); ids of the fixture's target vocabulary, not special.
+std::vector<std::vector<int64_t>> fixture_prefixes(size_t n) {
+  std::vector<std::vector<int64_t>> p(n);
+  for (size_t i = 0; i < n; ++i)
+    if (i % 3 != 2) p[i] = {static_cast<int64_t>(3 + i % 17), static_cast<int64_t>(5 + i % 3)};
+  return p;
+}
+
+bool starts_with(const std::vector<int64_t>& ids, const std::vector<int64_t>& prefix) {
+  return ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), ids.begin());
+}
+
+// Greedy, beam and sampling through prefixes: every hypothesis starts with its sentence's
+// prefix, log_prob is still score_batch's (teacher-forced) score of the whole hypothesis, an empty
+// prefix is none, and the batching changes nothing but rounding.
+TEST(Translator, TargetPrefixIsForcedAndScoredAsScoreBatch) {
+  Translator t(kModel, {.max_batch_size = 4});
+  const auto sources = fixture_sources();
+  const auto prefixes = fixture_prefixes(sources.size());
+  TranslationOptions greedy, beam, sampling;
+  beam.beam_size = 4;
+  beam.num_hypotheses = 2;
+  beam.length_penalty = 0.6;
+  sampling.sampling = true;
+  sampling.seed = 3;
+  for (const TranslationOptions& o : {greedy, beam, sampling}) {
+    const auto got = t.translate_batch(sources, prefixes, o);
+    const auto plain = t.translate_batch(sources, o);
+    ASSERT_EQ(got.size(), sources.size());
+    std::vector<std::vector<int64_t>> src, hyp;
+    std::vector<double> log_prob;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (sources[i].empty()) {
+        EXPECT_TRUE(got[i].hypotheses.empty());
+        continue;
+      }
+      ASSERT_EQ(got[i].hypotheses.size(), static_cast<size_t>(o.num_hypotheses));
+      for (size_t k = 0; k < got[i].hypotheses.size(); ++k) {
+        const TranslationHypothesis& h = got[i].hypotheses[k];
+        EXPECT_TRUE(starts_with(h.ids, prefixes[i])) << "sentence " << i;
+        if (prefixes[i].empty()) {
+          EXPECT_EQ(h.ids, plain[i].hypotheses[k].ids) << "sentence " << i;
+        }
+        EXPECT_TRUE(h.attention.empty());
+        src.push_back(sources[i]);
+        hyp.push_back(h.ids);
+        log_prob.push_back(h.log_prob);
+      }
+    }
+    const std::vector<double> want = t.score_batch(src, hyp);
+    for (size_t j = 0; j < want.size(); ++j)
+      EXPECT_NEAR(log_prob[j], want[j], 1e-4 * (1 + std::abs(want[j]))) << "hypothesis " << j;
+    expect_same(got,
+                Translator(kModel, {.intra_threads = 2, .inter_threads = 2, .max_batch_size = 1})
+                    .translate_batch(sources, prefixes, o));
+  }
+}
+
+TEST(Translator, TargetPrefixErrorsNameTheProblem) {
+  Translator t(kModel);
+  const std::vector<std::vector<int64_t>> src = {{3, 4}, {5}};
+  auto error = [&](const std::vector<std::vector<int64_t>>& prefixes, TranslationOptions o = {}) {
+    return testing::error_of([&] { t.translate_batch(src, prefixes, o); });
+  };
+  EXPECT_NE(error({{3}}).find("target_prefix has 1 entries for 2 sources"), std::string::npos);
+  EXPECT_NE(error({{3}, {4, 99}})
+                .find("target_prefix 2: token id 99 is outside the target "
+                      "vocabulary [0, 23)"),
+            std::string::npos);
+  EXPECT_NE(error({{2}, {}}).find("target_prefix 1: token id 2 is the model's EOS"),
+            std::string::npos);
+  EXPECT_NE(error({{}, std::vector<int64_t>(5, 3)}, {.max_decoding_length = 5})
+                .find("target_prefix 2 has 5 tokens; max_decoding_length 5 leaves room for 4 "
+                      "before EOS"),
+            std::string::npos);
+  EXPECT_NE(error({{}, std::vector<int64_t>(64, 3)})
+                .find("the model's 64 positions leave room for 63 before EOS"),
+            std::string::npos);
+  // The longest prefix that fits: EOS follows it at once.
+  const auto r = t.translate_batch(src, {{}, {3, 4, 5, 6}}, {.max_decoding_length = 5});
+  EXPECT_EQ(r[1].hypotheses.at(0).ids, (std::vector<int64_t>{3, 4, 5, 6}));
+  EXPECT_TRUE(t.translate_batch(src, {}, TranslationOptions{}).size() == 2);  // {}: no prefixes
+}
+
+// return_attention: one row per target id (the prefix's too) over the source as the model frames
+// it (seed004: BOS, the ids, EOS), each summing to 1 and equal to the last decoder layer's
+// cross-attention, averaged over heads, of a full teacher-forced forward pass; asking for it
+// changes nothing else.
+TEST(Translator, AttentionIsTheFullForwardsCrossAttention) {
+  Translator t(kModel, {.max_batch_size = 8});
+  auto model = load_model(kModel);
+  const auto sources = fixture_sources();
+  const auto prefixes = fixture_prefixes(sources.size());
+  TranslationOptions greedy, beam, sampling;
+  beam.beam_size = 3;
+  beam.num_hypotheses = 3;
+  sampling.sampling = true;
+  sampling.seed = 9;
+  int rows = 0;
+  for (TranslationOptions o : {greedy, beam, sampling})
+    for (bool with_prefix : {false, true}) {
+      const std::vector<std::vector<int64_t>> pre =
+          with_prefix ? prefixes : std::vector<std::vector<int64_t>>{};
+      const auto without = t.translate_batch(sources, pre, o);
+      o.return_attention = true;
+      const auto got = t.translate_batch(sources, pre, o);
+      for (size_t i = 0; i < sources.size(); ++i) {
+        ASSERT_EQ(got[i].hypotheses.size(), without[i].hypotheses.size());
+        const Ids src(sources[i].begin(), sources[i].end());
+        for (size_t k = 0; k < got[i].hypotheses.size(); ++k) {
+          const TranslationHypothesis& h = got[i].hypotheses[k];
+          EXPECT_EQ(h.ids, without[i].hypotheses[k].ids);
+          EXPECT_EQ(h.score, without[i].hypotheses[k].score);  // bitwise: the same search
+          ASSERT_EQ(h.attention.size(), h.ids.size()) << "sentence " << i;
+          const auto ref =
+              testing::forward_cross_attention(*model, src, Ids(h.ids.begin(), h.ids.end()));
+          for (size_t r = 0; r < h.attention.size(); ++r, ++rows) {
+            ASSERT_EQ(h.attention[r].size(), sources[i].size() + 2) << "sentence " << i;
+            double sum = 0;
+            for (size_t s = 0; s < h.attention[r].size(); ++s) {
+              sum += h.attention[r][s];
+              EXPECT_NEAR(h.attention[r][s], ref[r][s], 1e-5) << "sentence " << i << " row " << r;
+            }
+            EXPECT_NEAR(sum, 1.0, 1e-5) << "sentence " << i << " row " << r;
+          }
+        }
+      }
+    }
+  EXPECT_GT(rows, 200);
 }
 
 TEST(Translator, StreamWritesWhatTheBatchMethodReturns) {
@@ -220,22 +355,27 @@ TEST(Translator, ErrorsNameTheProblemInTheApisWords) {
   const auto src = fixture_sources();
   EXPECT_EQ(message([&] { t.translate_batch(src, {.beam_size = 0}); }),
             "beam_size must be at least 1 (got 0)");
-  EXPECT_NE(message([&] { t.translate_batch(src, {.beam_size = 2, .num_hypotheses = 3}); })
-                .find("num_hypotheses must be between 1 and beam_size 2"),
+  EXPECT_NE(message([&] {
+              t.translate_batch(src, {.beam_size = 2, .num_hypotheses = 3});
+            }).find("num_hypotheses must be between 1 and beam_size 2"),
             std::string::npos);
-  EXPECT_NE(message([&] { t.translate_batch(src, {.max_length_factor = 1e30}); })
-                .find("max_length_factor must be in [0, 1000]"),
+  EXPECT_NE(message([&] {
+              t.translate_batch(src, {.max_length_factor = 1e30});
+            }).find("max_length_factor must be in [0, 1000]"),
             std::string::npos);
-  EXPECT_NE(message([&] { t.translate_batch(std::vector<std::vector<int64_t>>{{1, 2}, {3, 99999}}); })
-                .find("source 2: token id 99999 is outside the source vocabulary"),
+  EXPECT_NE(message([&] {
+              t.translate_batch(std::vector<std::vector<int64_t>>{{1, 2}, {3, 99999}});
+            }).find("source 2: token id 99999 is outside the source vocabulary"),
             std::string::npos);
-  EXPECT_NE(message([&] { t.translate_batch(std::vector<std::string>{"x"}); })
-                .find("has no SentencePiece vocabulary"),
+  EXPECT_NE(message([&] {
+              t.translate_batch(std::vector<std::string>{"x"});
+            }).find("has no SentencePiece vocabulary"),
             std::string::npos);
   EXPECT_NE(message([&] { Translator(kModel + "/nope"); }).find("does not exist"),
             std::string::npos);
-  EXPECT_NE(message([&] { Translator(kModel, {.inter_threads = 0}); })
-                .find("inter_threads must be at least 1"),
+  EXPECT_NE(message([&] {
+              Translator(kModel, {.inter_threads = 0});
+            }).find("inter_threads must be at least 1"),
             std::string::npos);
   EXPECT_NE(message([&] { Translator(kModel, {.device = Device::cuda}); }).find("device cuda"),
             std::string::npos);

@@ -5,6 +5,7 @@
 // live hypothesis, ranks the candidates of a sentence by total log-probability, finishes EOS
 // candidates that rank above the beam_size-th live candidate, and keeps the best beam_size
 // non-EOS ones. Finished sentences contribute no rows to the next reorder, so work shrinks.
+// While a sentence's target prefix lasts, its one hypothesis takes the prefix token instead.
 #include <algorithm>
 #include <cmath>
 
@@ -17,10 +18,13 @@ namespace {
 struct Live {
   Ids tokens;
   double log_prob = 0.0;
+  std::vector<float> attention;  // (tokens, width) with return_attention
 };
 
 struct Sentence {
   int64_t max_len = 1;
+  int64_t width = 0;  // attention row width: the framed source's positions
+  const Ids* prefix = nullptr;
   std::vector<Live> live;
   NBest finished;
   bool done = false;
@@ -85,8 +89,9 @@ class BeamSearch : public Search {
   explicit BeamSearch(const SearchOptions& o) : o_(o) {}
 
   std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
-                         const std::vector<uint64_t>& /*ids*/) const override {
-    detail::check_inputs(model, sources, o_);
+                         const std::vector<uint64_t>& /*ids*/,
+                         const std::vector<Ids>& prefixes) const override {
+    detail::check_inputs(model, sources, o_, prefixes);
     const ModelConfig& c = model.config();
     const int64_t V = c.trg_vocab_size, beam = o_.beam_size;
     const int32_t eos = static_cast<int32_t>(c.eos_id);
@@ -97,7 +102,11 @@ class BeamSearch : public Search {
     std::vector<Sentence> sent(sources.size());
     std::vector<const Ids*> ptrs;
     for (size_t i = 0; i < sources.size(); ++i) {
-      sent[i].max_len = max_target_length(c, o_, static_cast<int64_t>(sources[i].size()));
+      const int64_t src_len = static_cast<int64_t>(sources[i].size());
+      sent[i].prefix = &detail::prefix_of(prefixes, i);
+      sent[i].max_len =
+          max_target_length(c, o_, src_len, static_cast<int64_t>(sent[i].prefix->size()));
+      sent[i].width = detail::framed_length(c, src_len);
       sent[i].live.push_back(Live{});
       ptrs.push_back(&sources[i]);
     }
@@ -112,8 +121,23 @@ class BeamSearch : public Search {
     std::vector<Candidate> cands;
 
     for (int64_t generated = 0; !active.empty(); ++generated) {
-      Tensor lp = detail::step_log_probs(model, state, tokens);  // (rows, V)
+      Tensor attn;                                              // (rows, S)
+      Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
+                                         o_.return_attention ? &attn : nullptr);
       float* lpd = lp.data<float>();
+      const float* ad = o_.return_attention ? attn.data<float>() : nullptr;
+      const int64_t S = o_.return_attention ? attn.size(1) : 0;
+      // h extended by token t of row `row`: its attention gains that row's (the padding cut).
+      auto extend = [&](const Live& h, int64_t row, int32_t t, double log_prob, int64_t width) {
+        Live nh{h.tokens, log_prob, {}};
+        nh.tokens.push_back(t);
+        if (ad) {
+          nh.attention.reserve(h.attention.size() + static_cast<size_t>(width));
+          nh.attention = h.attention;
+          nh.attention.insert(nh.attention.end(), ad + row * S, ad + row * S + width);
+        }
+        return nh;
+      };
       std::vector<int64_t> rows;  // parents of the next step's rows, in the old state
       std::vector<int32_t> next_tokens;
       std::vector<size_t> still_active;
@@ -121,6 +145,18 @@ class BeamSearch : public Search {
       for (size_t si : active) {
         Sentence& s = sent[si];
         const int64_t n = static_cast<int64_t>(s.live.size());
+        if (generated < static_cast<int64_t>(s.prefix->size())) {
+          // Forced: the sentence's one hypothesis (beams share the prefix) takes the prefix
+          // token at its model log-probability; max_len leaves room for EOS after it.
+          TFM_CHECK(n == 1) << "beam search: " << n << " hypotheses inside a prefix";
+          const int32_t t = (*s.prefix)[generated];
+          s.live[0] = extend(s.live[0], r, t, s.live[0].log_prob + lpd[r * V + t], s.width);
+          rows.push_back(r);
+          next_tokens.push_back(t);
+          still_active.push_back(si);
+          r += n;
+          continue;
+        }
         cands.clear();
         for (int64_t j = 0; j < n; ++j) {
           float* row = lpd + (r + j) * V;
@@ -138,14 +174,13 @@ class BeamSearch : public Search {
         std::vector<int64_t> parents;
         for (const Candidate& cd : cands) {
           const Live& h = s.live[cd.hyp];
-          if (cd.token == eos) {
+          if (cd.token == eos) {  // EOS gets no attention row
             const int64_t len = static_cast<int64_t>(h.tokens.size()) + 1;
-            s.finished.push_back({h.tokens, final_score(cd.log_prob, len, o_), cd.log_prob});
+            s.finished.push_back(
+                {h.tokens, final_score(cd.log_prob, len, o_), cd.log_prob, h.attention});
             continue;
           }
-          Live nh{h.tokens, cd.log_prob};
-          nh.tokens.push_back(cd.token);
-          next.push_back(std::move(nh));
+          next.push_back(extend(h, r + cd.hyp, cd.token, cd.log_prob, s.width));
           parents.push_back(r + cd.hyp);
           if (static_cast<int64_t>(next.size()) == beam) break;
         }

@@ -10,17 +10,24 @@ namespace tfm::decode::detail {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Checks the sources against the model and the options (lengths, ids, flags).
+// Checks the sources and prefixes against the model and the options (lengths, ids, flags).
 void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
-                  const SearchOptions& options);
+                  const SearchOptions& options, const std::vector<Ids>& prefixes = {});
+// Sentence i's prefix (empty when prefixes is).
+const Ids& prefix_of(const std::vector<Ids>& prefixes, size_t i);
+// Source positions the encoder reads for a source of src_len ids (with BOS/EOS framing): the
+// width of a hypothesis' attention rows.
+int64_t framed_length(const ModelConfig& config, int64_t src_len);
 // Encodes the sources (each framed as the config says, padded) and returns the state with one row
 // per source, its self-attention caches to be allocated once for max_len positions (the longest
 // output).
 DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
                    int64_t max_len);
-// Feeds tokens (one per row) and returns log-probabilities f32 (rows, V), contiguous.
+// Feeds tokens (one per row) and returns log-probabilities f32 (rows, V), contiguous. With
+// `attention`, also the last decoder layer's cross-attention averaged over heads, f32 (rows, S)
+// contiguous, S the batch's padded source length (padding gets 0).
 Tensor step_log_probs(const Transformer& model, DecoderState& state,
-                      const std::vector<int32_t>& tokens);
+                      const std::vector<int32_t>& tokens, Tensor* attention = nullptr);
 // state.reorder(rows), skipped when rows keeps every row in place (greedy and sampling while no
 // sentence has finished): a reorder copies every cache, O(T) a step.
 void reorder(DecoderState& state, const std::vector<int64_t>& rows);

@@ -2,6 +2,7 @@
 //
 // The draw for step t of a sentence is uniform_f64(t) of RandomStream(seed, id), where id is the
 // sentence's stable id, so a sample does not depend on batching, batch order or thread count.
+// The steps of a target prefix take its tokens and draw nothing.
 #include <algorithm>
 #include <cmath>
 
@@ -54,8 +55,9 @@ class SamplingSearch : public Search {
   explicit SamplingSearch(const SearchOptions& o) : o_(o) {}
 
   std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
-                         const std::vector<uint64_t>& ids) const override {
-    detail::check_inputs(model, sources, o_);
+                         const std::vector<uint64_t>& ids,
+                         const std::vector<Ids>& prefixes) const override {
+    detail::check_inputs(model, sources, o_, prefixes);
     TFM_CHECK(ids.empty() || ids.size() == sources.size())
         << "sampling: " << ids.size() << " ids for " << sources.size() << " sources";
     const ModelConfig& c = model.config();
@@ -64,11 +66,14 @@ class SamplingSearch : public Search {
     std::vector<NBest> out(sources.size());
     if (sources.empty()) return out;
     std::vector<const Ids*> ptrs;
-    std::vector<int64_t> max_len;
+    std::vector<int64_t> max_len, width;
     std::vector<Hypothesis> hyp(sources.size());
     for (size_t i = 0; i < sources.size(); ++i) {
+      const int64_t src_len = static_cast<int64_t>(sources[i].size());
+      const int64_t prefix_len = static_cast<int64_t>(detail::prefix_of(prefixes, i).size());
       ptrs.push_back(&sources[i]);
-      max_len.push_back(max_target_length(c, o_, static_cast<int64_t>(sources[i].size())));
+      max_len.push_back(max_target_length(c, o_, src_len, prefix_len));
+      width.push_back(detail::framed_length(c, src_len));
     }
     std::vector<size_t> active(sources.size());
     for (size_t i = 0; i < active.size(); ++i) active[i] = i;
@@ -78,7 +83,9 @@ class SamplingSearch : public Search {
     std::vector<int32_t> order;
     std::vector<double> p;
     for (int64_t generated = 0; !active.empty(); ++generated) {
-      Tensor lp = detail::step_log_probs(model, state, tokens);  // (rows, V)
+      Tensor attn;                                              // (rows, S)
+      Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
+                                         o_.return_attention ? &attn : nullptr);
       float* lpd = lp.data<float>();
       std::vector<int64_t> rows;
       std::vector<int32_t> next_tokens;
@@ -86,12 +93,22 @@ class SamplingSearch : public Search {
       for (size_t r = 0; r < active.size(); ++r) {
         const size_t si = active[r];
         float* row = lpd + static_cast<int64_t>(r) * V;
-        detail::mask_row(row, V, c, generated, o_.min_length, max_len[si]);
-        const uint64_t id = ids.empty() ? si : ids[si];
-        const double u = RandomStream(o_.seed, id).uniform_f64(static_cast<uint64_t>(generated));
-        const int32_t t = pick(row, V, o_, u, order, p);
+        const Ids& prefix = detail::prefix_of(prefixes, si);
+        int32_t t;
+        if (generated < static_cast<int64_t>(prefix.size())) {
+          t = prefix[generated];  // forced; max_len leaves room for EOS after the prefix
+        } else {
+          detail::mask_row(row, V, c, generated, o_.min_length, max_len[si]);
+          const uint64_t id = ids.empty() ? si : ids[si];
+          const double u = RandomStream(o_.seed, id).uniform_f64(static_cast<uint64_t>(generated));
+          t = pick(row, V, o_, u, order, p);
+        }
         Hypothesis& h = hyp[si];
         h.log_prob += row[t];
+        if (t != c.eos_id && o_.return_attention) {  // EOS gets no attention row
+          const float* a = attn.data<float>() + static_cast<int64_t>(r) * attn.size(1);
+          h.attention.insert(h.attention.end(), a, a + width[si]);
+        }
         if (t == c.eos_id) {
           h.score = final_score(h.log_prob, static_cast<int64_t>(h.tokens.size()) + 1, o_);
           out[si].push_back(std::move(h));

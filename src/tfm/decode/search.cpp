@@ -18,7 +18,8 @@ double final_score(double log_prob, int64_t len, const SearchOptions& o) {
   return log_prob / std::pow((5.0 + static_cast<double>(len)) / 6.0, o.length_penalty);
 }
 
-int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t src_len) {
+int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t src_len,
+                          int64_t prefix_len) {
   const double by_source = o.max_length_a * static_cast<double>(src_len) + o.max_length_b;
   // Capped in double first: a huge factor would overflow the conversion (undefined behaviour).
   const double cap = static_cast<double>(std::min(o.max_length, c.max_length));
@@ -26,7 +27,7 @@ int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t 
               : by_source >= 1 ? static_cast<int64_t>(std::floor(by_source))
                                : 1;               // also NaN
   n = std::min({n, o.max_length, c.max_length});  // the decoder reads positions 0 … n-1
-  return std::max<int64_t>(n, 1);
+  return std::max<int64_t>(n, prefix_len + 1);
 }
 
 namespace {
@@ -38,23 +39,26 @@ class ShardedSearch : public Search {
       : inner_(std::move(inner)), o_(o) {}
 
   std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
-                         const std::vector<uint64_t>& ids) const override {
+                         const std::vector<uint64_t>& ids,
+                         const std::vector<Ids>& prefixes) const override {
     const int64_t n = static_cast<int64_t>(sources.size());
     const int64_t shards = (n + o_.shard_size - 1) / o_.shard_size;
-    if (shards <= 1) return inner_->run(model, sources, ids);
+    if (shards <= 1) return inner_->run(model, sources, ids, prefixes);
     TFM_CHECK(ids.empty() || ids.size() == sources.size())
         << "search: " << ids.size() << " ids for " << sources.size() << " sources";
-    detail::check_inputs(model, sources, o_);  // errors name the sentence's index in the batch
+    // Errors name the sentence's index in the whole batch.
+    detail::check_inputs(model, sources, o_, prefixes);
     std::vector<std::vector<NBest>> results(shards);
     std::vector<std::exception_ptr> errors(shards);
     auto run_shard = [&](int64_t k) {
       try {
         const int64_t b = k * o_.shard_size, e = std::min(n, b + o_.shard_size);
-        std::vector<Ids> src(sources.begin() + b, sources.begin() + e);
+        std::vector<Ids> src(sources.begin() + b, sources.begin() + e), pre;
+        if (!prefixes.empty()) pre.assign(prefixes.begin() + b, prefixes.begin() + e);
         std::vector<uint64_t> shard_ids;
         for (int64_t i = b; i < e; ++i)
           shard_ids.push_back(ids.empty() ? static_cast<uint64_t>(i) : ids[i]);
-        results[k] = inner_->run(model, src, shard_ids);
+        results[k] = inner_->run(model, src, shard_ids, pre);
       } catch (...) {
         errors[k] = std::current_exception();
       }
@@ -98,8 +102,8 @@ std::unique_ptr<Search> make_search(const SearchOptions& o) {
 
 namespace detail {
 
-void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
-                  const SearchOptions& o) {
+void check_inputs(const Transformer& model, const std::vector<Ids>& sources, const SearchOptions& o,
+                  const std::vector<Ids>& prefixes) {
   const ModelConfig& c = model.config();
   TFM_CHECK(c.has_encoder()) << "search: decoder-only models are not supported yet";
   TFM_CHECK(o.beam_size >= 1) << "search: beam size must be >= 1, got " << o.beam_size;
@@ -120,6 +124,27 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources,
       TFM_CHECK(t >= 0 && t < c.src_vocab_size) << "search: source " << i << " has id " << t
                                                 << " outside [0, " << c.src_vocab_size << ")";
   }
+  TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size())
+      << "search: " << prefixes.size() << " prefixes for " << sources.size() << " sources";
+  const int64_t cap = std::min(o.max_length, c.max_length);
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    TFM_CHECK(static_cast<int64_t>(prefixes[i].size()) < cap)
+        << "search: prefix " << i << " has " << prefixes[i].size() << " tokens; the max length "
+        << cap << " leaves room for " << cap - 1 << " before EOS";
+    for (int32_t t : prefixes[i])
+      TFM_CHECK(t >= 0 && t < c.trg_vocab_size && t != c.pad_id && t != c.bos_id && t != c.eos_id)
+          << "search: prefix " << i << " has id " << t << ", outside [0, " << c.trg_vocab_size
+          << ") or PAD/BOS/EOS";
+  }
+}
+
+const Ids& prefix_of(const std::vector<Ids>& prefixes, size_t i) {
+  static const Ids none;
+  return prefixes.empty() ? none : prefixes[i];
+}
+
+int64_t framed_length(const ModelConfig& c, int64_t src_len) {
+  return src_len + c.seq_format().source_specials();
 }
 
 DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
@@ -131,9 +156,23 @@ DecoderState start(const Transformer& model, const std::vector<const Ids*>& sour
 }
 
 Tensor step_log_probs(const Transformer& model, DecoderState& state,
-                      const std::vector<int32_t>& tokens) {
+                      const std::vector<int32_t>& tokens, Tensor* attention) {
   const int64_t n = static_cast<int64_t>(tokens.size());
-  Tensor logits = model.step(state, Tensor::from_vector<int32_t>({n}, tokens));  // (n, V)
+  Tensor weights;  // (n, H, 1, S)
+  Tensor logits = model.step(state, Tensor::from_vector<int32_t>({n}, tokens), nullptr,
+                             attention ? &weights : nullptr);  // (n, V)
+  if (attention) {
+    const Tensor w = weights.contiguous();
+    const int64_t H = w.size(1), S = w.size(3);
+    *attention = Tensor::zeros({n, S});
+    const float* p = w.data<float>();
+    float* a = attention->data<float>();
+    // The mean over heads, summed in head order (fixed: no dependence on threads or batching).
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t s = 0; s < S; ++s) a[r * S + s] += p[(r * H + h) * S + s];
+    for (int64_t i = 0; i < n * S; ++i) a[i] /= static_cast<float>(H);
+  }
   return log_softmax(logits).contiguous();
 }
 

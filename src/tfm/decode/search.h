@@ -6,6 +6,13 @@
 // tokens, they never renormalise). PAD and BOS are never generated; EOS is forbidden before
 // min_length tokens and forced once max length - 1 tokens exist, so every output ends with EOS and
 // has at most max length tokens including it.
+//
+// Target prefixes. A sentence's prefix is forced: its first steps take the prefix tokens instead
+// of choosing (every beam shares them: the beam holds one hypothesis until the prefix is
+// consumed), then the search goes on freely. The hypothesis includes the prefix, its log_prob the
+// prefix tokens' log-probabilities (so it stays score_pairs' score of the whole hypothesis), and
+// its length, for the length penalty and the limits, counts them: the max length is raised to
+// prefix + 1 when the source's would leave no room for EOS after the prefix.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +40,8 @@ struct SearchOptions {
   int64_t top_k = 0;
   double top_p = 1.0;
   uint64_t seed = 0;
+  // Fill Hypothesis::attention.
+  bool return_attention = false;
   // make_search splits the sentences into shards of this many (0: one batch) and decodes the
   // shards in parallel, one thread each with its own batch, instead of splitting every small
   // op of every step over the threads: one OpenMP region per search instead of dozens per step.
@@ -41,9 +50,15 @@ struct SearchOptions {
 };
 
 struct Hypothesis {
-  Ids tokens;             // without BOS/EOS
+  Ids tokens;             // without BOS/EOS, starting with the sentence's prefix
   double score = 0.0;     // log_prob under the length-penalty rule; higher is better
   double log_prob = 0.0;  // log P(tokens + EOS | source)
+  // With return_attention: row-major (tokens, source positions), row t the last decoder layer's
+  // cross-attention, averaged over heads, of the step that produced tokens[t] (the step that
+  // produced EOS has none, as in CTranslate2). The source positions are the framed source the
+  // encoder reads ([BOS] x [EOS] as the config's source_bos / source_eos say), so a row has
+  // source length + source_specials() values and sums to 1. Empty otherwise.
+  std::vector<float> attention;
 };
 
 using NBest = std::vector<Hypothesis>;  // best first
@@ -54,9 +69,11 @@ class Search {
   // sources: token ids without BOS/EOS (the config's source_bos / source_eos frame them), one
   // per sentence (an encoder-decoder model). ids: a stable id per sentence (its input line),
   // which keys its random stream when sampling so results do not depend on batching; empty
-  // means 0, 1, ….
+  // means 0, 1, …. prefixes: per sentence, the target tokens every hypothesis starts with (see
+  // above; no PAD, BOS or EOS); empty: none for any sentence.
   virtual std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
-                                 const std::vector<uint64_t>& ids = {}) const = 0;
+                                 const std::vector<uint64_t>& ids = {},
+                                 const std::vector<Ids>& prefixes = {}) const = 0;
 };
 
 // Sampling when options.sampling, greedy when beam_size == 1, beam search otherwise; sharded as
@@ -68,7 +85,9 @@ std::unique_ptr<Search> make_sampling(const SearchOptions& options);
 
 // The search's score of a hypothesis with total log-probability log_prob and length len (with EOS).
 double final_score(double log_prob, int64_t len, const SearchOptions& options);
-// Max target length (with EOS) for a source of src_len tokens: at least 1.
-int64_t max_target_length(const ModelConfig& config, const SearchOptions& options, int64_t src_len);
+// Max target length (with EOS) for a source of src_len tokens and a prefix of prefix_len: at
+// least prefix_len + 1 (check_inputs has made sure the caps allow that) and at least 1.
+int64_t max_target_length(const ModelConfig& config, const SearchOptions& options, int64_t src_len,
+                          int64_t prefix_len = 0);
 
 }  // namespace tfm::decode

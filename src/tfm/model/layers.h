@@ -66,9 +66,11 @@ class DecoderLayer : public nn::Module {
   Tensor operator()(const Tensor& x, const Tensor& trg_mask, const Tensor& memory,
                     const Tensor& src_mask, Generator* gen, AttentionWeights* weights) const;
   // The newest positions x (B, t, C), with the cache holding what came before (allocated for
-  // `reserve` positions on the first step).
+  // `reserve` positions on the first step). cross_weights, when not null, receives this layer's
+  // cross-attention probabilities (B, H, t, S) alone.
   Tensor step(const Tensor& x, DecoderLayerCache& cache, const Tensor& src_mask,
-              AttentionWeights* weights, int64_t reserve = 0) const;
+              AttentionWeights* weights, int64_t reserve = 0,
+              Tensor* cross_weights = nullptr) const;
 
   nn::MultiHeadAttention self_attn_;
   nn::LayerNorm self_attn_norm_;
@@ -79,7 +81,7 @@ class DecoderLayer : public nn::Module {
 
  private:
   Tensor cross_and_ffn(Tensor x, const nn::KVCache& cross, const Tensor& src_mask, Generator* gen,
-                       AttentionWeights* weights) const;
+                       AttentionWeights* weights, Tensor* cross_weights = nullptr) const;
   const ModelConfig& c_;
 };
 

@@ -259,14 +259,19 @@ DecoderState Transformer::start_decoder_only(int64_t batch) const {
   return st;
 }
 
-Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeights* weights) const {
+Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeights* weights,
+                         Tensor* last_cross_attention) const {
   Tensor ids = tokens.dim() == 1 ? tokens.reshape({tokens.size(0), 1}) : tokens;
   TFM_CHECK(ids.dim() == 2) << "step: expected tokens (B) or (B, t), got " << tokens.describe();
   TFM_CHECK(st.layers.size() == decoder_.layers_.size())
       << "step: state has " << st.layers.size() << " layers, the model " << decoder_.layers_.size();
   Tensor x = embed(ids, trg_table(), pos_trg_, decoder_.embed_norm_.get(), st.position);
-  for (size_t i = 0; i < decoder_.layers_.size(); ++i)
-    x = decoder_.layers_[i]->step(x, st.layers[i], st.src_mask, weights, st.reserve);
+  TFM_CHECK(!last_cross_attention || c_.has_encoder())
+      << "step: a decoder-only model has no cross-attention";
+  const size_t n = decoder_.layers_.size();
+  for (size_t i = 0; i < n; ++i)
+    x = decoder_.layers_[i]->step(x, st.layers[i], st.src_mask, weights, st.reserve,
+                                  i + 1 == n ? last_cross_attention : nullptr);
   st.position += ids.size(1);
   if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
   const int64_t t = x.size(1);

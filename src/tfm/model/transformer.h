@@ -67,9 +67,13 @@ class Transformer : public nn::Module {
 
   // Incremental decoding: encode once, then feed tokens (B) or (B, t) and get the logits of the
   // last position (B, V). The logits equal those of forward() over the same prefix.
+  // last_cross_attention, when not null, receives the last decoder layer's cross-attention
+  // probabilities of the new positions, f32 (B, H, t, S): that layer's alone are computed (what a
+  // search returns as alignment), and the logits are bitwise the same as without.
   DecoderState start(const Tensor& src) const;
   DecoderState start_decoder_only(int64_t batch) const;
-  Tensor step(DecoderState& state, const Tensor& tokens, AttentionWeights* weights = nullptr) const;
+  Tensor step(DecoderState& state, const Tensor& tokens, AttentionWeights* weights = nullptr,
+              Tensor* last_cross_attention = nullptr) const;
 
   int64_t parameter_count() const;
 

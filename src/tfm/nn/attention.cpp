@@ -123,12 +123,14 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& k
   const Tensor q = q_proj_(query);
   AttentionResult r;
   // One new position per row, inference: a decoding step (causal changes nothing at T = 1).
-  // The choice is made here, not inside attention(): that op keeps one kernel per call so its
-  // output is bitwise the same whether or not the weights are asked for (test_attention).
+  // The choice is made here, not inside attention(): each op keeps one kernel per call so its
+  // output is bitwise the same whether or not the weights are asked for (test_attention,
+  // test_decode_attention); a search returning attention thus finds what one without does.
   if (q.dim() == 3 && q.size(1) == 1 && q.dtype() == DType::f32 && q.device() == Device::cpu &&
       kv.k.dtype() == DType::f32 && kv.v.dtype() == DType::f32 && kv.k.device() == Device::cpu &&
-      !return_weights && opt.dropout == 0.0 && !autograd::needs_grad({&q, &kv.k, &kv.v}))
-    r.out = decode_attention(q, kv.k, kv.v, heads_, key_padding_mask);
+      opt.dropout == 0.0 && !autograd::needs_grad({&q, &kv.k, &kv.v}))
+    r.out = decode_attention(q, kv.k, kv.v, heads_, key_padding_mask, 0.0,
+                             return_weights ? &r.weights : nullptr);
   else
     r = attention(q, kv.k, kv.v, heads_, key_padding_mask, opt);
   r.out = out_proj_(r.out);

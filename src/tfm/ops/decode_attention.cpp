@@ -24,7 +24,7 @@ Tensor rows_readable(const Tensor& t, const char* name) {
 }  // namespace
 
 Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, int64_t heads,
-                        const Tensor& key_padding_mask, double scale) {
+                        const Tensor& key_padding_mask, double scale, Tensor* weights) {
   TFM_CHECK(q_in.defined() && q_in.dim() == 3 && q_in.size(1) == 1 && q_in.dtype() == DType::f32 &&
             q_in.device() == Device::cpu)
       << kOp << ": q must be an f32 CPU tensor (B, 1, C), got "
@@ -62,6 +62,10 @@ Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
   a.mask = mask.defined() ? mask.data<uint8_t>() : nullptr;
   a.scale = static_cast<float>(scale != 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(Dh)));
   a.out = out.data<float>();
+  if (weights) {
+    *weights = Tensor::empty({B, heads, 1, S});
+    a.probs = weights->data<float>();
+  }
   cpu::decode_attention_forward(a);
   return out;
 }

@@ -1,6 +1,6 @@
 // Attention of one query position per batch row over keys/values (a decoding step), forward
-// only: the fast path nn::MultiHeadAttention takes when T = 1 and nothing needs a gradient, the
-// probabilities or dropout. Same maths as attention() (ops/attention.h); sums in another order.
+// only: the fast path nn::MultiHeadAttention takes when T = 1 and nothing needs a gradient or
+// dropout. Same maths as attention() (ops/attention.h); sums in another order.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,11 @@ namespace tfm {
 
 // q f32 (B, 1, H·Dh); k, v f32 (B, S, H·Dh), contiguous or rows of a longer KV cache (each batch
 // row's S·H·Dh values contiguous); key_padding_mask u8 (B, S) or undefined; scale 0 means
-// 1/sqrt(Dh). Returns (B, 1, H·Dh). Records nothing for autograd.
+// 1/sqrt(Dh). Returns (B, 1, H·Dh). `weights`, when not null, receives the probabilities f32
+// (B, H, 1, S), as attention() returns them; the output is bitwise the same with or without.
+// Records nothing for autograd.
 Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
-                        const Tensor& key_padding_mask, double scale = 0.0);
+                        const Tensor& key_padding_mask, double scale = 0.0,
+                        Tensor* weights = nullptr);
 
 }  // namespace tfm

@@ -9,10 +9,13 @@ namespace tfm::runtime {
 std::vector<decode::NBest> search_in_batches(const Transformer& model, const decode::Search& search,
                                              const std::vector<Ids>& sources,
                                              const std::vector<uint64_t>& ids,
+                                             const std::vector<Ids>& prefixes,
                                              const BatchLimits& limits, WorkerPool* pool,
                                              const BatchDone& on_batch) {
   TFM_CHECK(ids.empty() || ids.size() == sources.size())
       << "search: " << ids.size() << " sentence ids for " << sources.size() << " sources";
+  TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size())
+      << "search: " << prefixes.size() << " prefixes for " << sources.size() << " sources";
   const int64_t specials = model.config().seq_format().source_specials();
   std::vector<size_t> nonempty;
   std::vector<int64_t> lengths;
@@ -23,16 +26,17 @@ std::vector<decode::NBest> search_in_batches(const Transformer& model, const dec
   }
   std::vector<decode::NBest> results(sources.size());
   auto run_batch = [&](const std::vector<size_t>& batch) {
-    std::vector<Ids> src;
+    std::vector<Ids> src, pre;
     std::vector<uint64_t> sid;
     std::vector<size_t> where;
     for (size_t k : batch) {
       where.push_back(nonempty[k]);
       src.push_back(sources[nonempty[k]]);
       sid.push_back(ids.empty() ? nonempty[k] : ids[nonempty[k]]);
+      if (!prefixes.empty()) pre.push_back(prefixes[nonempty[k]]);
     }
     NoGradGuard no_grad;  // grad mode is per thread: a worker's starts on
-    std::vector<decode::NBest> r = search.run(model, src, sid);
+    std::vector<decode::NBest> r = search.run(model, src, sid, pre);
     if (on_batch) {
       on_batch(where, r);
       return;

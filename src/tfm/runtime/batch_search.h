@@ -14,14 +14,17 @@
 namespace tfm::runtime {
 
 // sources: ids without BOS/EOS. ids: each sentence's stable id (keys sampling; empty: its index).
-// An empty source gets an empty n-best list without a search. `pool` null: the calling thread.
+// prefixes: each sentence's target prefix (decode::Search::run; empty: none). An empty source
+// gets an empty n-best list without a search, prefix or not. `pool` null: the calling thread.
 // on_batch, when set, is called from the thread that ran each batch (under no lock) with the
 // input indices of its sentences and their results, which it may move from; the results are
 // returned only when on_batch is not set.
 using BatchDone = std::function<void(const std::vector<size_t>&, std::vector<decode::NBest>&)>;
-std::vector<decode::NBest> search_in_batches(
-    const Transformer& model, const decode::Search& search, const std::vector<Ids>& sources,
-    const std::vector<uint64_t>& ids, const BatchLimits& limits, WorkerPool* pool = nullptr,
-    const BatchDone& on_batch = {});
+std::vector<decode::NBest> search_in_batches(const Transformer& model, const decode::Search& search,
+                                             const std::vector<Ids>& sources,
+                                             const std::vector<uint64_t>& ids,
+                                             const std::vector<Ids>& prefixes,
+                                             const BatchLimits& limits, WorkerPool* pool = nullptr,
+                                             const BatchDone& on_batch = {});
 
 }  // namespace tfm::runtime

@@ -80,7 +80,7 @@ BleuHook make_bleu_hook(std::shared_ptr<const ValidSet> valid, std::shared_ptr<V
     auto search = decode::make_greedy(so);
     std::vector<Ids> srcs;
     for (const auto& e : valid->examples) srcs.push_back(e.src);
-    const auto out = runtime::search_in_batches(model, *search, srcs, {}, BatchLimits{64, 0});
+    const auto out = runtime::search_in_batches(model, *search, srcs, {}, {}, BatchLimits{64, 0});
     std::vector<std::string> hyps(out.size());
     for (size_t i = 0; i < out.size(); ++i)
       if (!out[i].empty()) hyps[i] = trg->decode(out[i][0].tokens);

@@ -66,6 +66,7 @@ decode::SearchOptions search_options(const TranslationOptions& t, const ModelCon
   o.top_k = t.sampling_topk;
   o.top_p = t.sampling_topp;
   o.seed = t.seed;
+  o.return_attention = t.return_attention;
   return o;
 }
 
@@ -149,11 +150,47 @@ class Translator::Impl {
   // search_in_batches.
   std::vector<decode::NBest> search(const std::vector<Ids>& sources,
                                     const std::vector<uint64_t>& ids,
+                                    const std::vector<Ids>& prefixes,
                                     const decode::SearchOptions& so,
                                     const runtime::BatchDone& on_batch = {}) const {
     auto s = decode::make_search(so);
     BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
-    return runtime::search_in_batches(*model_, *s, sources, ids, limits, pool_.get(), on_batch);
+    return runtime::search_in_batches(*model_, *s, sources, ids, prefixes, limits, pool_.get(),
+                                      on_batch);
+  }
+
+  // Target prefixes (ids) checked in the API's words and converted: one per source (or none at
+  // all), target ids other than PAD/BOS/EOS, and room for EOS after each.
+  std::vector<Ids> prepare_prefixes(const std::vector<std::vector<int64_t>>& prefixes,
+                                    size_t sources, const TranslationOptions& o) const {
+    const ModelConfig& c = config();
+    TFM_CHECK(prefixes.empty() || prefixes.size() == sources)
+        << "target_prefix has " << prefixes.size() << " entries for " << sources
+        << " sources (one per source, empty for none)";
+    const bool by_option = o.max_decoding_length < c.max_length;
+    const int64_t room = std::min(o.max_decoding_length, c.max_length) - 1;
+    std::vector<Ids> out(prefixes.size());
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+      const std::string where = "target_prefix " + std::to_string(i + 1);
+      for (int64_t id : prefixes[i]) {
+        TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
+            << where << ": token id " << id << " is outside the target vocabulary [0, "
+            << c.trg_vocab_size << ")";
+        const char* special = id == c.pad_id   ? "PAD"
+                              : id == c.bos_id ? "BOS"
+                              : id == c.eos_id ? "EOS"
+                                               : nullptr;
+        TFM_CHECK(!special) << where << ": token id " << id << " is the model's " << special
+                            << "; a prefix holds ordinary target tokens";
+      }
+      TFM_CHECK(static_cast<int64_t>(prefixes[i].size()) <= room)
+          << where << " has " << prefixes[i].size() << " tokens; "
+          << (by_option ? "max_decoding_length " + std::to_string(o.max_decoding_length)
+                        : "the model's " + std::to_string(c.max_length) + " positions")
+          << (by_option ? " leaves" : " leave") << " room for " << room << " before EOS";
+      out[i].assign(prefixes[i].begin(), prefixes[i].end());
+    }
+    return out;
   }
 
   void require_encoder() const {
@@ -162,24 +199,29 @@ class Translator::Impl {
         << "translate (an encoder-decoder model does)";
   }
 
-  std::vector<TranslationResult> translate(std::vector<Ids> src, const TranslationOptions& options,
-                                           bool text) const {
+  std::vector<TranslationResult> translate(std::vector<Ids> src,
+                                           const std::vector<std::vector<int64_t>>& prefixes,
+                                           const TranslationOptions& options, bool text) const {
     require_encoder();
     const auto so = search_options(options, config());
+    const std::vector<Ids> pre = prepare_prefixes(prefixes, src.size(), options);
     std::vector<char> truncated(src.size());
     for (size_t i = 0; i < src.size(); ++i)
       truncated[i] = prepare_source(src[i], "source " + std::to_string(i + 1));
-    auto nbest = search(src, {}, so);
+    auto nbest = search(src, {}, pre, so);
     std::vector<TranslationResult> out;
     out.reserve(nbest.size());
     for (size_t i = 0; i < nbest.size(); ++i) {
-      out.push_back(to_result(nbest[i], text));
+      const int64_t width =
+          static_cast<int64_t>(src[i].size()) + config().seq_format().source_specials();
+      out.push_back(to_result(nbest[i], text, width));
       out.back().source_truncated = truncated[i];
     }
     return out;
   }
 
-  TranslationResult to_result(decode::NBest& nb, bool text) const {
+  // width: the attention rows' (the framed source's positions).
+  TranslationResult to_result(decode::NBest& nb, bool text, int64_t width) const {
     TranslationResult r;
     for (auto& h : nb) {
       TranslationHypothesis th;
@@ -187,6 +229,9 @@ class Translator::Impl {
       if (text) th.text = decode_trg(h.tokens);
       th.score = h.score;
       th.log_prob = h.log_prob;
+      for (size_t at = 0; at < h.attention.size(); at += static_cast<size_t>(width))
+        th.attention.emplace_back(h.attention.begin() + static_cast<std::ptrdiff_t>(at),
+                                  h.attention.begin() + static_cast<std::ptrdiff_t>(at) + width);
       r.hypotheses.push_back(std::move(th));
     }
     return r;
@@ -254,17 +299,35 @@ void Translator::require_vocabularies() const {
 
 std::vector<TranslationResult> Translator::translate_batch(
     const std::vector<std::vector<int64_t>>& sources, const TranslationOptions& options) const {
-  std::vector<Ids> src(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) src[i].assign(sources[i].begin(), sources[i].end());
-  return impl_->translate(std::move(src), options, /*text=*/false);
+  return translate_batch(sources, std::vector<std::vector<int64_t>>{}, options);
 }
 
 std::vector<TranslationResult> Translator::translate_batch(
     const std::vector<std::string>& sources, const TranslationOptions& options) const {
+  return translate_batch(sources, std::vector<std::string>{}, options);
+}
+
+std::vector<TranslationResult> Translator::translate_batch(
+    const std::vector<std::vector<int64_t>>& sources,
+    const std::vector<std::vector<int64_t>>& target_prefix,
+    const TranslationOptions& options) const {
+  std::vector<Ids> src(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) src[i].assign(sources[i].begin(), sources[i].end());
+  return impl_->translate(std::move(src), target_prefix, options, /*text=*/false);
+}
+
+std::vector<TranslationResult> Translator::translate_batch(
+    const std::vector<std::string>& sources, const std::vector<std::string>& target_prefix,
+    const TranslationOptions& options) const {
   impl_->require_vocabs();
   std::vector<Ids> src(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) src[i] = impl_->encode_src(sources[i]);
-  return impl_->translate(std::move(src), options, /*text=*/true);
+  std::vector<std::vector<int64_t>> prefix(target_prefix.size());
+  for (size_t i = 0; i < target_prefix.size(); ++i) {
+    const Ids ids = impl_->encode_trg(target_prefix[i]);
+    prefix[i].assign(ids.begin(), ids.end());
+  }
+  return impl_->translate(std::move(src), prefix, options, /*text=*/true);
 }
 
 std::vector<double> Translator::score_batch(
@@ -332,7 +395,8 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
   if (!stream.ids) impl_->require_vocabs();
   TFM_CHECK(stream.read_ahead >= 1)
       << "read_ahead must be at least 1 line (got " << stream.read_ahead << ")";
-  const auto so = search_options(options, impl_->config());
+  auto so = search_options(options, impl_->config());
+  so.return_attention = false;  // lines of text have no place for it
   const ModelConfig& c = impl_->config();
   uint64_t base = 0;  // index of the window's first line in the whole input
   std::vector<std::string> lines;
@@ -390,7 +454,7 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
                             << (errno ? std::strerror(errno) : "stream failed");
     };
     flush_ready();
-    impl_->search(src, ids, so,
+    impl_->search(src, ids, {}, so,
                   [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
                     std::lock_guard<std::mutex> lock(mu);
                     for (size_t k = 0; k < where.size(); ++k) {

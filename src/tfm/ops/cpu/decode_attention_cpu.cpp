@@ -89,6 +89,9 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
     }
     inv[h] = 1.f / attn::exp_shifted_sum(ph, spad, mx);
   }
+  if (a.probs)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t s = 0; s < S; ++s) a.probs[(b * H + h) * S + s] = p[h * spad + s] * inv[h];
 
   // out_h = Σ_s p_hs · v_s,h / Σ_s p_hs: blocks of 16 vectors summed in registers, the rest
   // (C not a multiple of 256, or Dh of the vector width) in memory.

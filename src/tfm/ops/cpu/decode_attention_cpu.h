@@ -17,6 +17,9 @@ struct DecodeAttentionArgs {
   const uint8_t* mask = nullptr;  // (B, S), nonzero = ignore; null = none
   float scale = 1.f;
   float* out = nullptr;  // (B, H·Dh); a row that sees no key gets zeros
+  // (B, H, S): the probabilities, when not null (zeros where a row sees no key). The output is
+  // bitwise the same either way: they are only copied out of the softmax the sum uses.
+  float* probs = nullptr;
 };
 
 // Each batch row is computed by one thread start to finish, so results do not depend on the
