@@ -4,7 +4,6 @@
 #include <set>
 
 #include "tfm/autograd/tape.h"
-#include "tfm/core/allocator.h"
 
 namespace tfm {
 
@@ -62,10 +61,6 @@ ParameterArena::ParameterArena(const std::vector<std::pair<std::string, Tensor>>
     meta.grad_owned = false;
     if (old_grad.defined()) autograd::accumulate(meta, old_grad);  // copied into the slot
   }
-  // The parameters' old blocks went back to the allocator's cache, where they would stay for
-  // the whole run: a model's worth of resident memory that training mostly never asks for again
-  // (its gradients now live in the arena). Give them back to the system.
-  cpu_allocator().empty_cache();
 }
 
 const ArenaSlot& ParameterArena::slot(const std::string& name) const {
