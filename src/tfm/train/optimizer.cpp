@@ -5,38 +5,9 @@
 #include <map>
 
 #include "tfm/core/parallel.h"
+#include "tfm/ops/cpu/adam_cpu.h"
 
 namespace tfm {
-
-namespace {
-
-// The per-step constants of Adam::step, in the precision the update uses.
-struct AdamScalars {
-  float step_size, inv_sqrt_bc2, b1, b2, eps, wd, gs, decay;
-  bool coupled_wd;
-};
-
-// Elements [0, n) of one parameter: torch's update, with the four multiply-adds written as
-// std::fma (one rounding each; an FMA instruction on x86-64-v3). They are the fusions GCC made
-// when it contracted the plain expressions of the per-parameter loop this replaced, so the bits
-// are the same, and written out they no longer depend on what the compiler contracts (moving the
-// loop had made it fuse g·scale instead of wd·p under coupled weight decay).
-void adam_update(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n) {
-  const float b1 = s.b1, b2 = s.b2, gs = s.gs, wd = s.wd, eps = s.eps, decay = s.decay;
-  const float step_size = s.step_size, inv_sqrt_bc2 = s.inv_sqrt_bc2;
-  const bool coupled_wd = s.coupled_wd;
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float gg = g[i] * gs;
-    const float gi = coupled_wd ? std::fma(wd, p[i], gg) : gg;
-    m[i] = std::fma(b1, m[i], (1.0f - b1) * gi);
-    v[i] = std::fma(b2, v[i], (1.0f - b2) * gi * gi);
-    const float denom = std::fma(std::sqrt(v[i]), inv_sqrt_bc2, eps);
-    p[i] = std::fma(p[i], decay, -(step_size * m[i] / denom));
-  }
-}
-
-}  // namespace
 
 Adam::Adam(std::vector<std::pair<std::string, Tensor>> params, AdamOptions options)
     : params_(std::move(params)), opt_(options) {
@@ -54,16 +25,16 @@ void Adam::step(double lr, double grad_scale) {
   ++step_;
   const double bc1 = 1.0 - std::pow(opt_.beta1, static_cast<double>(step_));
   const double bc2 = 1.0 - std::pow(opt_.beta2, static_cast<double>(step_));
-  AdamScalars s;
-  s.step_size = static_cast<float>(lr / bc1);
-  s.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-  s.b1 = static_cast<float>(opt_.beta1);
-  s.b2 = static_cast<float>(opt_.beta2);
-  s.eps = static_cast<float>(opt_.eps);
-  s.wd = static_cast<float>(opt_.weight_decay);
-  s.gs = static_cast<float>(grad_scale);
-  s.decay = opt_.decoupled ? static_cast<float>(1.0 - lr * opt_.weight_decay) : 1.0f;
-  s.coupled_wd = !opt_.decoupled && s.wd != 0.0f;
+  cpu::AdamUpdate a;
+  a.step_size = static_cast<float>(lr / bc1);
+  a.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
+  a.beta1 = static_cast<float>(opt_.beta1);
+  a.beta2 = static_cast<float>(opt_.beta2);
+  a.eps = static_cast<float>(opt_.eps);
+  a.weight_decay = static_cast<float>(opt_.weight_decay);
+  a.coupled_wd = !opt_.decoupled && a.weight_decay != 0.0f;
+  a.decay = opt_.decoupled ? static_cast<float>(1.0 - lr * opt_.weight_decay) : 1.0f;
+  a.grad_scale = static_cast<float>(grad_scale);
   const std::vector<ArenaSlot>& slots = arena_->slots();
   std::vector<char> has(slots.size());
   for (size_t k = 0; k < slots.size(); ++k) has[k] = arena_->has_grad(k);
@@ -73,6 +44,7 @@ void Adam::step(double lr, double grad_scale) {
   float* v = v_.data<float>();
   // One pass over the arenas: each thread takes a range of elements and updates the part of
   // every slot inside it (the alignment gaps and parameters without a gradient are skipped).
+  // The arithmetic is per element (ops/cpu/adam_cpu.h), so the split does not change a bit.
   parallel_for(arena_->size(), 1 << 14, [&](int64_t b, int64_t e) {
     auto k = static_cast<size_t>(
         std::partition_point(slots.begin(), slots.end(),
@@ -82,7 +54,7 @@ void Adam::step(double lr, double grad_scale) {
       if (!has[k]) continue;
       const int64_t lo = std::max(b, slots[k].offset);
       const int64_t hi = std::min(e, slots[k].offset + slots[k].numel);
-      if (lo < hi) adam_update(s, p + lo, g + lo, m + lo, v + lo, hi - lo);
+      if (lo < hi) cpu::adam_update(a, hi - lo, p + lo, g + lo, m + lo, v + lo);
     }
   });
 }
