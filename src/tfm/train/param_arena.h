@@ -15,7 +15,8 @@
 // writes the arena from then on. The gradient's place goes into the parameter's AutogradMeta
 // (`grad_slot`): backward accumulates there, and the ops that produce parameter gradients
 // (linear, layer norms, embedding) write the first contribution of a step straight into it
-// (autograd::grad_output), so there are no per-parameter gradient tensors to copy.
+// (autograd::grad_output), so there are no per-parameter gradient tensors to copy. A parameter's
+// grad() is then a view of the arena: the next zero_grad clears it (clone it to keep it).
 #pragma once
 
 #include <cstdint>
