@@ -1,5 +1,8 @@
 #include "tfm/autograd/tape.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/parallel.h"
 
@@ -8,6 +11,33 @@ namespace tfm {
 namespace {
 thread_local bool g_grad_enabled = true;
 thread_local std::vector<autograd::Node> g_tape;
+// The node whose backward is running (grad_output looks at its inputs) and the arena slots
+// grad_output has lent it so far: a slot is lent at most once per node, so two inputs that are
+// the same parameter never write into one slot.
+thread_local const autograd::Node* g_running = nullptr;
+thread_local std::vector<AutogradMeta*> g_lent;
+
+// Marks a node as running for grad_output; afterwards restores the arena invariant (a slot holds
+// zeros while its gradient is undefined) for any slot lent but not returned.
+class RunningNode {
+ public:
+  explicit RunningNode(const autograd::Node& node) { g_running = &node; }
+  ~RunningNode() {
+    for (AutogradMeta* m : g_lent) {
+      if (!m->grad.defined()) std::memset(m->grad_slot.raw_data(), 0, m->grad_slot.nbytes());
+    }
+    g_lent.clear();
+    g_running = nullptr;
+  }
+  RunningNode(const RunningNode&) = delete;
+  RunningNode& operator=(const RunningNode&) = delete;
+};
+
+// g is exactly the view `slot` (the kernel wrote into a lent slot).
+bool is_view_of(const Tensor& g, const Tensor& slot) {
+  return g.storage() == slot.storage() && g.offset() == slot.offset() &&
+         g.shape() == slot.shape() && g.strides() == slot.strides() && g.dtype() == slot.dtype();
+}
 
 // grad += g, elementwise. The tape's only arithmetic, written here instead of calling ops/add_:
 // every op front end records on the tape, so autograd must sit below ops (docs/architecture.md,
@@ -87,6 +117,18 @@ void record(const char* op, const std::vector<const Tensor*>& inputs,
 void accumulate(AutogradMeta& meta, const Tensor& g) {
   TFM_CHECK(g.shape() == meta.shape)
       << "gradient " << g.describe() << " for a tensor of shape " << shape_str(meta.shape);
+  if (meta.grad_slot.defined()) {
+    // The first contribution of a step fills the slot (unless the kernel wrote it there
+    // already), later ones add into it: the same values as the copy-on-first-accumulate below.
+    if (!meta.grad.defined()) {
+      if (!is_view_of(g, meta.grad_slot)) meta.grad_slot.copy_(g);
+      meta.grad = meta.grad_slot;
+      meta.grad_owned = true;
+    } else {
+      add_into(meta.grad, g);
+    }
+    return;
+  }
   if (!meta.grad.defined()) {
     meta.grad = g;
     meta.grad_owned = false;
@@ -122,17 +164,40 @@ void backward(const Tensor& root, const Tensor& root_grad) {
         gouts.push_back(m->grad.defined() ? m->grad : Tensor::zeros(m->shape, m->dtype, m->device));
       Needs needs;
       for (auto& m : node.inputs) needs.push_back(m != nullptr);
+      RunningNode running(node);
       Grads gins = node.backward(gouts, needs);
       TFM_CHECK(gins.size() == node.inputs.size())
           << "backward of " << node.op << " returned " << gins.size() << " gradients for "
           << node.inputs.size() << " inputs";
-      for (size_t i = 0; i < gins.size(); ++i)
-        if (node.inputs[i] && gins[i].defined()) accumulate(*node.inputs[i], gins[i]);
+      // Gradients written into their arena slot are claimed first: another input's
+      // contribution to the same parameter must add to them, not overwrite them.
+      auto in_slot = [&](size_t i) {
+        return node.inputs[i]->grad_slot.defined() &&
+               is_view_of(gins[i], node.inputs[i]->grad_slot);
+      };
+      for (int pass = 0; pass < 2; ++pass) {
+        for (size_t i = 0; i < gins.size(); ++i)
+          if (node.inputs[i] && gins[i].defined() && in_slot(i) == (pass == 0))
+            accumulate(*node.inputs[i], gins[i]);
+      }
     }
     // Intermediate gradients are dead once their producer has run: free them now.
     for (auto& m : node.outputs) m->grad = Tensor();
     node.backward = nullptr;
   }
+}
+
+Tensor grad_output(size_t input, const Shape& shape, DType dtype) {
+  if (g_running != nullptr && input < g_running->inputs.size()) {
+    AutogradMeta* m = g_running->inputs[input].get();
+    if (m != nullptr && m->grad_slot.defined() && !m->grad.defined() &&
+        m->grad_slot.shape() == shape && m->grad_slot.dtype() == dtype &&
+        std::find(g_lent.begin(), g_lent.end(), m) == g_lent.end()) {
+      g_lent.push_back(m);
+      return m->grad_slot;
+    }
+  }
+  return Tensor::empty(shape, dtype);
 }
 
 void clear_tape() {

@@ -51,8 +51,17 @@ void record(const char* op, const std::vector<const Tensor*>& inputs,
 // Leaf gradients (parameters) add up across calls until zero_grad().
 void backward(const Tensor& root, const Tensor& root_grad = Tensor());
 
-// Adds g into the gradient of a tensor; exposed for optimisers and tests.
+// Adds g into the gradient of a tensor; exposed for optimisers and tests. A tensor with a slot in
+// a gradient arena (AutogradMeta::grad_slot) gets g copied or added there.
 void accumulate(AutogradMeta& meta, const Tensor& g);
+
+// For a backward closure: the tensor to write the gradient of its input `input` into. When that
+// input is a parameter whose slot in a gradient arena is still empty this step, it is the slot
+// itself, so the kernel writes the gradient straight into the arena and the tape has nothing to
+// copy; otherwise (a second contribution, no arena, outside a backward) a new tensor. Contents
+// uninitialised either way; the closure must fill it whole and return it as that input's
+// gradient (a slot that is not returned is zeroed again).
+Tensor grad_output(size_t input, const Shape& shape, DType dtype);
 
 // Drops everything recorded (e.g. after a forward pass whose loss is not used).
 void clear_tape();

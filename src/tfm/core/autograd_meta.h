@@ -14,6 +14,11 @@ struct AutogradMeta {
   Shape shape;
   DType dtype = DType::f32;
   Device device = Device::cpu;
+  // A parameter's place in a gradient arena (train/param_arena.h), or undefined. When defined,
+  // every gradient of the tensor is accumulated there: `grad` is either undefined or this view,
+  // and the view holds zeros while `grad` is undefined, so the arena as a whole is always the
+  // gradient of all its parameters (zero where none arrived).
+  Tensor grad_slot;
 };
 
 }  // namespace tfm

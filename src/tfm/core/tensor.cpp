@@ -406,6 +406,9 @@ Tensor Tensor::grad() const {
 
 void Tensor::zero_grad() {
   if (meta_) {
+    // A slot in a gradient arena holds zeros while there is no gradient (autograd_meta.h).
+    if (meta_->grad.defined() && meta_->grad_slot.defined())
+      std::memset(meta_->grad_slot.raw_data(), 0, meta_->grad_slot.nbytes());
     meta_->grad = Tensor();
     meta_->grad_owned = false;
   }

@@ -97,7 +97,7 @@ class Tensor {
   bool requires_grad() const;
   Tensor& set_requires_grad(bool on);
   Tensor grad() const;  // undefined until a backward pass reaches this tensor
-  void zero_grad();     // drops the gradient (set to none)
+  void zero_grad();     // drops the gradient (set to none; a gradient arena's slot is zeroed)
   const std::shared_ptr<AutogradMeta>& autograd_meta() const { return meta_; }
   void set_autograd_meta(std::shared_ptr<AutogradMeta> meta) { meta_ = std::move(meta); }
 

@@ -58,8 +58,9 @@ Tensor embedding(const Tensor& ids_in, const Tensor& weight_in, int64_t padding_
     if (ids.storage() == ids_in.storage()) ids = ids.clone();
     autograd::record("embedding", {&weight_in}, {&out},
                      [ids, v, c, padding_idx](const autograd::Grads& g, const autograd::Needs&) {
-                       Tensor gy = g[0].contiguous();                  // (..., C)
-                       Tensor gw = Tensor::empty({v, c}, gy.dtype());  // (V, C)
+                       Tensor gy = g[0].contiguous();  // (..., C)
+                       // (V, C), in the table's arena slot when it has one (every row written)
+                       Tensor gw = autograd::grad_output(0, {v, c}, gy.dtype());
                        dispatch_floating(gy.dtype(), "embedding", [&](auto z) {
                          using T = decltype(z);
                          cpu::embedding_backward<T>(ids.numel(), ids.data<int32_t>(), v, c,

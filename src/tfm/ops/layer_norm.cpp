@@ -29,17 +29,19 @@ int64_t check_params(const Tensor& x, const Tensor& gamma, const Tensor& beta, d
 }
 
 // The gradients of x (or of sum, for add_layer_norm), gamma and beta. gsum, when defined, is a
-// gradient that reaches x directly and is added into dx (add_layer_norm's `sum` output).
+// gradient that reaches x directly and is added into dx (add_layer_norm's `sum` output). gamma
+// and beta are inputs gamma_input and gamma_input + 1 of the op (their gradients may go straight
+// into a gradient arena).
 autograd::Grads layer_norm_grads(const Tensor& gy_in, const Tensor& gsum_in, const Tensor& x,
                                  const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
-                                 bool need_dx, bool need_params) {
+                                 bool need_dx, bool need_params, size_t gamma_input) {
   const int64_t c = x.size(-1);
   const int64_t n = x.numel() / c;
   Tensor gy = gy_in.contiguous();
   Tensor gsum = gsum_in.defined() ? gsum_in.contiguous() : Tensor();
   Tensor dx = need_dx ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
-  Tensor dgamma = need_params ? Tensor::empty({c}, x.dtype()) : Tensor();
-  Tensor dbeta = need_params ? Tensor::empty({c}, x.dtype()) : Tensor();
+  Tensor dgamma = need_params ? autograd::grad_output(gamma_input, {c}, x.dtype()) : Tensor();
+  Tensor dbeta = need_params ? autograd::grad_output(gamma_input + 1, {c}, x.dtype()) : Tensor();
   Tensor workspace =
       need_params ? Tensor::empty({cpu::layer_norm_backward_workspace(n, c)}, x.dtype()) : Tensor();
   dispatch_floating(x.dtype(), "layer_norm backward", [&](auto z) {
@@ -74,7 +76,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta
     autograd::record(op, {&x_in, &gamma_in, &beta_in}, {&y},
                      [x, gamma, mean, rstd](const autograd::Grads& g, const autograd::Needs& need) {
                        return layer_norm_grads(g[0], Tensor(), x, gamma, mean, rstd, need[0],
-                                               need[1] || need[2]);
+                                               need[1] || need[2], 1);
                      });
   }
   return y;
@@ -108,7 +110,7 @@ AddLayerNormResult add_layer_norm(const Tensor& x_in, const Tensor& residual_in,
         [sum = out.sum.detach(), gamma, mean, rstd](const autograd::Grads& g,
                                                     const autograd::Needs& need) {
           autograd::Grads d = layer_norm_grads(g[0], g[1], sum, gamma, mean, rstd,
-                                               need[0] || need[1], need[2] || need[3]);
+                                               need[0] || need[1], need[2] || need[3], 2);
           // d(sum)/dx = d(sum)/dresidual = identity; the tape copies before accumulating into
           // a gradient it shares, so handing out one tensor twice is safe.
           return autograd::Grads{need[0] ? d[0] : Tensor(), need[1] ? d[0] : Tensor(), d[1], d[2]};

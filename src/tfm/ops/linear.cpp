@@ -118,8 +118,9 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
                      const DType dtype = gy.dtype();
                      Tensor dz = pre_activation_grad(gy, act, saved_act);
                      Tensor dx = needs[0] ? Tensor::empty(x_shape, dtype) : Tensor();
-                     Tensor dw = needs[1] ? Tensor::empty({out, in}, dtype) : Tensor();
-                     Tensor db = needs[2] ? Tensor::empty({out}, dtype) : Tensor();
+                     // A parameter's gradient goes straight into its arena slot when it has one.
+                     Tensor dw = needs[1] ? autograd::grad_output(1, {out, in}, dtype) : Tensor();
+                     Tensor db = needs[2] ? autograd::grad_output(2, {out}, dtype) : Tensor();
                      dispatch_floating(dtype, "linear backward", [&](auto tag) {
                        using T = decltype(tag);
                        T* pdx = dx.defined() ? dx.data<T>() : nullptr;

@@ -7,30 +7,59 @@
 
 namespace tfm {
 
-double global_grad_norm(const std::vector<std::pair<std::string, Tensor>>& params) {
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+struct Chunk {
+  const float* x;
+  int64_t n;
+};
+
+// Appends the chunks of one gradient of n elements.
+void add_chunks(const float* x, int64_t n, std::vector<Chunk>& out) {
+  for (int64_t b = 0; b < n; b += kGrain) out.push_back({x + b, std::min(kGrain, n - b)});
+}
+
+// sqrt of the ordered sum of every chunk's Σ x² (each in double).
+double norm_of_chunks(const std::vector<Chunk>& chunks) {
+  std::vector<double> partial(chunks.size(), 0.0);
+  parallel_for(static_cast<int64_t>(chunks.size()), 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const float* x = chunks[c].x;
+      double s = 0.0;
+      for (int64_t i = 0; i < chunks[c].n; ++i) s += static_cast<double>(x[i]) * x[i];
+      partial[c] = s;
+    }
+  });
   double total = 0.0;
+  for (double s : partial) total += s;
+  return std::sqrt(total);
+}
+
+}  // namespace
+
+double global_grad_norm(const std::vector<std::pair<std::string, Tensor>>& params) {
+  std::vector<Tensor> keep;  // contiguous copies of strided gradients (none in an arena)
+  std::vector<Chunk> chunks;
   for (const auto& [name, p] : params) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    Tensor gc = g.contiguous();
-    TFM_CHECK(gc.dtype() == DType::f32) << "gradient of " << name << " is not f32";
-    const float* x = gc.data<float>();
-    const int64_t n = gc.numel();
-    constexpr int64_t grain = 1 << 15;
-    // Partial sums per fixed-size chunk, added in order: the same value for any thread count.
-    const int64_t chunks = (n + grain - 1) / grain;
-    std::vector<double> partial(chunks, 0.0);
-    parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
-      for (int64_t c = cb; c < ce; ++c) {
-        double s = 0.0;
-        const int64_t e = std::min(n, (c + 1) * grain);
-        for (int64_t i = c * grain; i < e; ++i) s += static_cast<double>(x[i]) * x[i];
-        partial[c] = s;
-      }
-    });
-    for (double s : partial) total += s;
+    TFM_CHECK(g.dtype() == DType::f32) << "gradient of " << name << " is not f32";
+    if (!g.is_contiguous()) {
+      keep.push_back(g.contiguous());
+      g = keep.back();
+    }
+    add_chunks(g.data<float>(), g.numel(), chunks);
   }
-  return std::sqrt(total);
+  return norm_of_chunks(chunks);
+}
+
+double global_grad_norm(const ParameterArena& arena) {
+  std::vector<Chunk> chunks;
+  const float* g = arena.grad_data();
+  for (const ArenaSlot& s : arena.slots()) add_chunks(g + s.offset, s.numel, chunks);
+  return norm_of_chunks(chunks);
 }
 
 double clip_coefficient(double norm, double max_norm) {

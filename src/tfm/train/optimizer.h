@@ -2,11 +2,13 @@
 // the step size and to the denominator, eps added after the square root).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tfm/core/tensor.h"
+#include "tfm/train/param_arena.h"
 
 namespace tfm {
 
@@ -19,24 +21,32 @@ struct AdamOptions {
 
 class Adam {
  public:
-  // The parameters (named, for saving state) whose .grad() each step uses.
+  // The parameters (named, for saving state) whose .grad() each step uses. They are moved into
+  // one parameter arena and one gradient arena (param_arena.h: every handle on them sees the
+  // move), and the moments are two more arenas of the same layout, so a step is one pass over
+  // flat memory.
   Adam(std::vector<std::pair<std::string, Tensor>> params, AdamOptions options);
   // One update with learning rate `lr` (the schedule's); parameters without a gradient are
   // left alone. Runs without recording. Each gradient is used multiplied by `grad_scale` (what
   // torch does after `clip_grad_norm_` and a division by the token count, without writing the
-  // gradients: several parameters' gradients may share storage).
+  // gradients).
   void step(double lr, double grad_scale = 1.0);
+  // Every gradient to none: one memset of the gradient arena.
   void zero_grad();
   int64_t steps() const { return step_; }
   const std::vector<std::pair<std::string, Tensor>>& params() const { return params_; }
   const AdamOptions& options() const { return opt_; }
-  // First and second moments, by parameter name, for checkpoints.
+  // The arenas the parameters live in: the flat gradient buffer and each parameter's place in it.
+  const ParameterArena& arena() const { return *arena_; }
+  ParameterArena& arena() { return *arena_; }
+  // First and second moments, by parameter name, for checkpoints (views of the moment arenas).
   std::vector<std::pair<std::string, Tensor>> state() const;
   void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps);
 
  private:
   std::vector<std::pair<std::string, Tensor>> params_;
-  std::vector<Tensor> m_, v_;
+  std::unique_ptr<ParameterArena> arena_;
+  Tensor m_, v_;  // flat, the arena's layout
   AdamOptions opt_;
   int64_t step_ = 0;
 };

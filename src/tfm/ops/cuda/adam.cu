@@ -15,18 +15,18 @@ namespace {
 
 constexpr int64_t kChunk = 4096;  // elements per block in the multi-tensor step
 
-// Element i of one tensor: the CPU's expressions with every rounding made explicit.
+// Element i of one tensor: the contract of ops/cpu/adam_cpu.h, every rounding explicit (the
+// four fused multiply-adds as __fmaf_rn, nothing left for nvcc to contract).
 __device__ __forceinline__ void adam_update(int64_t i, float* p, const float* g, float* m, float* v,
                                             const AdamStepParams& a) {
   const bool coupled_wd = !a.decoupled && a.weight_decay != 0.0f;
   const float gg = __fmul_rn(g[i], a.grad_scale);
   const float pi = p[i];
-  const float gi = coupled_wd ? __fadd_rn(gg, __fmul_rn(a.weight_decay, pi)) : gg;
-  const float mi = __fadd_rn(__fmul_rn(a.beta1, m[i]), __fmul_rn(1.0f - a.beta1, gi));
-  const float vi =
-      __fadd_rn(__fmul_rn(a.beta2, v[i]), __fmul_rn(__fmul_rn(1.0f - a.beta2, gi), gi));
-  const float denom = __fadd_rn(__fmul_rn(__fsqrt_rn(vi), a.inv_sqrt_bc2), a.eps);
-  p[i] = __fsub_rn(__fmul_rn(pi, a.decay), __fdiv_rn(__fmul_rn(a.step_size, mi), denom));
+  const float gi = coupled_wd ? __fmaf_rn(a.weight_decay, pi, gg) : gg;
+  const float mi = __fmaf_rn(a.beta1, m[i], __fmul_rn(1.0f - a.beta1, gi));
+  const float vi = __fmaf_rn(a.beta2, v[i], __fmul_rn(__fmul_rn(1.0f - a.beta2, gi), gi));
+  const float denom = __fmaf_rn(__fsqrt_rn(vi), a.inv_sqrt_bc2, a.eps);
+  p[i] = __fmaf_rn(pi, a.decay, -__fdiv_rn(__fmul_rn(a.step_size, mi), denom));
   m[i] = mi;
   v[i] = vi;
 }

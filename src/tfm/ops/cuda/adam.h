@@ -1,6 +1,7 @@
 // Fused Adam/AdamW step on the device: one kernel reads g, m, v, p once and writes m, v, p,
-// with train/optimizer.cpp's f32 arithmetic operation for operation (no FMA contraction), so
-// for the same inputs the CUDA step gives the CPU step's bits.
+// with the CPU update's f32 arithmetic operation for operation (ops/cpu/adam_cpu.h: four
+// explicit fused multiply-adds, nothing else contracted), so for the same inputs the CUDA step
+// gives the CPU step's bits.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,112 @@
+#include "tfm/train/param_arena.h"
+
+#include <cstring>
+#include <set>
+
+#include "tfm/autograd/tape.h"
+
+namespace tfm {
+
+namespace {
+
+bool is_view_of(const Tensor& g, const Tensor& slot) {
+  return g.storage() == slot.storage() && g.offset() == slot.offset() &&
+         g.shape() == slot.shape() && g.strides() == slot.strides() && g.dtype() == slot.dtype();
+}
+
+}  // namespace
+
+ParameterArena::ParameterArena(const std::vector<std::pair<std::string, Tensor>>& params) {
+  std::set<std::string> names;
+  std::set<const Storage*> storages;
+  for (const auto& [name, p] : params) {
+    TFM_CHECK(names.insert(name).second) << "parameter arena: parameter " << name << " twice";
+    TFM_CHECK(p.defined() && p.dtype() == DType::f32 && p.device() == Device::cpu &&
+              p.is_contiguous())
+        << "parameter arena: parameter " << name << " must be a contiguous f32 CPU tensor, got "
+        << p.describe();
+    TFM_CHECK(p.offset() == 0 && p.storage()->nbytes == p.nbytes())
+        << "parameter arena: parameter " << name << " " << p.describe()
+        << " is a view into a larger block; it cannot be moved on its own";
+    TFM_CHECK(storages.insert(p.storage().get()).second)
+        << "parameter arena: parameter " << name << " shares its storage with another parameter";
+    TFM_CHECK(p.requires_grad()) << "parameter arena: parameter " << name
+                                 << " does not require grad";
+    ArenaSlot s;
+    s.name = name;
+    s.shape = p.shape();
+    s.offset = size_;
+    s.numel = p.numel();
+    size_ = (s.offset + s.numel + kAlignment - 1) / kAlignment * kAlignment;
+    slots_.push_back(std::move(s));
+    tensors_.push_back(p);
+    metas_.push_back(p.autograd_meta());
+  }
+  // Values copied in below; the gaps zeroed so that flat passes read only finite numbers.
+  params_flat_ = Tensor::zeros({size_});
+  grads_flat_ = Tensor::zeros({size_});
+  char* base = static_cast<char*>(params_flat_.raw_data());
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    const ArenaSlot& s = slots_[k];
+    Storage& storage = *tensors_[k].storage();
+    char* dst = base + s.offset * static_cast<int64_t>(sizeof(float));
+    if (s.numel > 0) std::memcpy(dst, storage.data.get(), storage.nbytes);
+    // Aliasing constructor: the parameter's storage now points into the arena and keeps it
+    // alive; its old block goes back to the allocator.
+    storage.data = std::shared_ptr<void>(params_flat_.storage()->data, dst);
+    AutogradMeta& meta = *metas_[k];
+    Tensor old_grad = meta.grad;
+    meta.grad_slot = view(grads_flat_, k);
+    meta.grad = Tensor();
+    meta.grad_owned = false;
+    if (old_grad.defined()) autograd::accumulate(meta, old_grad);  // copied into the slot
+  }
+}
+
+const ArenaSlot& ParameterArena::slot(const std::string& name) const {
+  for (const ArenaSlot& s : slots_)
+    if (s.name == name) return s;
+  TFM_FAIL() << "parameter arena: no parameter " << name;
+  return slots_.front();
+}
+
+Tensor ParameterArena::view(const Tensor& flat, size_t k) const {
+  TFM_CHECK(flat.dtype() == DType::f32 && flat.numel() == size_ && flat.is_contiguous())
+      << "parameter arena: " << flat.describe() << " does not have the arena's layout (" << size_
+      << " f32)";
+  return Tensor::from_storage(flat.storage(), slots_[k].shape, DType::f32,
+                              flat.offset() + slots_[k].offset);
+}
+
+void ParameterArena::zero_grad() {
+  std::memset(grad_data(), 0, static_cast<size_t>(size_) * sizeof(float));
+  for (const auto& m : metas_) {
+    m->grad = Tensor();
+    m->grad_owned = false;
+  }
+}
+
+void ParameterArena::adopt_gradients() {
+  for (size_t k = 0; k < metas_.size(); ++k) {
+    AutogradMeta& m = *metas_[k];
+    if (!m.grad.defined() || is_view_of(m.grad, m.grad_slot)) continue;
+    Tensor g = m.grad;
+    m.grad = Tensor();
+    autograd::accumulate(m, g);  // copied into the slot
+  }
+}
+
+void ParameterArena::check_resident() const {
+  const char* base = static_cast<const char*>(params_flat_.raw_data());
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    const bool here =
+        tensors_[k].storage()->data.get() == base + slots_[k].offset * sizeof(float) &&
+        metas_[k] == tensors_[k].autograd_meta() &&
+        metas_[k]->grad_slot.storage() == grads_flat_.storage();
+    TFM_CHECK(here) << "parameter arena: parameter " << slots_[k].name
+                    << " has moved out of this arena (a newer optimiser over the same parameters "
+                       "took them over, or requires_grad was reset)";
+  }
+}
+
+}  // namespace tfm
