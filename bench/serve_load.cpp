@@ -3,7 +3,7 @@
 // share of it: docs/performance.md, "tfm serve under load").
 //
 //   serve_load --port P --input FILE [--expect FILE] (--clients N | --rate R [--seed S])
-//              [--host 127.0.0.1] [--connections C]
+//              [--host 127.0.0.1] [--connections C] [--raw] [--path /v1/translate]
 //
 // One sentence (one line of FILE) a POST /v1/translate request, on keep-alive connections with
 // TCP_NODELAY, each thread its own connection.
@@ -13,6 +13,8 @@
 //   C threads (default 256); latency counts from the scheduled arrival, so a backlog (every
 //   thread busy, or the server behind) shows in it.
 // With --expect, every answer is compared with that file's line (tfm translate's output).
+// --raw sends each line as the request body as it is (a JSON object of the caller's), and then
+// an answer with no translation counts as the empty one.
 // Prints one JSON object: requests, seconds, rate, p50/p95/p99 latency in ms, errors,
 // mismatches, and the generator's own CPU seconds (user + system).
 #include <httplib.h>
@@ -45,13 +47,16 @@ struct Args {
   double rate = 0.0;
   int connections = 256;
   uint64_t seed = 1;
+  bool raw = false;
+  std::string path = "/v1/translate";
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "serve_load: %s\nusage: serve_load --port P --input FILE [--expect FILE] "
-               "(--clients N | --rate R [--seed S]) [--host H] [--connections C]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "serve_load: %s\nusage: serve_load --port P --input FILE [--expect FILE] "
+      "(--clients N | --rate R [--seed S]) [--host H] [--connections C] [--raw] [--path P]\n",
+      why);
   std::exit(2);
 }
 
@@ -59,6 +64,10 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
+    if (k == "--raw") {
+      a.raw = true;
+      continue;
+    }
     if (i + 1 >= argc) usage(("no value after " + k).c_str());
     const std::string v = argv[++i];
     if (k == "--host")
@@ -77,6 +86,8 @@ Args parse(int argc, char** argv) {
       a.connections = std::stoi(v);
     else if (k == "--seed")
       a.seed = std::stoull(v);
+    else if (k == "--path")
+      a.path = v;
     else
       usage(("unknown flag " + k).c_str());
   }
@@ -123,7 +134,8 @@ struct Outcome {
 
 class Connection {
  public:
-  Connection(const std::string& host, int port) : client_(host, port) {
+  Connection(const std::string& host, int port, std::string path, bool raw)
+      : client_(host, port), path_(std::move(path)), raw_(raw) {
     client_.set_keep_alive(true);
     client_.set_tcp_nodelay(true);
     client_.set_connection_timeout(30);
@@ -132,7 +144,7 @@ class Connection {
   }
   // POSTs one body; the first translation of the answer, or ok = false.
   void post(const std::string& body, Outcome& out) {
-    auto res = client_.Post("/v1/translate", body, "application/json");
+    auto res = client_.Post(path_.c_str(), body, "application/json");
     if (!res || res->status != 200) {
       if (!res)
         out.text = "connection error " + httplib::to_string(res.error());
@@ -141,7 +153,9 @@ class Connection {
       return;
     }
     try {
-      out.text = json::parse(res->body).at("translations").at(0).get<std::string>();
+      const json answer = json::parse(res->body);
+      const json& t = answer.at("translations");
+      out.text = raw_ && t.empty() ? std::string() : t.at(0).get<std::string>();
       out.ok = true;
     } catch (const std::exception& e) {
       out.text = std::string("bad answer: ") + e.what();
@@ -150,6 +164,8 @@ class Connection {
 
  private:
   httplib::Client client_;
+  std::string path_;
+  bool raw_;
 };
 
 }  // namespace
@@ -165,7 +181,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> bodies;
   bodies.reserve(lines.size());
-  for (const auto& l : lines) bodies.push_back(json{{"text", l}}.dump());
+  for (const auto& l : lines) bodies.push_back(args.raw ? l : json{{"text", l}}.dump());
 
   const size_t n = lines.size();
   std::vector<Outcome> outcomes(n);
@@ -177,7 +193,7 @@ int main(int argc, char** argv) {
   if (args.clients > 0) {
     for (int c = 0; c < args.clients; ++c)
       threads.emplace_back([&] {
-        Connection conn(args.host, args.port);
+        Connection conn(args.host, args.port, args.path, args.raw);
         for (size_t i; (i = next.fetch_add(1)) < n;) {
           const auto t = Clock::now();
           conn.post(bodies[i], outcomes[i]);
@@ -197,7 +213,7 @@ int main(int argc, char** argv) {
     const int workers = static_cast<int>(std::min<size_t>(args.connections, n));
     for (int c = 0; c < workers; ++c)
       threads.emplace_back([&] {
-        Connection conn(args.host, args.port);
+        Connection conn(args.host, args.port, args.path, args.raw);
         for (size_t i; (i = next.fetch_add(1)) < n;) {
           std::this_thread::sleep_until(arrival[i]);
           conn.post(bodies[i], outcomes[i]);
