@@ -212,6 +212,10 @@ class Server {
         static_cast<size_t>(std::min<int64_t>(options_.batcher.max_queue + 8, 1024));
     http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http_.set_payload_max_length(static_cast<size_t>(options_.max_request_bytes));
+    // httplib closes a kept-alive connection after 5 requests by default, so a busy client
+    // reconnects (a TCP handshake, an accept and a hand-off to a pool thread) every fifth request.
+    // A connection idle for 5 s is still closed, which is what frees its thread.
+    http_.set_keep_alive_max_count(100);
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       t_start = Clock::now();
       t_sentences = 0;
