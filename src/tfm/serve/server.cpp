@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -281,15 +283,41 @@ class Server {
   void log(const httplib::Request& req, const httplib::Response& res) {
     const double seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
     metrics_.record_request(res.status, seconds);
+    // The time to the second, formatted once a second on each thread.
+    thread_local std::time_t t_when = -1;
+    thread_local char t_when_text[32];
     const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char when[32];
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    // One fprintf a line: stdio locks the stream, so lines of concurrent requests do not mix.
-    std::fprintf(stderr, "%s %s \"%s %s\" %d %zuB %.1fms sentences=%zu\n", when,
-                 req.remote_addr.c_str(), req.method.c_str(), req.path.c_str(), res.status,
-                 res.body.size(), seconds * 1000.0, t_sentences);
+    if (now != t_when) {
+      std::tm tm{};
+      gmtime_r(&now, &tm);
+      std::strftime(t_when_text, sizeof t_when_text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+      t_when = now;
+    }
+    // One write(2) a line, not fprintf: stdio holds its lock on stderr across the write, and
+    // under load the request threads queued for it (a futex wake a line). One write() of a line
+    // does not mix with another's: the kernel serialises writes to one open file, and a pipe
+    // takes a write of up to PIPE_BUF bytes whole.
+    char buf[512];
+    auto format = [&](char* out, size_t size) {
+      return std::snprintf(out, size, "%s %s \"%s %s\" %d %zuB %.1fms sentences=%zu\n", t_when_text,
+                           req.remote_addr.c_str(), req.method.c_str(), req.path.c_str(),
+                           res.status, res.body.size(), seconds * 1000.0, t_sentences);
+    };
+    const int n = format(buf, sizeof buf);
+    if (n < 0) return;
+    std::string long_line;
+    const char* line = buf;
+    if (static_cast<size_t>(n) >= sizeof buf) {  // a long path
+      long_line.resize(static_cast<size_t>(n) + 1);
+      format(long_line.data(), long_line.size());
+      line = long_line.data();
+    }
+    for (size_t done = 0; done < static_cast<size_t>(n);) {
+      const ssize_t w = ::write(STDERR_FILENO, line + done, static_cast<size_t>(n) - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;  // a log that cannot be written does not fail the request
+      done += static_cast<size_t>(w);
+    }
   }
 
   ServeOptions options_;
