@@ -15,8 +15,11 @@ Each repeat runs, in this order:
    arrival (so a backlog shows).
 Every answer is compared with tfm translate's line. Prints a markdown table of medians over the
 repeats: sentences/s, its ratio to the same repeat's tfm translate (median, and the range),
-p50/p95/p99 latency, and the CPU that the server and the load generator each used per sentence
-(so a generator that takes the server's cores shows).
+p50/p95/p99 latency, the CPU that the server and the load generator each used per sentence (so a
+generator that takes the server's cores shows), and the CPU ratio: tfm translate's CPU per
+sentence over the server's and the generator's together, which is what the throughput ratio
+tends to when every run keeps the cores busy, and which another process on the machine disturbs
+less than it does the rates.
 
 The generator is bench/serve_load.cpp (built as build/bench/serve_load with the benchmarks): one
 epoll thread, keep-alive connections, ~0.03 ms of CPU a request. `--generator python` uses this
@@ -277,11 +280,12 @@ def main() -> int:
     print(f"{len(lines)} sentences, --threads {args.threads}, {gen}, median of {args.repeat} "
           f"repeats")
     print("| mode | clients | sentences/s | vs `tfm translate` (range) | p50 ms | p95 ms | p99 ms "
-          "| server CPU ms/sent. | generator CPU ms/sent. |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| server CPU ms/sent. | generator CPU ms/sent. | CPU ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     n = len(lines)
+    base_cpu = med('translate', 'server_cpu_s')
     print(f"| `tfm translate` (one file) | – | {med('translate', 'rate'):.0f} | 1.00 | – | – | – "
-          f"| {1e3 * med('translate', 'server_cpu_s') / n:.2f} | – |")
+          f"| {1e3 * base_cpu / n:.2f} | – | 1.00 |")
     for delay in (args.delay_ms, 0):
         name = f"serve, delay {delay} ms" if delay else "serve, delay 0"
         keys = [(f"delay {delay} closed {c}", f"{name} (closed)", str(c)) for c in clients]
@@ -294,7 +298,9 @@ def main() -> int:
                   f"({min(r):.2f}–{max(r):.2f}) | {med(key, 'p50_ms'):.1f} | "
                   f"{med(key, 'p95_ms'):.1f} | {med(key, 'p99_ms'):.1f} | "
                   f"{1e3 * med(key, 'server_cpu_s') / n:.2f} | "
-                  f"{1e3 * med(key, 'client_cpu_s') / n:.2f} |", flush=True)
+                  f"{1e3 * med(key, 'client_cpu_s') / n:.2f} | "
+                  f"{base_cpu / (med(key, 'server_cpu_s') + med(key, 'client_cpu_s')):.2f} |",
+                  flush=True)
     bad = sum(r["mismatches"] + r["errors"] for r in runs)
     if bad:
         print(f"serve_load: {bad} answers were wrong or failed", file=sys.stderr)
