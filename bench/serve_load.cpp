@@ -12,8 +12,10 @@
 // - Closed loop (--clients N): N connections, each sends the next unsent line as soon as its last
 //   answer is in, until every line was sent once. Latency: from send to answer.
 // - Open loop (--rate R): Poisson arrivals at R requests/s (exponential gaps, seeded); each goes
-//   out on an idle connection, or a new one while fewer than C (default 1024) are open, or waits
-//   for one. Latency counts from the scheduled arrival, so a backlog shows in it.
+//   out on an idle connection, or a new one while fewer than C (default 256) are open, or waits
+//   for one. Latency counts from the scheduled arrival, so a backlog shows in it. Keep C below
+//   the server's threads (--max-queue + 8): a kept-alive connection holds one, and a connection
+//   beyond them waits for one to close.
 // With --expect, every answer's first translation is compared with that file's line (tfm
 // translate's output); with --raw an answer with no translation counts as "". Prints one JSON
 // object: requests, seconds, rate, p50/p95/p99 latency in ms, errors, mismatches, connections
@@ -56,7 +58,7 @@ struct Args {
   std::string input, expect;
   int clients = 0;
   double rate = 0.0;
-  int connections = 1024;
+  int connections = 256;
   uint64_t seed = 1;
   bool raw = false;
   std::string path = "/v1/translate";
