@@ -13,8 +13,11 @@ Each repeat runs, in this order:
    every line of FILE was sent once. Then an open loop: Poisson arrivals at --open-fraction of the
    rate the closed loop reached with the most clients, latency counted from the scheduled
    arrival (so a backlog shows).
-Every answer is compared with tfm translate's line. Prints a markdown table of medians over the
-repeats: sentences/s, its ratio to the same repeat's tfm translate (median, and the range),
+After the last repeat tfm translate runs once more, and a row's ratio in a repeat is its rate over
+the geometric mean of the tfm translate rates just before and just after that repeat (so a load
+that comes and goes on a shared machine disturbs the ratio less). Every answer is compared with
+tfm translate's line. Prints a markdown table of medians over the repeats: sentences/s, that
+ratio (median, and the range),
 p50/p95/p99 latency, the CPU that the server and the load generator each used per sentence (so a
 generator that takes the server's cores shows), and the CPU ratio: tfm translate's CPU per
 sentence over the server's and the generator's together, which is what the throughput ratio
@@ -219,7 +222,7 @@ def main() -> int:
     runs: list[dict] = []  # every measurement: key, repeat, figures
 
     def record(key, rep, fig, base):
-        fig = dict(fig, key=key, repeat=rep, ratio=fig["rate"] / base)
+        fig = dict(fig, key=key, repeat=rep, ratio=fig["rate"] / base)  # final ratio: below
         runs.append(fig)
         if fig["mismatches"] or fig["errors"]:
             print(f"serve_load: {key}: {fig['mismatches']} translations differ from tfm "
@@ -229,13 +232,14 @@ def main() -> int:
               f"generator {fig['client_cpu_s']:.2f} s CPU", file=sys.stderr, flush=True)
 
     ref = None
-    for rep in range(args.repeat):
+
+    def reference(rep):
+        nonlocal ref
         c0 = children_cpu()
         t = time.perf_counter()
         p = subprocess.run(cmd + ["--input", input_path], capture_output=True, text=True,
                            check=True)
-        seconds = time.perf_counter() - t
-        base = len(lines) / seconds
+        base = len(lines) / (time.perf_counter() - t)
         out = p.stdout.split("\n")[:len(lines)]
         if ref is None:
             ref = out
@@ -245,6 +249,10 @@ def main() -> int:
             print("serve_load: tfm translate gave different output on a repeat", file=sys.stderr)
         record("translate", rep, {"rate": base, "mismatches": 0, "errors": 0, "client_cpu_s": 0.0,
                                   "server_cpu_s": children_cpu() - c0}, base)
+        return base
+
+    for rep in range(args.repeat):
+        base = reference(rep)
         for delay in (args.delay_ms, 0):
             with open(os.path.join(tmp, f"log.{rep}.{delay}"), "w") as log:
                 proc, port = start_server(args, delay, log)
@@ -271,6 +279,11 @@ def main() -> int:
                     proc.terminate()
                     proc.wait(60)
 
+    reference(args.repeat)  # the bracket after the last repeat
+    bases = [r["rate"] for r in runs if r["key"] == "translate"]
+    for r in runs:
+        if r["key"] != "translate":
+            r["ratio"] = r["rate"] / (bases[r["repeat"]] * bases[r["repeat"] + 1]) ** 0.5
     if args.json:
         with open(args.json, "w") as f:
             json.dump(runs, f, indent=1)
