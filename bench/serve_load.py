@@ -20,9 +20,9 @@ tfm translate's line. Prints a markdown table of medians over the repeats: sente
 ratio (median, and the range),
 p50/p95/p99 latency, the CPU that the server and the load generator each used per sentence (so a
 generator that takes the server's cores shows), and the CPU ratio: tfm translate's CPU per
-sentence over the server's and the generator's together, which is what the throughput ratio
-tends to when every run keeps the cores busy, and which another process on the machine disturbs
-less than it does the rates.
+sentence over the server's and the generator's together (another process on the machine
+disturbs it less than the rates), and the other load: the cores that processes other than these
+used during the run (from /proc/stat), to tell a quiet run from a disturbed one.
 
 The generator is bench/serve_load.cpp (built as build/bench/serve_load with the benchmarks): one
 epoll thread, keep-alive connections, ~0.03 ms of CPU a request. `--generator python` uses this
@@ -64,6 +64,13 @@ def proc_cpu(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def machine_busy() -> float:
+    """CPU seconds that every process on the machine has used (all cores), from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / TICK
 
 
 def children_cpu() -> float:
@@ -229,17 +236,21 @@ def main() -> int:
                   f"translate's, {fig['errors']} requests failed", file=sys.stderr)
         print(f"  [{rep}] {key}: {fig['rate']:.0f}/s ({fig['ratio']:.2f}), p50 "
               f"{fig.get('p50_ms', 0):.1f} ms, server {fig['server_cpu_s']:.2f} s CPU, "
-              f"generator {fig['client_cpu_s']:.2f} s CPU", file=sys.stderr, flush=True)
+              f"generator {fig['client_cpu_s']:.2f} s CPU, others {fig['other_cores']:.2f} cores",
+              file=sys.stderr, flush=True)
 
     ref = None
 
     def reference(rep):
         nonlocal ref
-        c0 = children_cpu()
+        c0, m0 = children_cpu(), machine_busy()
         t = time.perf_counter()
         p = subprocess.run(cmd + ["--input", input_path], capture_output=True, text=True,
                            check=True)
-        base = len(lines) / (time.perf_counter() - t)
+        seconds = time.perf_counter() - t
+        cpu = children_cpu() - c0
+        other = (machine_busy() - m0 - cpu) / seconds
+        base = len(lines) / seconds
         out = p.stdout.split("\n")[:len(lines)]
         if ref is None:
             ref = out
@@ -248,7 +259,7 @@ def main() -> int:
         elif out != ref:
             print("serve_load: tfm translate gave different output on a repeat", file=sys.stderr)
         record("translate", rep, {"rate": base, "mismatches": 0, "errors": 0, "client_cpu_s": 0.0,
-                                  "server_cpu_s": children_cpu() - c0}, base)
+                                  "server_cpu_s": cpu, "other_cores": other}, base)
         return base
 
     for rep in range(args.repeat):
@@ -263,16 +274,20 @@ def main() -> int:
                         measure = lambda **kw: run_cpp(args, port, input_path, ref_path, **kw)
                     run_python(port, lines[:8], ref[:8], clients=1)  # warm up
                     best = 0.0
-                    for c in clients:
-                        s0 = proc_cpu(proc.pid)
-                        fig = measure(clients=c)
+                    def measured(**kw):
+                        s0, m0, t = proc_cpu(proc.pid), machine_busy(), time.perf_counter()
+                        fig = measure(**kw)
                         fig["server_cpu_s"] = proc_cpu(proc.pid) - s0
+                        fig["other_cores"] = (machine_busy() - m0 - fig["server_cpu_s"] -
+                                              fig["client_cpu_s"]) / (time.perf_counter() - t)
+                        return fig
+
+                    for c in clients:
+                        fig = measured(clients=c)
                         best = max(best, fig["rate"])
                         record(f"delay {delay} closed {c}", rep, fig, base)
                     if args.open_fraction > 0:
-                        s0 = proc_cpu(proc.pid)
-                        fig = measure(rate=args.open_fraction * best)
-                        fig["server_cpu_s"] = proc_cpu(proc.pid) - s0
+                        fig = measured(rate=args.open_fraction * best)
                         fig["offered"] = args.open_fraction * best
                         record(f"delay {delay} open", rep, fig, base)
                 finally:
@@ -293,12 +308,12 @@ def main() -> int:
     print(f"{len(lines)} sentences, --threads {args.threads}, {gen}, median of {args.repeat} "
           f"repeats")
     print("| mode | clients | sentences/s | vs `tfm translate` (range) | p50 ms | p95 ms | p99 ms "
-          "| server CPU ms/sent. | generator CPU ms/sent. | CPU ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| server CPU ms/sent. | generator CPU ms/sent. | CPU ratio | other load (cores) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     n = len(lines)
     base_cpu = med('translate', 'server_cpu_s')
     print(f"| `tfm translate` (one file) | – | {med('translate', 'rate'):.0f} | 1.00 | – | – | – "
-          f"| {1e3 * base_cpu / n:.2f} | – | 1.00 |")
+          f"| {1e3 * base_cpu / n:.2f} | – | 1.00 | {med('translate', 'other_cores'):.2f} |")
     for delay in (args.delay_ms, 0):
         name = f"serve, delay {delay} ms" if delay else "serve, delay 0"
         keys = [(f"delay {delay} closed {c}", f"{name} (closed)", str(c)) for c in clients]
@@ -312,7 +327,8 @@ def main() -> int:
                   f"{med(key, 'p95_ms'):.1f} | {med(key, 'p99_ms'):.1f} | "
                   f"{1e3 * med(key, 'server_cpu_s') / n:.2f} | "
                   f"{1e3 * med(key, 'client_cpu_s') / n:.2f} | "
-                  f"{base_cpu / (med(key, 'server_cpu_s') + med(key, 'client_cpu_s')):.2f} |",
+                  f"{base_cpu / (med(key, 'server_cpu_s') + med(key, 'client_cpu_s')):.2f} | "
+                  f"{med(key, 'other_cores'):.2f} |",
                   flush=True)
     bad = sum(r["mismatches"] + r["errors"] for r in runs)
     if bad:
