@@ -96,6 +96,14 @@ void ParameterArena::adopt_gradients() {
   }
 }
 
+void ParameterArena::define_gradients() {
+  for (const auto& m : metas_) {
+    if (m->grad.defined()) continue;
+    m->grad = m->grad_slot;  // zero since the last zero_grad, unless filled from outside
+    m->grad_owned = true;
+  }
+}
+
 void ParameterArena::check_resident() const {
   const char* base = static_cast<const char*>(params_flat_.raw_data());
   for (size_t k = 0; k < slots_.size(); ++k) {

@@ -71,6 +71,10 @@ class ParameterArena {
   // Copies a gradient set on a parameter's AutogradMeta from outside the tape (a tensor assigned
   // to `grad`) into its slot, so that the flat buffer holds every gradient.
   void adopt_gradients();
+  // Every parameter's gradient defined as its slot (zeros where it had none): after the slots
+  // were filled from outside the tape, e.g. summed over data-parallel ranks, another rank's
+  // batches may have reached a parameter this rank's did not.
+  void define_gradients();
   // Throws unless every parameter still lives here: a later arena over the same parameters takes
   // them over, and an optimiser still holding this one would update memory no one reads.
   void check_resident() const;

@@ -224,7 +224,7 @@ bool TrainLoop::train_update() {
     loss_sum = sum[0], nll_sum = sum[1];
     tokens = static_cast<int64_t>(sum[2]), correct = static_cast<int64_t>(sum[3]);
     sentences = static_cast<int64_t>(sum[4]), src_tokens = static_cast<int64_t>(sum[5]);
-    sum_gradients(dw, params_);
+    sum_gradients(dw, adam_.arena());
     comm_seconds_ += now_seconds() - comm_start;
   }
   const double scale = tokens > 0 ? 1.0 / static_cast<double>(tokens) : 0.0;
