@@ -32,7 +32,7 @@ run() {  # NAME LAUNCHER... -- FLAGS...
   shift
   "${launcher[@]}" "$tfm" train --model "$tmp/$name" --train-src "$tmp/train.de" \
     --train-trg "$tmp/train.en" --vocab "$tmp/voc.model" --preset small --batch-tokens 4096 \
-    --max-updates "$updates" --log-every 5 --save-every 0 --valid-every 0 --keep-last 0 \
+    --max-updates "$updates" --log-every 4 --save-every 0 --valid-every 0 --keep-last 0 \
     --seed 1 "$@" >/dev/null 2>&1
   # The first window holds the warm-up; the median of the rest.
   local tok comm
