@@ -68,10 +68,15 @@ World* distributed_world() {
   return g_distributed;
 }
 
+World& single_process() {
+  static SingleProcess one;
+  return one;
+}
+
 World& world() {
   static const std::unique_ptr<World> w = []() -> std::unique_ptr<World> {
     const int n = launched_world_size();
-    if (n <= 1) return std::make_unique<SingleProcess>();
+    if (n <= 1) return std::make_unique<SingleProcess>();  // owned apart from single_process()
 #if TFM_WITH_MPI
     std::unique_ptr<World> mpi = make_mpi_world();
     if (mpi->size() > 1) g_distributed = mpi.get();

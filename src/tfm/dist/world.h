@@ -34,6 +34,9 @@ class World {
 // one of several processes is an error (each would train alone and write the same files).
 World& world();
 
+// A world of this process alone (what code given no world uses), whatever the launcher says.
+World& single_process();
+
 // The world if world() has made one of several processes, else null: where a front end's last
 // resort (an error no rank can recover from) calls abort(), so the other ranks do not wait.
 World* distributed_world();

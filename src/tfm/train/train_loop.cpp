@@ -99,20 +99,7 @@ TrainLoop::TrainLoop(TrainLoopOptions options, Transformer& model, Batcher train
 }
 
 dist::World& TrainLoop::world() const {
-  static dist::World& single = []() -> dist::World& {
-    struct One final : dist::World {
-      int rank() const override { return 0; }
-      int size() const override { return 1; }
-      void sum_in_rank_order(std::span<float>) override {}
-      std::vector<double> allgather(std::span<const double> mine) override {
-        return {mine.begin(), mine.end()};
-      }
-      [[noreturn]] void abort(const std::string& message) override { throw Error(message); }
-    };
-    static One one;
-    return one;
-  }();
-  return o_.world != nullptr ? *o_.world : single;
+  return o_.world != nullptr ? *o_.world : dist::single_process();
 }
 
 std::string TrainLoop::agreed_stop(const std::atomic<bool>* stop, double run_seconds) {
