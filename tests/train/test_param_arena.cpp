@@ -112,8 +112,11 @@ TEST(ParameterArena, ZeroGradClearsTheFlatBufferAndItHoldsEveryGradient) {
     for (int64_t i = s.offset; i < s.offset + s.numel; ++i) in_slot[i] = 1;
   }
   const float* g = arena.grad_data();
-  for (int64_t i = 0; i < arena.size(); ++i)
-    if (!in_slot[i]) ASSERT_EQ(g[i], 0.0f) << "gap element " << i;
+  for (int64_t i = 0; i < arena.size(); ++i) {
+    if (!in_slot[i]) {
+      ASSERT_EQ(g[i], 0.0f) << "gap element " << i;
+    }
+  }
   arena.zero_grad();
   for (int64_t i = 0; i < arena.size(); ++i) ASSERT_EQ(g[i], 0.0f) << i;
   for (k = 0; k < arena.slots().size(); ++k) EXPECT_FALSE(arena.has_grad(k));
