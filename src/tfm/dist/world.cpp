@@ -74,22 +74,22 @@ World& single_process() {
 }
 
 World& world() {
-  static const std::unique_ptr<World> w = []() -> std::unique_ptr<World> {
+  static World& w = []() -> World& {
     const int n = launched_world_size();
-    if (n <= 1) return std::make_unique<SingleProcess>();  // owned apart from single_process()
+    if (n <= 1) return single_process();
 #if TFM_WITH_MPI
-    std::unique_ptr<World> mpi = make_mpi_world();
+    static const std::unique_ptr<World> mpi = make_mpi_world();
     if (mpi->size() > 1) g_distributed = mpi.get();
-    return mpi;
+    return *mpi;
 #else
     TFM_FAIL() << "started as one of " << n
                << " processes (mpirun/srun), but this tfm was built without MPI "
                   "(TFM_WITH_MPI=OFF or no MPI found): each process would train alone and "
                   "write the same files. Install Open MPI (scripts/setup.sh) and rebuild";
-    return nullptr;
+    return single_process();
 #endif
   }();
-  return *w;
+  return w;
 }
 
 }  // namespace tfm::dist
