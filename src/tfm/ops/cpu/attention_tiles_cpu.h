@@ -43,6 +43,17 @@ struct Simd<double> {
 template <typename T>
 using Vec = typename Simd<T>::V;
 
+// The vector registers a register tile may fill, counted in Vec: 32 zmm holding one Vec each where
+// the code is compiled for AVX-512 (TFM_NATIVE on such a CPU), 16 ymm holding half a Vec each in
+// the portable x86-64-v3 build. Tiles sized for 32 registers spill half their accumulators to the
+// stack in the second case: on the AVX2 machine that made attention's tiles a quarter of a
+// training step (docs/performance.md, "AVX2").
+#ifdef __AVX512F__
+constexpr int kTileVecRegs = 32;
+#else
+constexpr int kTileVecRegs = 8;
+#endif
+
 template <typename T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 template <typename T>
@@ -162,9 +173,11 @@ inline void gemm_tail_rows(int64_t rows, int64_t K, const T* a, int64_t a_rs, in
 template <typename T, int NV, bool kAcc>
 inline void gemm_rows(int64_t M, int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
                       int64_t ldb, T* c, int64_t ldc) {
-  // About 24 accumulators: enough rows to reuse each loaded B vector many times and hide FMA
-  // latency, few enough that accumulators, B vectors and a broadcast fit in 32 registers.
-  constexpr int R = NV <= 2 ? 8 : 6;
+  // Enough rows to reuse each loaded B vector many times and hide FMA latency, few enough that
+  // accumulators, B vectors and a broadcast fit in the registers: with 32, 8 × 2 or 6 × 3..4
+  // (about 24 accumulators); with 16 ymm, 6 × 1 of two halves (BLIS's Haswell 6 × 16 tile).
+  constexpr int R = kTileVecRegs >= 32 ? (NV <= 2 ? 8 : 6) : 6;
+  static_assert(R * NV + NV < kTileVecRegs, "the tile does not fit in the registers");
   int64_t i = 0;
   for (; i + R <= M; i += R)
     gemm_micro<T, R, NV, kAcc>(K, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc);
@@ -176,23 +189,27 @@ inline void tile_gemm_impl(int64_t M, int64_t N, int64_t K, const T* a, int64_t 
                            const T* b, int64_t ldb, T* c, int64_t ldc) {
   constexpr int L = Simd<T>::L;
   int64_t j = 0;
-  for (; j + 4 * L <= N; j += 4 * L)
-    gemm_rows<T, 4, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
-  switch ((N - j) / L) {
-    case 1:
-      gemm_rows<T, 1, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
-      j += L;
-      break;
-    case 2:
-      gemm_rows<T, 2, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
-      j += 2 * L;
-      break;
-    case 3:
-      gemm_rows<T, 3, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
-      j += 3 * L;
-      break;
-    default:
-      break;
+  if constexpr (kTileVecRegs < 32) {  // one vector of columns a tile (see kTileVecRegs)
+    for (; j + L <= N; j += L) gemm_rows<T, 1, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+  } else {
+    for (; j + 4 * L <= N; j += 4 * L)
+      gemm_rows<T, 4, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+    switch ((N - j) / L) {
+      case 1:
+        gemm_rows<T, 1, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+        j += L;
+        break;
+      case 2:
+        gemm_rows<T, 2, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+        j += 2 * L;
+        break;
+      case 3:
+        gemm_rows<T, 3, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+        j += 3 * L;
+        break;
+      default:
+        break;
+    }
   }
   // Columns past the last full vector (odd head widths only).
   for (int64_t i = 0; i < M; ++i)

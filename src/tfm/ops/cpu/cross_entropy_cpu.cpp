@@ -49,9 +49,7 @@ CrossEntropyTotals cross_entropy_forward(int64_t n, int64_t v, const T* logits,
         sx += static_cast<double>(xi[j]);
       }
       // Pass 2 over the now cache-resident row: Σ exp(x - max), in double for long rows.
-      double s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int64_t j = 0; j < v; ++j) s += static_cast<double>(simd_exp(xi[j] - m));
+      const double s = exp_shifted_sum_f64<false>(xi, v, m);
       const double log_s = std::log(s);
       const double md = static_cast<double>(m);
       // lse - x_t and lse - mean(x) formed as (max - ·) + log_s: exact differences first, so

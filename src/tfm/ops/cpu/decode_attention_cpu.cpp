@@ -1,5 +1,6 @@
 #include "tfm/ops/cpu/decode_attention_cpu.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <vector>
@@ -18,19 +19,46 @@ constexpr int L = attn::Simd<float>::L;
 // Positions ahead that the score loop prefetches keys.
 constexpr int64_t kAhead = 4;
 
-// acc[0, 16 vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of 16 vectors of the C
+// Vectors of columns summed in registers at once: 16 of the 32 zmm registers, or 4 vectors (8
+// of the 16 ymm registers) in the portable build, where 16 spilled (attn::kTileVecRegs).
+constexpr int kBlock = attn::kTileVecRegs >= 32 ? 16 : 4;
+
+// acc[0, NB vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of NB vectors of the C
 // columns starting at column c0 (v already offset to it); h(c) = (c0 + c) / Dh.
+template <int NB>
 void weighted_sum_block(int64_t S, int64_t C, int64_t Dh, int64_t spad, const float* p,
                         const float* v, int64_t c0, float* acc) {
-  V o[16] = {};
-  const float* ph[16];
-  for (int j = 0; j < 16; ++j) ph[j] = p + ((c0 + j * L) / Dh) * spad;
+  V o[NB] = {};
+  const float* ph[NB];
+  for (int j = 0; j < NB; ++j) ph[j] = p + ((c0 + j * L) / Dh) * spad;
   for (int64_t s = 0; s < S; ++s) {
     const float* vs = v + s * C;
 #pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) o[j] += ph[j][s] * attn::vload(vs + j * L);
+    for (int j = 0; j < NB; ++j) o[j] += ph[j][s] * attn::vload(vs + j * L);
   }
-  for (int j = 0; j < 16; ++j) attn::vstore(acc + j * L, o[j]);
+  for (int j = 0; j < NB; ++j) attn::vstore(acc + j * L, o[j]);
+}
+
+// q_h · k_s for the 8 positions s = 0..7 of one head (k0: position 0's Dh values, ldk apart),
+// Dh a multiple of 8: eight ymm accumulators reduced together by a tree of hadds into one vector
+// of 8 scores. Eight separate horizontal sums (one a head and a position) were most of the
+// kernel's time on AVX2. AVX2 + FMA is the library's floor (x86-64-v3), so no dispatch.
+inline __m256 dots8(const float* qh, const float* k0, int64_t ldk, int64_t Dh) {
+  __m256 acc[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < Dh; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(qh + d);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      acc[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + i * ldk + d), acc[i]);
+  }
+  // hadd(a, b) = [a01 a23 b01 b23 | a45 a67 b45 b67]: two levels give, in each 128-bit half, the
+  // four positions' sums of that half's lanes; the halves are then added.
+  const __m256 t0 = _mm256_hadd_ps(acc[0], acc[1]), t1 = _mm256_hadd_ps(acc[2], acc[3]);
+  const __m256 t2 = _mm256_hadd_ps(acc[4], acc[5]), t3 = _mm256_hadd_ps(acc[6], acc[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
 // All heads of batch row b. Keys and values are walked position by position, each position's
@@ -50,7 +78,26 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
   const bool vec = Dh % L == 0;
 
   // Scores; masked keys and the padding past S at -inf, so the vector exp below gives 0 there.
-  for (int64_t s = 0; s < S; ++s) {
+  int64_t s = 0;
+  if (Dh % 8 == 0) {
+    const __m256 scale = _mm256_set1_ps(a.scale);
+    for (; s + 8 <= S; s += 8) {
+      const float* ks = k + s * C;
+      // As below: the next block's keys to L1, this block's values to L2.
+      for (int64_t c = 0; c < 8 * C; c += 64 / sizeof(float)) {
+        __builtin_prefetch(ks + 8 * C + c, 0, 3);
+        __builtin_prefetch(v + s * C + c, 0, 2);
+      }
+      for (int64_t h = 0; h < H; ++h)
+        _mm256_storeu_ps(p + h * spad + s,
+                         _mm256_mul_ps(dots8(q + h * Dh, ks + h * Dh, C, Dh), scale));
+      if (mask)
+        for (int64_t i = s; i < s + 8; ++i)
+          if (mask[i])
+            for (int64_t h = 0; h < H; ++h) p[h * spad + i] = kNegInf<float>;
+    }
+  }
+  for (; s < S; ++s) {
     const float* ks = k + s * C;
     // The cache is read once a step and usually evicted since (the weights streamed through):
     // fetch the keys a few positions ahead, and this position's values for the sum below.
@@ -93,12 +140,14 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
     for (int64_t h = 0; h < H; ++h)
       for (int64_t s = 0; s < S; ++s) a.probs[(b * H + h) * S + s] = p[h * spad + s] * inv[h];
 
-  // out_h = Σ_s p_hs · v_s,h / Σ_s p_hs: blocks of 16 vectors summed in registers, the rest
-  // (C not a multiple of 256, or Dh of the vector width) in memory.
+  // out_h = Σ_s p_hs · v_s,h / Σ_s p_hs: blocks of kBlock vectors summed in registers, then
+  // single vectors, the rest (Dh not a multiple of the vector width) in memory.
   int64_t c0 = 0;
-  if (vec)
-    for (; c0 + 16 * L <= C; c0 += 16 * L)
-      weighted_sum_block(S, C, Dh, spad, p, v + c0, c0, acc + c0);
+  if (vec) {
+    for (; c0 + kBlock * L <= C; c0 += kBlock * L)
+      weighted_sum_block<kBlock>(S, C, Dh, spad, p, v + c0, c0, acc + c0);
+    for (; c0 + L <= C; c0 += L) weighted_sum_block<1>(S, C, Dh, spad, p, v + c0, c0, acc + c0);
+  }
   std::fill(acc + c0, acc + C, 0.f);
   for (int64_t s = 0; s < S && c0 < C; ++s) {
     const float* vs = v + s * C;

@@ -29,14 +29,7 @@ void softmax_forward(int64_t n, int64_t c, const T* x, T* y) {
       const T* xi = x + i * c;
       T* yi = y + i * c;
       const T m = row_max(c, xi);
-      // Sums in double: f32 rows of thousands of terms would otherwise drift by ~1e-6.
-      double s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int64_t j = 0; j < c; ++j) {
-        const T v = simd_exp(xi[j] - m);
-        yi[j] = v;
-        s += static_cast<double>(v);
-      }
+      const double s = exp_shifted_sum_f64<true>(xi, c, m, yi);
       const T inv = static_cast<T>(1.0 / s);
 #pragma omp simd
       for (int64_t j = 0; j < c; ++j) yi[j] *= inv;
@@ -68,9 +61,7 @@ void log_softmax_forward(int64_t n, int64_t c, const T* x, T* y) {
       const T* xi = x + i * c;
       T* yi = y + i * c;
       const T m = row_max(c, xi);
-      double s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int64_t j = 0; j < c; ++j) s += static_cast<double>(simd_exp(xi[j] - m));
+      const double s = exp_shifted_sum_f64<false>(xi, c, m);
       const T ls = static_cast<T>(std::log(s));
 #pragma omp simd
       for (int64_t j = 0; j < c; ++j) yi[j] = (xi[j] - m) - ls;
