@@ -2,7 +2,7 @@
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer (docs/contributing.md): builds
 # RelWithDebInfo with -DTFM_SANITIZE=address,undefined into build-sanitize/ (override with
 # BUILD_DIR) and runs ctest there; any report fails the run. Not part of CI (the build alone takes
-# about half an hour on 2 cores); run it before a release and after touching kernels or memory
+# about 40 minutes on 2 cores); run it before a release and after touching kernels or memory
 # management. Extra arguments go to ctest (e.g. -R Linear). On a CPU above AVX2 it runs the suite
 # a second time at TFM_CPU_ISA=avx2, as scripts/test.sh does.
 set -euo pipefail

@@ -96,8 +96,15 @@ def test_keyboard_interrupt_saves_a_checkpoint(work, vocab):
         if e.update == 3:
             os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
-        tfm.train(str(work / "k"), on_update=on_update, **_options(work, max_updates=1000))
+    # Python turns SIGINT into KeyboardInterrupt only when it started with SIGINT at its default;
+    # a shell without job control starts background commands with it ignored (POSIX), and then
+    # the signal would be dropped. Install Python's handler for this test, whoever launched it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tfm.train(str(work / "k"), on_update=on_update, **_options(work, max_updates=1000))
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert _state_updates(work / "k") == 3
     assert tfm.Trainer(work / "k", **_options(work, max_updates=1000)).resuming
 
