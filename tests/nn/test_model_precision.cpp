@@ -189,7 +189,11 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
         "%.2e\n",
         compute_type_name(p), compute_type_name(out), same, test.size(), worst);
     EXPECT_EQ(same, static_cast<int>(test.size())) << compute_type_name(p);
-    EXPECT_LT(worst, p == ComputeType::bfloat16 ? 0.02 : 0.15);
+    // A sentence's log P sums one log-probability per token (up to 12 here), each off by about
+    // the logit error above. Measured worst: bf16 0.015 with the model trained by the AVX2
+    // kernels, 0.029 with the one trained by the AVX-512 kernels (which sum in another order:
+    // another model); int8 0.024 to 0.096.
+    EXPECT_LT(worst, p == ComputeType::bfloat16 ? 0.05 : 0.15);
   }
   // The stale int8 copies from step 20 would translate like the early model did.
   int as_early = 0;

@@ -101,6 +101,8 @@ class Translator::Impl {
     options_.compute_type = resolve_compute_type(o.compute_type, o.device, /*training=*/false);
     model_ = load_model(dir);
     const ModelConfig& c = model_->config();
+    // Counted before binding: a bf16 or int8 binding releases the f32 weights it packed.
+    const int64_t parameter_count = model_->parameter_count();
     model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
     // Sizes and special ids against the config. A directory whose vocabulary does not fit still
     // translates ids (they need none); the text methods then fail with the reason.
@@ -110,7 +112,7 @@ class Translator::Impl {
       vocab_error_ = e.message();
       vocabs_ = {};
     }
-    info_ = runtime::make_model_info(dir, c, model_->parameter_count());
+    info_ = runtime::make_model_info(dir, c, parameter_count);
     if (vocabs_.src) {
       info_.src_vocab_path = vocabs_.src->path();
       info_.trg_vocab_path = vocabs_.trg->path();
