@@ -321,8 +321,8 @@ TEST_F(CudaKernels, FusedAdamIsTheCpuOptimizerBitForBit) {
       const double lr = opt.lr * static_cast<double>(step) / 4.0, gs = 0.5;
       adam.step(lr, gs);
       cuda::adam_step(n, f(gp), f(dev(g)), f(gm), f(gv),
-                      cuda::adam_step_params(step, lr, opt.beta1, opt.beta2, opt.eps,
-                                             opt.weight_decay, decoupled, gs));
+                      kernels::adam_update_for_step(step, lr, opt.beta1, opt.beta2, opt.eps,
+                                                    opt.weight_decay, decoupled, gs));
       EXPECT_TRUE(bitwise_equal(host(gp), p.detach())) << "step " << step;
     }
     const auto state = adam.state();
@@ -360,8 +360,9 @@ TEST_F(CudaKernels, MultiTensorAdamIsTheCpuOptimizerBitForBit) {
       list.push_back({sizes[k], f(gp[k]), f(dg.back()), f(gm[k]), f(gv[k])});
     }
     adam.step(opt.lr, 1.0);
-    cuda::adam_step_multi(list, cuda::adam_step_params(step, opt.lr, opt.beta1, opt.beta2, opt.eps,
-                                                       opt.weight_decay, true, 1.0));
+    cuda::adam_step_multi(list,
+                          kernels::adam_update_for_step(step, opt.lr, opt.beta1, opt.beta2, opt.eps,
+                                                        opt.weight_decay, true, 1.0));
     for (size_t k = 0; k < sizes.size(); ++k)
       EXPECT_TRUE(bitwise_equal(host(gp[k]), params[k].second.detach()))
           << "step " << step << " tensor " << k;

@@ -18,6 +18,11 @@ It reads two tables from the document itself, so the document and the code canno
     src/tfm/, e.g. `ops/cpu/*` or `perf/model_bench.cpp`), and every place must hold at least
     one such include.
 
+  "Tensor memory": `| `place`, ... | why |` rows. A direct access to tensor memory (`.data<`,
+    `raw_data(`, `storage()->data`, `memcpy`/`memmove`/`memset(`, outside comments) may appear
+    only in files matching a place, and every place must hold one: above core/ and ops/, code
+    works through ops and reads results through the copy-to-host op (ops/host.h).
+
 Standard library only (python3), no build needed. Exit 0: true; 1: a list of what is false.
 """
 from __future__ import annotations
@@ -32,6 +37,11 @@ SOURCE_EXTS = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 TFM_INCLUDE = re.compile(r'^\s*#\s*include\s+"tfm/([^"]+)"', re.M)
 ANGLE_INCLUDE = re.compile(r"^\s*#\s*include\s+<([^>]+)>", re.M)
 CODE = re.compile(r"`([^`]+)`")
+
+
+MEMORY_ACCESS = re.compile(r"(?:\.|->)data<|\braw_data\(|storage\(\)->data\b|"
+                           r"\bmem(?:cpy|move|set)\s*\(")
+LINE_COMMENT = re.compile(r"//.*$", re.M)
 
 
 class DocError(Exception):
@@ -84,6 +94,16 @@ def parse_homes(doc: str) -> list[tuple[list[str], list[str]]]:
     return out
 
 
+def parse_memory_places(doc: str) -> list[str]:
+    places = []
+    for cells in table_after(doc, "### Tensor memory"):
+        names = CODE.findall(cells[0])
+        if not names:
+            raise DocError(f"Tensor memory row {cells!r}: want | `place`, ... | why |")
+        places.extend(names)
+    return places
+
+
 def sources(src: str):
     for root, dirs, files in os.walk(src):
         dirs.sort()
@@ -112,6 +132,7 @@ def check(doc_path: str, src: str, include: str | None = None) -> list[str]:
     try:
         layers = parse_layers(doc)
         homes = parse_homes(doc)
+        memory_places = parse_memory_places(doc)
     except DocError as e:
         return [f"{doc_path}: {e}"]
     problems = []
@@ -130,7 +151,18 @@ def check(doc_path: str, src: str, include: str | None = None) -> list[str]:
             problems.append(f"src/tfm/{d}/ has no row in the Layers table of {doc_path}")
     used = {name: set() for name in order}
     home_used = [[False] * len(places) for _, places in homes]
+    memory_used = [False] * len(memory_places)
     for rel, text in sources(src):
+        code = LINE_COMMENT.sub("", text)
+        for m in MEMORY_ACCESS.finditer(code):
+            hits = [i for i, pl in enumerate(memory_places) if fnmatch.fnmatchcase(rel, pl)]
+            for i in hits:
+                memory_used[i] = True
+            if not hits:
+                line = code.count("\n", 0, m.start()) + 1
+                problems.append(f"src/tfm/{rel}:{line} touches tensor memory ({m.group(0).rstrip('( ')}), "
+                                f"which {doc_path} (Tensor memory) allows only in "
+                                f"{', '.join(memory_places)}: use an op, and to_host for results")
         layer = rel.split("/")[0] if "/" in rel else ""
         for inc in TFM_INCLUDE.findall(text):
             if "/" not in inc:  # a public header: every layer may include it
@@ -182,6 +214,10 @@ def check(doc_path: str, src: str, include: str | None = None) -> list[str]:
             if not hit:
                 problems.append(f"{doc_path}: Third-party headers names {place} for "
                                 f"<{prefixes[0]}...>, but no such file includes it")
+    for place, hit in zip(memory_places, memory_used):
+        if not hit:
+            problems.append(f"{doc_path}: Tensor memory names {place}, but no such file touches "
+                            "tensor memory (the table must be exact)")
     return problems
 
 
@@ -202,12 +238,18 @@ GOOD_DOC = """# x
 | headers | included only in |
 |---|---|
 | `<dnnl>` | `ops/cpu/*`, `cli/main.cpp` |
+
+### Tensor memory
+
+| places | why |
+|---|---|
+| `core/*`, `ops/*` | x |
 """
 
 GOOD_TREE = {
-    "core/a.h": "#pragma once\n",
+    "core/a.h": "#pragma once\nvoid* f(T t) { return t.raw_data(); }\n",
     "ops/b.h": '#include "tfm/core/a.h"\n',
-    "ops/cpu/k.cpp": "#include <dnnl.hpp>\n#include \"tfm/ops/b.h\"\n",
+    "ops/cpu/k.cpp": "#include <dnnl.hpp>\n#include \"tfm/ops/b.h\"\nint g(T t) { return *t.data<int>(); }\n",
     "cli/main.cpp": '#include <dnnl.h>\n#include "tfm/ops/b.h"\n#include "tfm/core/a.h"\n',
 }
 
@@ -249,6 +291,14 @@ def self_test() -> int:
         "home without the header": (GOOD_DOC, {**GOOD_TREE, "cli/main.cpp":
                                                '#include "tfm/ops/b.h"\n#include "tfm/core/a.h"\n'},
                                     "but no such file includes it"),
+        "tensor memory above ops": (GOOD_DOC, {**GOOD_TREE, "cli/main.cpp": GOOD_TREE["cli/main.cpp"]
+                                               + "void h(T t) { std::memcpy(p, t.raw_data(), 4); }\n"},
+                                    "touches tensor memory"),
+        "tensor memory in a comment": (GOOD_DOC, {**GOOD_TREE, "cli/main.cpp": GOOD_TREE["cli/main.cpp"]
+                                                  + "// t.data<float>() is not called here\n"}, None),
+        "memory place without an access": (GOOD_DOC.replace("| `core/*`, `ops/*` | x |",
+                                                            "| `core/*`, `ops/*`, `cli/*` | x |"),
+                                           GOOD_TREE, "Tensor memory names cli/*"),
         "no table": (GOOD_DOC.replace("## Layers", "## Levels"), GOOD_TREE, "no line"),
         "public header from any layer": (GOOD_DOC, {**GOOD_TREE, "core/t.h":
                                                     '#include "tfm/api.h"\n'}, None),
@@ -281,7 +331,8 @@ def main(argv: list[str]) -> int:
     for p in problems:
         print(p)
     if not problems:
-        print(f"{argv[0]}: the layer order and the third-party header homes hold for {argv[1]}")
+        print(f"{argv[0]}: the layer order, the third-party header homes and the tensor memory "
+              f"places hold for {argv[1]}")
     return 1 if problems else 0
 
 

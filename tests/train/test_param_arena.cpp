@@ -67,7 +67,7 @@ TEST(ParameterArena, MovesEveryParameterIntoOneAlignedBlockWithItsValues) {
     EXPECT_GE(s.offset, next) << name;
     EXPECT_LT(s.offset, next + ParameterArena::kAlignment) << name;
     next = s.offset + s.numel;
-    EXPECT_EQ(p->raw_data(), static_cast<void*>(arena.param_data() + s.offset)) << name;
+    EXPECT_EQ(p->raw_data(), static_cast<void*>(arena.params().data<float>() + s.offset)) << name;
     EXPECT_TRUE(bitwise_equal(*p, before[name])) << name;
     EXPECT_EQ(&arena.slot(name), &s);
   }
@@ -91,7 +91,8 @@ TEST(ParameterArena, GradientsAccumulateInTheArenaBitForBit) {
       const Tensor g = fp[k].second->grad();
       ASSERT_TRUE(g.defined()) << fp[k].first;
       EXPECT_EQ(g.storage(), arena.grads().storage()) << fp[k].first;
-      EXPECT_EQ(g.raw_data(), static_cast<void*>(arena.grad_data() + arena.slots()[k].offset));
+      EXPECT_EQ(g.raw_data(),
+                static_cast<void*>(arena.grads().data<float>() + arena.slots()[k].offset));
       EXPECT_TRUE(bitwise_equal(g, pp[k].second->grad())) << fp[k].first;
     }
     for (auto& [name, p] : plain.named_parameters()) p->zero_grad();
@@ -111,7 +112,7 @@ TEST(ParameterArena, ZeroGradClearsTheFlatBufferAndItHoldsEveryGradient) {
     EXPECT_TRUE(bitwise_equal(flat, p->grad())) << name;
     for (int64_t i = s.offset; i < s.offset + s.numel; ++i) in_slot[i] = 1;
   }
-  const float* g = arena.grad_data();
+  const float* g = arena.grads().data<float>();
   for (int64_t i = 0; i < arena.size(); ++i) {
     if (!in_slot[i]) {
       ASSERT_EQ(g[i], 0.0f) << "gap element " << i;

@@ -1,10 +1,8 @@
 #include "tfm/autograd/tape.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "tfm/autograd/grad_mode.h"
-#include "tfm/core/parallel.h"
 
 namespace tfm {
 
@@ -24,7 +22,7 @@ class RunningNode {
   explicit RunningNode(const autograd::Node& node) { g_running = &node; }
   ~RunningNode() {
     for (AutogradMeta* m : g_lent) {
-      if (!m->grad.defined()) std::memset(m->grad_slot.raw_data(), 0, m->grad_slot.nbytes());
+      if (!m->grad.defined()) m->grad_slot.fill_(0.0);
     }
     g_lent.clear();
     g_running = nullptr;
@@ -32,40 +30,6 @@ class RunningNode {
   RunningNode(const RunningNode&) = delete;
   RunningNode& operator=(const RunningNode&) = delete;
 };
-
-// g is exactly the view `slot` (the kernel wrote into a lent slot).
-bool is_view_of(const Tensor& g, const Tensor& slot) {
-  return g.storage() == slot.storage() && g.offset() == slot.offset() &&
-         g.shape() == slot.shape() && g.strides() == slot.strides() && g.dtype() == slot.dtype();
-}
-
-// grad += g, elementwise. The tape's only arithmetic, written here instead of calling ops/add_:
-// every op front end records on the tape, so autograd must sit below ops (docs/architecture.md,
-// "Layers"). The sum is per element, so the result does not depend on the thread count, and it
-// is the same float addition ops/add_ performs.
-template <typename T>
-void add_into(T* dst, const T* src, int64_t n) {
-  parallel_for(n, int64_t{1} << 14, [&](int64_t b, int64_t e) {
-#pragma omp simd
-    for (int64_t i = b; i < e; ++i) dst[i] += src[i];
-  });
-}
-
-void add_into(Tensor& grad, const Tensor& g) {
-  TFM_CHECK(grad.device() == Device::cpu && g.device() == Device::cpu)
-      << "autograd: gradients on " << device_name(g.device()) << " cannot be accumulated yet";
-  TFM_CHECK(grad.dtype() == g.dtype()) << "autograd: gradient " << g.describe()
-                                       << " added to one of dtype " << dtype_name(grad.dtype());
-  TFM_CHECK(grad.is_contiguous()) << "autograd: accumulated gradient is not contiguous";
-  const Tensor src = g.contiguous();
-  if (grad.dtype() == DType::f32) {
-    add_into(grad.data<float>(), src.data<float>(), grad.numel());
-  } else {
-    TFM_CHECK(grad.dtype() == DType::f64)
-        << "autograd: gradients must be f32 or f64, got " << g.describe();
-    add_into(grad.data<double>(), src.data<double>(), grad.numel());
-  }
-}
 
 }  // namespace
 
@@ -121,11 +85,11 @@ void accumulate(AutogradMeta& meta, const Tensor& g) {
     // The first contribution of a step fills the slot (unless the kernel wrote it there
     // already), later ones add into it: the same values as the copy-on-first-accumulate below.
     if (!meta.grad.defined()) {
-      if (!is_view_of(g, meta.grad_slot)) meta.grad_slot.copy_(g);
+      if (!same_view(g, meta.grad_slot)) meta.grad_slot.copy_(g);
       meta.grad = meta.grad_slot;
       meta.grad_owned = true;
     } else {
-      add_into(meta.grad, g);
+      meta.grad.add_(g);
     }
     return;
   }
@@ -138,7 +102,7 @@ void accumulate(AutogradMeta& meta, const Tensor& g) {
     meta.grad = meta.grad.clone();
     meta.grad_owned = true;
   }
-  add_into(meta.grad, g);
+  meta.grad.add_(g);
 }
 
 void backward(const Tensor& root, const Tensor& root_grad) {
@@ -172,8 +136,7 @@ void backward(const Tensor& root, const Tensor& root_grad) {
       // Gradients written into their arena slot are claimed first: another input's
       // contribution to the same parameter must add to them, not overwrite them.
       auto in_slot = [&](size_t i) {
-        return node.inputs[i]->grad_slot.defined() &&
-               is_view_of(gins[i], node.inputs[i]->grad_slot);
+        return node.inputs[i]->grad_slot.defined() && same_view(gins[i], node.inputs[i]->grad_slot);
       };
       for (int pass = 0; pass < 2; ++pass) {
         for (size_t i = 0; i < gins.size(); ++i)

@@ -5,6 +5,7 @@
 
 #include "tfm/core/allocator.h"
 #include "tfm/core/autograd_meta.h"
+#include "tfm/core/parallel.h"
 #ifdef TFM_WITH_CUDA
 #include "tfm/core/cuda/memory.h"
 #endif
@@ -373,12 +374,68 @@ void Tensor::fill_(double value) {
 #endif
     return;
   }
+  if (value == 0.0 && is_contiguous()) {  // all-bits-zero is 0 in every dtype
+    std::memset(raw_data(), 0, nbytes());
+    return;
+  }
   char* base = static_cast<char*>(storage_->data.get());
   dispatch_value(dtype_, [&](auto z) {
     using T = decltype(z);
     const T v = static_cast<T>(value);
     for_each_offset(*this, [&](int64_t o) { reinterpret_cast<T*>(base)[o] = v; });
   });
+}
+
+namespace {
+
+// Per element, so the result does not depend on the thread count; the same float addition the
+// ops' add_ performs.
+template <typename T>
+void add_into(T* dst, const T* src, int64_t n) {
+  parallel_for(n, int64_t{1} << 14, [&](int64_t b, int64_t e) {
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) dst[i] += src[i];
+  });
+}
+
+}  // namespace
+
+void Tensor::add_(const Tensor& g) {
+  TFM_CHECK(device() == Device::cpu && g.device() == Device::cpu)
+      << "add_: tensors on " << device_name(g.device()) << " cannot be accumulated yet";
+  TFM_CHECK(dtype_ == g.dtype()) << "add_: " << g.describe() << " added to one of dtype "
+                                 << dtype_name(dtype_);
+  TFM_CHECK(shape_ == g.shape()) << "add_: " << g.describe() << " added to " << describe();
+  TFM_CHECK(is_contiguous()) << "add_: destination " << describe() << " is not contiguous";
+  const Tensor src = g.contiguous();
+  if (dtype_ == DType::f32) {
+    add_into(data<float>(), src.data<float>(), numel());
+  } else {
+    TFM_CHECK(dtype_ == DType::f64) << "add_: f32 or f64 only, got " << describe();
+    add_into(data<double>(), src.data<double>(), numel());
+  }
+}
+
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.storage() == b.storage() && a.offset() == b.offset() && a.shape() == b.shape() &&
+         a.strides() == b.strides() && a.dtype() == b.dtype();
+}
+
+void move_storage_into(const Tensor& t, const Tensor& place) {
+  TFM_CHECK(t.defined() && place.defined() && t.shape() == place.shape() &&
+            t.dtype() == place.dtype() && t.device() == place.device())
+      << "move_storage_into: " << t.describe() << " into " << place.describe();
+  TFM_CHECK(t.is_contiguous() && place.is_contiguous() && t.offset() == 0 &&
+            t.storage()->nbytes == t.nbytes())
+      << "move_storage_into: " << t.describe() << " must be contiguous and all of its storage";
+  Tensor(place).copy_(t);
+  // Aliasing constructor: the storage now points into place's block and keeps it alive; its old
+  // block goes back to the allocator.
+  t.storage()->data = std::shared_ptr<void>(place.storage()->data, place.raw_data());
+}
+
+bool storage_begins_at(const Tensor& t, const Tensor& place) {
+  return t.defined() && place.defined() && t.storage()->data.get() == place.raw_data();
 }
 
 bool Tensor::requires_grad() const {

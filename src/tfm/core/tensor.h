@@ -92,6 +92,9 @@ class Tensor {
   Tensor to(DType dtype) const;   // value conversion between f32/f64/i32/i64/u8
   void copy_(const Tensor& src);  // same shape; any strides
   void fill_(double value);
+  // this += src per element (f32 or f64, same shape and dtype; this contiguous, src any strides):
+  // gradient accumulation, which autograd does below the ops layer. CPU only.
+  void add_(const Tensor& src);
 
   // Autograd state. A tensor that requires grad owns an AutogradMeta shared by its copies.
   bool requires_grad() const;
@@ -111,6 +114,17 @@ class Tensor {
 };
 
 Shape contiguous_strides(const Shape& shape);
+
+// a and b are the same view: storage, offset, shape, strides and dtype.
+bool same_view(const Tensor& a, const Tensor& b);
+
+// Moves t's values into `place` (contiguous, of t's shape and dtype, on t's device) and re-points
+// t's storage there: every handle sharing t's storage reads and writes place's memory from then
+// on, and the storage keeps place's alive. t must be contiguous and the whole of its storage.
+// How a parameter arena takes its parameters over (train/param_arena.h).
+void move_storage_into(const Tensor& t, const Tensor& place);
+// t's storage begins at place's first element (t still lives where move_storage_into put it).
+bool storage_begins_at(const Tensor& t, const Tensor& place);
 
 // Visits every element offset (in elements, from the storage start) of t in row-major order.
 template <typename F>

@@ -1,6 +1,8 @@
 #include "tfm/data/batch.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <vector>
 
 #include "tfm/core/check.h"
 
@@ -16,16 +18,16 @@ Tensor source_batch(const std::vector<const Ids*>& seqs, const SeqFormat& format
         << "a source (source_bos and source_eos are false): the encoder would see no token";
     len = std::max(len, seqs[b]->size() + extra);
   }
-  Tensor t = Tensor::full({static_cast<int64_t>(seqs.size()), static_cast<int64_t>(len)},
-                          static_cast<double>(format.pad_id), DType::i32);
-  int32_t* p = t.data<int32_t>();
+  // Built on the host, then made a tensor in one upload.
+  std::vector<int32_t> ids(seqs.size() * len, static_cast<int32_t>(format.pad_id));
   for (size_t b = 0; b < seqs.size(); ++b) {
-    int32_t* row = p + b * len;
+    auto row = ids.begin() + static_cast<std::ptrdiff_t>(b * len);
     if (format.source_bos) *row++ = static_cast<int32_t>(format.bos_id);
     row = std::copy(seqs[b]->begin(), seqs[b]->end(), row);
     if (format.source_eos) *row = static_cast<int32_t>(format.eos_id);
   }
-  return t;
+  return Tensor::from_vector<int32_t>(
+      {static_cast<int64_t>(seqs.size()), static_cast<int64_t>(len)}, ids);
 }
 
 Batch make_batch(const std::vector<const Ids*>& src, const std::vector<const Ids*>& trg,
@@ -43,10 +45,8 @@ Batch make_batch(const std::vector<const Ids*>& src, const std::vector<const Ids
   size_t len = 0;
   for (const Ids* t : trg) len = std::max(len, t->size() + 1);
   const int64_t B = static_cast<int64_t>(trg.size()), T = static_cast<int64_t>(len);
-  b.trg_in = Tensor::full({B, T}, static_cast<double>(pad_id), DType::i32);
-  b.trg_out = Tensor::full({B, T}, static_cast<double>(pad_id), DType::i32);
-  int32_t* in = b.trg_in.data<int32_t>();
-  int32_t* out = b.trg_out.data<int32_t>();
+  std::vector<int32_t> in(static_cast<size_t>(B * T), static_cast<int32_t>(pad_id));
+  std::vector<int32_t> out(in);
   for (int64_t i = 0; i < B; ++i) {
     const Ids& y = *trg[i];
     in[i * T] = static_cast<int32_t>(bos_id);
@@ -57,6 +57,8 @@ Batch make_batch(const std::vector<const Ids*>& src, const std::vector<const Ids
     out[i * T + y.size()] = static_cast<int32_t>(eos_id);
     b.trg_tokens += static_cast<int64_t>(y.size()) + 1;
   }
+  b.trg_in = Tensor::from_vector<int32_t>({B, T}, in);
+  b.trg_out = Tensor::from_vector<int32_t>({B, T}, out);
   return b;
 }
 

@@ -11,6 +11,8 @@
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/decode/detail.h"
+#include "tfm/ops/host.h"
+#include "tfm/ops/index.h"
 
 namespace tfm::decode {
 namespace {
@@ -35,42 +37,6 @@ struct Candidate {
   int64_t hyp;
   int32_t token;
 };
-
-// The k best tokens of a row, best first (ties: lower id first). One pass keeping the best k
-// so far in order; a block of 16 values is looked at one by one only when one of them beats
-// the current k-th best, which after the first blocks is rare, so the scan runs at vector speed
-// instead of sorting or comparing index by index.
-void top_tokens(const float* row, int64_t vocab, int64_t k, std::vector<int32_t>& out,
-                std::vector<float>& vals) {
-  out.clear();
-  vals.clear();
-  if (k <= 0) return;
-  auto offer = [&](int32_t v) {
-    const float x = row[v];
-    const bool full = static_cast<int64_t>(out.size()) == k;
-    if (full && !(x > vals.back())) return;
-    // After every kept value >= x: equal values keep the lower id first.
-    size_t p = vals.size();
-    while (p > 0 && vals[p - 1] < x) --p;
-    if (full) {
-      out.pop_back();
-      vals.pop_back();
-    }
-    out.insert(out.begin() + static_cast<std::ptrdiff_t>(p), v);
-    vals.insert(vals.begin() + static_cast<std::ptrdiff_t>(p), x);
-  };
-  constexpr int64_t kBlock = 16;
-  int64_t v = 0;
-  for (; v < vocab && static_cast<int64_t>(out.size()) < k; ++v) offer(static_cast<int32_t>(v));
-  for (; v + kBlock <= vocab; v += kBlock) {
-    const float worst = vals.back();
-    bool any = false;
-    for (int64_t j = 0; j < kBlock; ++j) any |= row[v + j] > worst;
-    if (any)
-      for (int64_t j = 0; j < kBlock; ++j) offer(static_cast<int32_t>(v + j));
-  }
-  for (; v < vocab; ++v) offer(static_cast<int32_t>(v));
-}
 
 // True when no live hypothesis can reach the n_best-th finished score: log-probs only fall, so a
 // live one's best completion is its current log-prob at the length that divides by the most.
@@ -116,16 +82,40 @@ class BeamSearch : public Search {
     for (const Sentence& s : sent) longest = std::max(longest, s.max_len);
     DecoderState state = detail::start(model, ptrs, longest);
     std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
-    std::vector<int32_t> top;
-    std::vector<float> top_vals;
     std::vector<Candidate> cands;
+    const SpecialIds specials = detail::special_ids(c);
+    // beam + 1 tokens a hypothesis suffice: the walk below stops after beam non-EOS ones.
+    const int64_t k = std::min<int64_t>(V, beam + 1);
 
     for (int64_t generated = 0; !active.empty(); ++generated) {
       Tensor attn;                                              // (rows, S)
       Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
                                          o_.return_attention ? &attn : nullptr);
-      float* lpd = lp.data<float>();
-      const float* ad = o_.return_attention ? attn.data<float>() : nullptr;
+      // Each row's rule, and the token a prefix forces (its log-prob is picked on the device).
+      std::vector<StepRule> rules;
+      std::vector<int32_t> forced(static_cast<size_t>(lp.size(0)), 0);
+      bool any_forced = false;
+      for (size_t si : active) {
+        const Sentence& s = sent[si];
+        const bool in_prefix = generated < static_cast<int64_t>(s.prefix->size());
+        if (in_prefix) {
+          forced[rules.size()] = (*s.prefix)[generated];
+          any_forced = true;
+        }
+        const StepRule rule =
+            in_prefix ? StepRule::keep : detail::step_rule(generated, o_.min_length, s.max_len);
+        rules.insert(rules.end(), s.live.size(), rule);
+      }
+      mask_step_rows(lp, rules, specials);
+      const TopK top = top_k_rows(lp, k);
+      const HostView<float> top_vals = to_host<float>(top.values);  // (rows, k)
+      const HostView<int32_t> top_ids = to_host<int32_t>(top.ids);  // (rows, k)
+      const HostView<float> forced_lp =
+          any_forced
+              ? to_host<float>(pick_columns(lp, Tensor::from_vector<int32_t>({lp.size(0)}, forced)))
+              : HostView<float>();
+      const HostView<float> attn_h = to_host<float>(attn);  // (rows, S), empty without
+      const float* ad = o_.return_attention ? attn_h.data() : nullptr;
       const int64_t S = o_.return_attention ? attn.size(1) : 0;
       // h extended by token t of row `row`: its attention gains that row's (the padding cut).
       auto extend = [&](const Live& h, int64_t row, int32_t t, double log_prob, int64_t width) {
@@ -150,7 +140,8 @@ class BeamSearch : public Search {
           // token at its model log-probability; max_len leaves room for EOS after it.
           TFM_CHECK(n == 1) << "beam search: " << n << " hypotheses inside a prefix";
           const int32_t t = (*s.prefix)[generated];
-          s.live[0] = extend(s.live[0], r, t, s.live[0].log_prob + lpd[r * V + t], s.width);
+          s.live[0] = extend(s.live[0], r, t,
+                             s.live[0].log_prob + forced_lp[static_cast<size_t>(r)], s.width);
           rows.push_back(r);
           next_tokens.push_back(t);
           still_active.push_back(si);
@@ -159,12 +150,10 @@ class BeamSearch : public Search {
         }
         cands.clear();
         for (int64_t j = 0; j < n; ++j) {
-          float* row = lpd + (r + j) * V;
-          detail::mask_row(row, V, c, generated, o_.min_length, s.max_len);
-          // beam + 1 tokens a hypothesis suffice: the walk below stops after beam non-EOS ones.
-          top_tokens(row, V, std::min<int64_t>(V, beam + 1), top, top_vals);
-          for (int32_t t : top)
-            if (row[t] != detail::kNegInf) cands.push_back({s.live[j].log_prob + row[t], j, t});
+          const size_t row = static_cast<size_t>((r + j) * k);
+          for (size_t i = row; i < row + static_cast<size_t>(k); ++i)
+            if (top_vals[i] != detail::kNegInf)
+              cands.push_back({s.live[j].log_prob + top_vals[i], j, top_ids[i]});
         }
         std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
           if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tfm/decode/search.h"
+#include "tfm/ops/decode_steps.h"
 
 namespace tfm::decode::detail {
 
@@ -31,10 +32,10 @@ Tensor step_log_probs(const Transformer& model, DecoderState& state,
 // state.reorder(rows), skipped when rows keeps every row in place (greedy and sampling while no
 // sentence has finished): a reorder copies every cache, O(T) a step.
 void reorder(DecoderState& state, const std::vector<int64_t>& rows);
-// Forbids in one row of log-probs what the conventions forbid after `generated` tokens:
-// PAD/BOS always, EOS before min_length, everything but EOS at the last position.
-void mask_row(float* row, int64_t vocab, const ModelConfig& config, int64_t generated,
-              int64_t min_length, int64_t max_length);
+// What the conventions allow after `generated` tokens (ops/decode_steps.h, mask_step_rows):
+// PAD/BOS never, EOS not before min_length, nothing but EOS at the last position.
+StepRule step_rule(int64_t generated, int64_t min_length, int64_t max_length);
+SpecialIds special_ids(const ModelConfig& config);
 // Sorts best first: score descending, then shorter, then lexicographic (a total order, so the
 // result does not depend on the order hypotheses were found in).
 void sort_hypotheses(NBest& hyps);

@@ -9,6 +9,7 @@
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/rng.h"
 #include "tfm/decode/detail.h"
+#include "tfm/ops/host.h"
 
 namespace tfm::decode {
 namespace {
@@ -86,19 +87,26 @@ class SamplingSearch : public Search {
       Tensor attn;                                              // (rows, S)
       Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
                                          o_.return_attention ? &attn : nullptr);
-      float* lpd = lp.data<float>();
+      std::vector<StepRule> rules;
+      for (size_t si : active)
+        rules.push_back(generated < static_cast<int64_t>(detail::prefix_of(prefixes, si).size())
+                            ? StepRule::keep
+                            : detail::step_rule(generated, o_.min_length, max_len[si]));
+      mask_step_rows(lp, rules, detail::special_ids(c));
+      // Sampling reads whole distributions: on the host (a copy from a device, a view on the CPU).
+      const HostView<float> lph = to_host<float>(lp);       // (rows, V)
+      const HostView<float> attn_h = to_host<float>(attn);  // (rows, S), empty without
       std::vector<int64_t> rows;
       std::vector<int32_t> next_tokens;
       std::vector<size_t> still_active;
       for (size_t r = 0; r < active.size(); ++r) {
         const size_t si = active[r];
-        float* row = lpd + static_cast<int64_t>(r) * V;
+        const float* row = lph.data() + static_cast<int64_t>(r) * V;
         const Ids& prefix = detail::prefix_of(prefixes, si);
         int32_t t;
         if (generated < static_cast<int64_t>(prefix.size())) {
           t = prefix[generated];  // forced; max_len leaves room for EOS after the prefix
         } else {
-          detail::mask_row(row, V, c, generated, o_.min_length, max_len[si]);
           const uint64_t id = ids.empty() ? si : ids[si];
           const double u = RandomStream(o_.seed, id).uniform_f64(static_cast<uint64_t>(generated));
           t = pick(row, V, o_, u, order, p);
@@ -106,7 +114,7 @@ class SamplingSearch : public Search {
         Hypothesis& h = hyp[si];
         h.log_prob += row[t];
         if (t != c.eos_id && o_.return_attention) {  // EOS gets no attention row
-          const float* a = attn.data<float>() + static_cast<int64_t>(r) * attn.size(1);
+          const float* a = attn_h.data() + static_cast<int64_t>(r) * attn.size(1);
           h.attention.insert(h.attention.end(), a, a + width[si]);
         }
         if (t == c.eos_id) {

@@ -161,18 +161,7 @@ Tensor step_log_probs(const Transformer& model, DecoderState& state,
   Tensor weights;  // (n, H, 1, S)
   Tensor logits = model.step(state, Tensor::from_vector<int32_t>({n}, tokens), nullptr,
                              attention ? &weights : nullptr);  // (n, V)
-  if (attention) {
-    const Tensor w = weights.contiguous();
-    const int64_t H = w.size(1), S = w.size(3);
-    *attention = Tensor::zeros({n, S});
-    const float* p = w.data<float>();
-    float* a = attention->data<float>();
-    // The mean over heads, summed in head order (fixed: no dependence on threads or batching).
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t s = 0; s < S; ++s) a[r * S + s] += p[(r * H + h) * S + s];
-    for (int64_t i = 0; i < n * S; ++i) a[i] /= static_cast<float>(H);
-  }
+  if (attention) *attention = mean_over_heads(weights);        // (n, S)
   return log_softmax(logits).contiguous();
 }
 
@@ -183,17 +172,14 @@ void reorder(DecoderState& state, const std::vector<int64_t>& rows) {
   if (!identity) state.reorder(rows);
 }
 
-void mask_row(float* row, int64_t vocab, const ModelConfig& c, int64_t generated,
-              int64_t min_length, int64_t max_length) {
-  if (generated + 1 >= max_length) {  // the last position: EOS only
-    const float eos = row[c.eos_id];
-    std::fill(row, row + vocab, kNegInf);
-    row[c.eos_id] = eos;
-    return;
-  }
-  row[c.pad_id] = kNegInf;
-  row[c.bos_id] = kNegInf;
-  if (generated < min_length) row[c.eos_id] = kNegInf;
+StepRule step_rule(int64_t generated, int64_t min_length, int64_t max_length) {
+  if (generated + 1 >= max_length) return StepRule::eos_only;  // the last position
+  return generated < min_length ? StepRule::no_eos : StepRule::normal;
+}
+
+SpecialIds special_ids(const ModelConfig& c) {
+  return {static_cast<int32_t>(c.pad_id), static_cast<int32_t>(c.bos_id),
+          static_cast<int32_t>(c.eos_id)};
 }
 
 void sort_hypotheses(NBest& hyps) {

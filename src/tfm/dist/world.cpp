@@ -12,6 +12,13 @@ namespace tfm::dist {
 std::unique_ptr<World> make_mpi_world();  // mpi_world.cpp
 #endif
 
+void World::sum_in_rank_order(const Tensor& flat) {
+  TFM_CHECK(flat.defined() && flat.dtype() == DType::f32 && flat.device() == Device::cpu &&
+            flat.is_contiguous())
+      << "sum_in_rank_order: expected a contiguous f32 CPU tensor, got " << flat.describe();
+  sum_in_rank_order(std::span<float>(flat.data<float>(), static_cast<size_t>(flat.numel())));
+}
+
 namespace {
 
 class SingleProcess final : public World {

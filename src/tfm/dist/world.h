@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tfm/core/tensor.h"
+
 namespace tfm::dist {
 
 class World {
@@ -22,6 +24,9 @@ class World {
   // ((x_0 + x_1) + x_2) + ..., the same bits on every rank and every run. Sent in buckets (each
   // rank sums one slice of a bucket, then the slices are gathered back).
   virtual void sum_in_rank_order(std::span<float> data) = 0;
+  // The same over a flat contiguous f32 CPU tensor, in place (a gradient arena). The transport
+  // reads and writes its memory, as file I/O does: the one place above ops/ that may.
+  void sum_in_rank_order(const Tensor& flat);
   // Each rank's `mine` (the same length on all), concatenated in rank order, on every rank.
   virtual std::vector<double> allgather(std::span<const double> mine) = 0;
   // Ends every process of the job after printing `message` (with this rank) on stderr. Used

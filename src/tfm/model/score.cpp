@@ -1,6 +1,9 @@
 #include "tfm/model/score.h"
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/ops/host.h"
+#include "tfm/ops/index.h"
+#include "tfm/ops/shape.h"
 #include "tfm/ops/softmax.h"
 
 namespace tfm {
@@ -30,16 +33,17 @@ std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>
       bt.push_back(&trg[i]);
     }
     Batch b = make_batch(bs, bt, c.seq_format());
-    Tensor logp = log_softmax(model.forward(b.src, b.trg_in));  // (B, T, V)
-    const float* lp = logp.data<float>();
-    const int32_t* out = b.trg_out.data<int32_t>();
+    const Tensor logp = log_softmax(model.forward(b.src, b.trg_in));  // (B, T, V)
     const int64_t T = b.trg_out.size(1), V = c.trg_vocab_size;
+    // log p(reference token) at every position, (B·T): the only numbers the host needs.
+    const HostView<float> lp =
+        to_host<float>(pick_columns(reshape(logp, {-1, V}), reshape(b.trg_out, {-1})));
     for (size_t i = 0; i < bt.size(); ++i) {
       double s = 0;
       const int64_t n = static_cast<int64_t>(bt[i]->size()) + 1;  // + EOS
       for (int64_t t = 0; t < n; ++t) {
         const int64_t row = static_cast<int64_t>(i) * T + t;
-        s += lp[row * V + out[row]];
+        s += lp[static_cast<size_t>(row)];
       }
       scores[batch[i]] = s;
     }

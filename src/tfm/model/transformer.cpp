@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/nn/positional.h"
 #include "tfm/ops/dropout.h"
 #include "tfm/ops/elementwise.h"
 #include "tfm/ops/embedding.h"
+#include "tfm/ops/index.h"
 #include "tfm/ops/init.h"
 #include "tfm/ops/linear.h"
 #include "tfm/ops/shape.h"
@@ -16,24 +16,6 @@
 namespace tfm {
 
 namespace {
-
-Tensor select_rows(const Tensor& t, const std::vector<int64_t>& rows) {
-  if (!t.defined()) return t;
-  Tensor src = t.contiguous();
-  Shape shape = src.shape();
-  const int64_t b = shape[0];
-  shape[0] = static_cast<int64_t>(rows.size());
-  Tensor out = Tensor::empty(shape, src.dtype());
-  const size_t row_bytes = src.nbytes() / static_cast<size_t>(b);
-  const char* s = static_cast<const char*>(src.raw_data());
-  char* d = static_cast<char*>(out.raw_data());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    TFM_CHECK(rows[i] >= 0 && rows[i] < b)
-        << "DecoderState::reorder: row " << rows[i] << " out of range for batch " << b;
-    std::memcpy(d + i * row_bytes, s + rows[i] * row_bytes, row_bytes);
-  }
-  return out;
-}
 
 Tensor position_ids(int64_t batch, int64_t length, int64_t offset) {
   std::vector<int32_t> v(batch * length);
@@ -67,7 +49,7 @@ void DecoderState::reorder(const std::vector<int64_t>& rows) {
   same_sources = same_sources && next == source_of_row;
   for (auto& l : layers) l.self.reorder(rows);
   if (same_sources) return;
-  src_mask = select_rows(src_mask, rows);
+  if (src_mask.defined()) src_mask = index_rows(src_mask, rows);
   for (auto& l : layers) l.cross.reorder(rows);
   if (!source_of_row.empty()) source_of_row = std::move(next);
 }
@@ -179,12 +161,7 @@ void Transformer::set_train_compute(ComputeType t) {
 Tensor Transformer::padding_mask(const Tensor& ids) const {
   TFM_CHECK(ids.defined() && ids.dtype() == DType::i32 && ids.dim() == 2)
       << "padding_mask: expected i32 ids (B, L), got " << ids.describe();
-  Tensor c = ids.contiguous();
-  Tensor m = Tensor::empty(c.shape(), DType::u8);
-  const int32_t* p = c.data<int32_t>();
-  uint8_t* q = m.data<uint8_t>();
-  for (int64_t i = 0; i < c.numel(); ++i) q[i] = p[i] == c_.pad_id ? 1 : 0;
-  return m;
+  return equal_mask(ids, c_.pad_id);
 }
 
 Tensor Transformer::embed(const Tensor& ids, const Tensor& table, const Tensor& positions,

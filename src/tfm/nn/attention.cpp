@@ -1,10 +1,10 @@
 #include "tfm/nn/attention.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/decode_attention.h"
+#include "tfm/ops/index.h"
 
 namespace tfm::nn {
 
@@ -16,20 +16,10 @@ Tensor view_of(const Tensor& buf, int64_t rows, int64_t len) {
   return buf.slice(0, rows).transpose(0, 1).slice(0, len).transpose(0, 1);
 }
 
-// Copies positions [0, len) of src rows into dst at position `at` (both (·, P, C) buffers or
-// contiguous (rows, len, C) tensors given with their row strides, in elements).
-void copy_rows(const Tensor& src, int64_t src_row_stride, const std::vector<int64_t>* index,
-               int64_t rows, int64_t len, int64_t width, Tensor& dst, int64_t dst_row_stride,
-               int64_t at) {
-  const size_t es = dtype_size(src.dtype());
-  const char* s = static_cast<const char*>(src.raw_data());
-  char* d = static_cast<char*>(dst.raw_data());
-  const size_t bytes = static_cast<size_t>(len * width) * es;
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t from = index ? (*index)[i] : i;
-    std::memcpy(d + static_cast<size_t>(i * dst_row_stride + at * width) * es,
-                s + static_cast<size_t>(from * src_row_stride) * es, bytes);
-  }
+// Positions [at, at + len) of rows [0, rows) of a (R, P, C) buffer: a view with the buffer's
+// row stride.
+Tensor window_of(const Tensor& buf, int64_t rows, int64_t at, int64_t len) {
+  return buf.slice(0, rows).transpose(0, 1).slice(at, at + len).transpose(0, 1);
 }
 
 }  // namespace
@@ -58,16 +48,14 @@ void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t res
     Tensor kb = Tensor::empty({rows, cap, width}, k_new.dtype());
     Tensor vb = Tensor::empty({rows, cap, width}, k_new.dtype());
     if (len > 0) {
-      const int64_t old_stride = k_buf_.size(1) * width;
-      copy_rows(k_buf_, old_stride, nullptr, b, len, width, kb, cap * width, 0);
-      copy_rows(v_buf_, old_stride, nullptr, b, len, width, vb, cap * width, 0);
+      copy_rows(view_of(k_buf_, b, len), nullptr, view_of(kb, b, len));
+      copy_rows(view_of(v_buf_, b, len), nullptr, view_of(vb, b, len));
     }
     k_buf_ = kb;
     v_buf_ = vb;
   }
-  const int64_t stride = capacity() * width;
-  copy_rows(k_new, t * width, nullptr, b, t, width, k_buf_, stride, len);
-  copy_rows(v_new, t * width, nullptr, b, t, width, v_buf_, stride, len);
+  copy_rows(k_new, nullptr, window_of(k_buf_, b, len, t));
+  copy_rows(v_new, nullptr, window_of(v_buf_, b, len, t));
   k = view_of(k_buf_, b, len + t);
   v = view_of(v_buf_, b, len + t);
 }
@@ -83,8 +71,8 @@ void KVCache::reorder(const std::vector<int64_t>& rows) {
     k_spare_ = Tensor::empty({std::max(n, b), cap, width}, k.dtype());
     v_spare_ = Tensor::empty({std::max(n, b), cap, width}, k.dtype());
   }
-  copy_rows(k_buf_, cap * width, &rows, n, len, width, k_spare_, cap * width, 0);
-  copy_rows(v_buf_, cap * width, &rows, n, len, width, v_spare_, cap * width, 0);
+  copy_rows(view_of(k_buf_, b, len), &rows, view_of(k_spare_, n, len));
+  copy_rows(view_of(v_buf_, b, len), &rows, view_of(v_spare_, n, len));
   std::swap(k_buf_, k_spare_);
   std::swap(v_buf_, v_spare_);
   k = view_of(k_buf_, n, len);

@@ -11,6 +11,12 @@ Tensor check_float_input(const Tensor& t, const char* op, const char* name) {
   return t.contiguous();
 }
 
+void check_on_cpu(const Tensor& t, const char* op, const char* name) {
+  TFM_CHECK(t.defined()) << op << ": " << name << " is undefined";
+  TFM_CHECK(t.device() == Device::cpu) << op << ": " << name << " is on " << device_name(t.device())
+                                       << "; " << op << " has a cpu kernel only";
+}
+
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
   TFM_CHECK(a.shape() == b.shape())
       << op << ": shapes differ, " << a.describe() << " vs " << b.describe();

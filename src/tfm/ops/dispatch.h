@@ -25,6 +25,8 @@ void dispatch_floating(DType dt, const char* op, F&& f) {
 
 // Fails unless t is defined, on the cpu and floating; returns a contiguous version.
 Tensor check_float_input(const Tensor& t, const char* op, const char* name);
+// Fails unless t is defined and on the cpu: for the ops whose only kernel is the CPU's so far.
+void check_on_cpu(const Tensor& t, const char* op, const char* name);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
 

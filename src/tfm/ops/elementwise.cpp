@@ -92,4 +92,15 @@ void add_(Tensor& a, const Tensor& b_in, double alpha) {
   });
 }
 
+void div_(Tensor& a, double d) {
+  TFM_CHECK(a.is_contiguous()) << "div_: destination must be contiguous, got " << a.describe();
+  check_float_input(a, "div_", "a");
+  dispatch_floating(a.dtype(), "div_", [&](auto z) {
+    using T = decltype(z);
+    T* x = a.data<T>();
+    const T td = static_cast<T>(d);
+    for (int64_t i = 0; i < a.numel(); ++i) x[i] /= td;
+  });
+}
+
 }  // namespace tfm

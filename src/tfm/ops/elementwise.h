@@ -12,5 +12,7 @@ Tensor scale(const Tensor& a, double s);       // s * a
 
 // In place, no autograd (gradient accumulation, optimiser updates): a += alpha * b.
 void add_(Tensor& a, const Tensor& b, double alpha = 1.0);
+// In place, no autograd: a /= d (a true division, not a multiplication by 1/d).
+void div_(Tensor& a, double d);
 
 }  // namespace tfm

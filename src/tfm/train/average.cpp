@@ -6,6 +6,7 @@
 #include "tfm/core/file_util.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
+#include "tfm/ops/elementwise.h"
 
 namespace tfm {
 
@@ -16,15 +17,15 @@ void average_models(const std::vector<std::string>& dirs, const std::string& out
   auto result = load_model(dirs[0]);
   const std::string config = result->config().to_json();
   const auto params = result->named_parameters();
-  std::vector<std::vector<double>> sums(params.size());
+  std::vector<Tensor> sums(params.size());  // f64, per parameter
   auto add = [&](const Transformer& m) {
     const auto ps = m.named_parameters();
     for (size_t k = 0; k < ps.size(); ++k) {
-      Tensor t = ps[k].second->contiguous();
-      const float* x = t.data<float>();
-      auto& s = sums[k];
-      s.resize(static_cast<size_t>(t.numel()), 0.0);
-      for (size_t i = 0; i < s.size(); ++i) s[i] += x[i];
+      const Tensor x = ps[k].second->to(DType::f64);
+      if (sums[k].defined())
+        sums[k].add_(x);
+      else
+        sums[k] = x.contiguous();
     }
   };
   add(*result);
@@ -34,11 +35,9 @@ void average_models(const std::vector<std::string>& dirs, const std::string& out
         << "average: " << dirs[d] << " has another model configuration than " << dirs[0];
     add(*m);
   }
-  const double n = static_cast<double>(dirs.size());
   for (size_t k = 0; k < params.size(); ++k) {
-    Tensor& p = *params[k].second;
-    float* x = p.data<float>();
-    for (size_t i = 0; i < sums[k].size(); ++i) x[i] = static_cast<float>(sums[k][i] / n);
+    div_(sums[k], static_cast<double>(dirs.size()));
+    params[k].second->copy_(sums[k].to(DType::f32));
   }
   // The output is a whole directory, seen only complete (write_dir_atomic): model, config and
   // vocabularies of one average, never a new model next to an old or half-copied vocabulary. It

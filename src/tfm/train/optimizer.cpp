@@ -4,8 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "tfm/core/parallel.h"
-#include "tfm/ops/cpu/adam_cpu.h"
+#include "tfm/ops/optimizer.h"
 
 namespace tfm {
 
@@ -23,40 +22,14 @@ void Adam::step(double lr, double grad_scale) {
   arena_->check_resident();
   arena_->adopt_gradients();
   ++step_;
-  const double bc1 = 1.0 - std::pow(opt_.beta1, static_cast<double>(step_));
-  const double bc2 = 1.0 - std::pow(opt_.beta2, static_cast<double>(step_));
-  cpu::AdamUpdate a;
-  a.step_size = static_cast<float>(lr / bc1);
-  a.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-  a.beta1 = static_cast<float>(opt_.beta1);
-  a.beta2 = static_cast<float>(opt_.beta2);
-  a.eps = static_cast<float>(opt_.eps);
-  a.weight_decay = static_cast<float>(opt_.weight_decay);
-  a.coupled_wd = !opt_.decoupled && a.weight_decay != 0.0f;
-  a.decay = opt_.decoupled ? static_cast<float>(1.0 - lr * opt_.weight_decay) : 1.0f;
-  a.grad_scale = static_cast<float>(grad_scale);
+  const kernels::AdamUpdate a = kernels::adam_update_for_step(
+      step_, lr, opt_.beta1, opt_.beta2, opt_.eps, opt_.weight_decay, opt_.decoupled, grad_scale);
+  // The slots with a gradient; the alignment gaps and parameters without one are left alone.
+  std::vector<FlatRange> ranges;
   const std::vector<ArenaSlot>& slots = arena_->slots();
-  std::vector<char> has(slots.size());
-  for (size_t k = 0; k < slots.size(); ++k) has[k] = arena_->has_grad(k);
-  float* p = arena_->param_data();
-  const float* g = arena_->grad_data();
-  float* m = m_.data<float>();
-  float* v = v_.data<float>();
-  // One pass over the arenas: each thread takes a range of elements and updates the part of
-  // every slot inside it (the alignment gaps and parameters without a gradient are skipped).
-  // The arithmetic is per element (ops/cpu/adam_cpu.h), so the split does not change a bit.
-  parallel_for(arena_->size(), 1 << 14, [&](int64_t b, int64_t e) {
-    auto k = static_cast<size_t>(
-        std::partition_point(slots.begin(), slots.end(),
-                             [b](const ArenaSlot& sl) { return sl.offset + sl.numel <= b; }) -
-        slots.begin());
-    for (; k < slots.size() && slots[k].offset < e; ++k) {
-      if (!has[k]) continue;
-      const int64_t lo = std::max(b, slots[k].offset);
-      const int64_t hi = std::min(e, slots[k].offset + slots[k].numel);
-      if (lo < hi) cpu::adam_update(a, hi - lo, p + lo, g + lo, m + lo, v + lo);
-    }
-  });
+  for (size_t k = 0; k < slots.size(); ++k)
+    if (arena_->has_grad(k)) ranges.push_back({slots[k].offset, slots[k].numel});
+  adam_step(a, arena_->params(), arena_->grads(), m_, v_, ranges);
 }
 
 void Adam::zero_grad() {

@@ -1,20 +1,10 @@
 #include "tfm/train/param_arena.h"
 
-#include <cstring>
 #include <set>
 
 #include "tfm/autograd/tape.h"
 
 namespace tfm {
-
-namespace {
-
-bool is_view_of(const Tensor& g, const Tensor& slot) {
-  return g.storage() == slot.storage() && g.offset() == slot.offset() &&
-         g.shape() == slot.shape() && g.strides() == slot.strides() && g.dtype() == slot.dtype();
-}
-
-}  // namespace
 
 ParameterArena::ParameterArena(const std::vector<std::pair<std::string, Tensor>>& params) {
   std::set<std::string> names;
@@ -45,15 +35,8 @@ ParameterArena::ParameterArena(const std::vector<std::pair<std::string, Tensor>>
   // Values copied in below; the gaps zeroed so that flat passes read only finite numbers.
   params_flat_ = Tensor::zeros({size_});
   grads_flat_ = Tensor::zeros({size_});
-  char* base = static_cast<char*>(params_flat_.raw_data());
   for (size_t k = 0; k < slots_.size(); ++k) {
-    const ArenaSlot& s = slots_[k];
-    Storage& storage = *tensors_[k].storage();
-    char* dst = base + s.offset * static_cast<int64_t>(sizeof(float));
-    if (s.numel > 0) std::memcpy(dst, storage.data.get(), storage.nbytes);
-    // Aliasing constructor: the parameter's storage now points into the arena and keeps it
-    // alive; its old block goes back to the allocator.
-    storage.data = std::shared_ptr<void>(params_flat_.storage()->data, dst);
+    move_storage_into(tensors_[k], view(params_flat_, k));
     AutogradMeta& meta = *metas_[k];
     Tensor old_grad = meta.grad;
     meta.grad_slot = view(grads_flat_, k);
@@ -79,7 +62,7 @@ Tensor ParameterArena::view(const Tensor& flat, size_t k) const {
 }
 
 void ParameterArena::zero_grad() {
-  std::memset(grad_data(), 0, static_cast<size_t>(size_) * sizeof(float));
+  grads_flat_.fill_(0.0);
   for (const auto& m : metas_) {
     m->grad = Tensor();
     m->grad_owned = false;
@@ -89,7 +72,7 @@ void ParameterArena::zero_grad() {
 void ParameterArena::adopt_gradients() {
   for (size_t k = 0; k < metas_.size(); ++k) {
     AutogradMeta& m = *metas_[k];
-    if (!m.grad.defined() || is_view_of(m.grad, m.grad_slot)) continue;
+    if (!m.grad.defined() || same_view(m.grad, m.grad_slot)) continue;
     Tensor g = m.grad;
     m.grad = Tensor();
     autograd::accumulate(m, g);  // copied into the slot
@@ -105,12 +88,10 @@ void ParameterArena::define_gradients() {
 }
 
 void ParameterArena::check_resident() const {
-  const char* base = static_cast<const char*>(params_flat_.raw_data());
   for (size_t k = 0; k < slots_.size(); ++k) {
-    const bool here =
-        tensors_[k].storage()->data.get() == base + slots_[k].offset * sizeof(float) &&
-        metas_[k] == tensors_[k].autograd_meta() &&
-        metas_[k]->grad_slot.storage() == grads_flat_.storage();
+    const bool here = storage_begins_at(tensors_[k], view(params_flat_, k)) &&
+                      metas_[k] == tensors_[k].autograd_meta() &&
+                      metas_[k]->grad_slot.storage() == grads_flat_.storage();
     TFM_CHECK(here) << "parameter arena: parameter " << slots_[k].name
                     << " has moved out of this arena (a newer optimiser over the same parameters "
                        "took them over, or requires_grad was reset)";

@@ -59,14 +59,12 @@ class ParameterArena {
   // The arenas as flat f32 tensors of size() elements (views of the same memory).
   const Tensor& params() const { return params_flat_; }
   const Tensor& grads() const { return grads_flat_; }
-  float* param_data() const { return static_cast<float*>(params_flat_.raw_data()); }
-  // The flat gradient buffer: the gradient of slot k is [slots()[k].offset, + numel), zero where
-  // the parameter had no gradient since the last zero_grad.
-  float* grad_data() const { return static_cast<float*>(grads_flat_.raw_data()); }
+  // In grads(), the gradient of slot k is [slots()[k].offset, + numel), zero where the parameter
+  // had no gradient since the last zero_grad.
 
   // Parameter k received a gradient since the last zero_grad.
   bool has_grad(size_t k) const { return metas_[k]->grad.defined(); }
-  // Every gradient to none: one memset of the gradient arena.
+  // Every gradient to none: one zero-fill of the gradient arena.
   void zero_grad();
   // Copies a gradient set on a parameter's AutogradMeta from outside the tape (a tensor assigned
   // to `grad`) into its slot, so that the flat buffer holds every gradient.

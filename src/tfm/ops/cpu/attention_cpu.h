@@ -7,31 +7,12 @@
 
 #include <cstdint>
 
+#include "tfm/ops/kernel_args.h"
+
 namespace tfm::cpu {
 
-struct AttentionShape {
-  int64_t batch = 0;     // B
-  int64_t heads = 0;     // H
-  int64_t q_len = 0;     // T
-  int64_t kv_len = 0;    // S
-  int64_t head_dim = 0;  // Dh
-  // Elements between batch rows of k and v (forward only); 0 means S·H·Dh (contiguous). A KV
-  // cache preallocated to a longer length passes its row stride and is read in place.
-  int64_t kv_batch_stride = 0;
-};
-
-struct AttentionConfig {
-  double scale = 1.0;
-  // Query t may see key s only if s <= t + (S - T) (aligned to the end, as with a KV cache).
-  bool causal = false;
-  const uint8_t* key_padding_mask = nullptr;  // (B, S), nonzero = ignore; null = none
-  // Dropout on the probabilities: element (b, h, t, s) is kept iff
-  // RandomStream(seed, stream).uniform(((b·H + h)·T + t)·S + s) >= dropout, and kept values are
-  // scaled by 1/(1 - dropout). 0 = no dropout.
-  double dropout = 0.0;
-  uint64_t seed = 0;
-  uint64_t stream = 0;
-};
+using kernels::AttentionConfig;
+using kernels::AttentionShape;
 
 // q (B, T, H·Dh), k and v (B, S, H·Dh) -> out (B, T, H·Dh).
 // lse (B, H, T): logsumexp of each row's scaled, masked scores, +inf for a row that sees no key

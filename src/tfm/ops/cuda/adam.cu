@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -18,11 +17,10 @@ constexpr int64_t kChunk = 4096;  // elements per block in the multi-tensor step
 // Element i of one tensor: the contract of ops/cpu/adam_cpu.h, every rounding explicit (the
 // four fused multiply-adds as __fmaf_rn, nothing left for nvcc to contract).
 __device__ __forceinline__ void adam_update(int64_t i, float* p, const float* g, float* m, float* v,
-                                            const AdamStepParams& a) {
-  const bool coupled_wd = !a.decoupled && a.weight_decay != 0.0f;
+                                            const AdamUpdate& a) {
   const float gg = __fmul_rn(g[i], a.grad_scale);
   const float pi = p[i];
-  const float gi = coupled_wd ? __fmaf_rn(a.weight_decay, pi, gg) : gg;
+  const float gi = a.coupled_wd ? __fmaf_rn(a.weight_decay, pi, gg) : gg;
   const float mi = __fmaf_rn(a.beta1, m[i], __fmul_rn(1.0f - a.beta1, gi));
   const float vi = __fmaf_rn(a.beta2, v[i], __fmul_rn(__fmul_rn(1.0f - a.beta2, gi), gi));
   const float denom = __fmaf_rn(__fsqrt_rn(vi), a.inv_sqrt_bc2, a.eps);
@@ -31,8 +29,7 @@ __device__ __forceinline__ void adam_update(int64_t i, float* p, const float* g,
   v[i] = vi;
 }
 
-__global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v,
-                            AdamStepParams a) {
+__global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, AdamUpdate a) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     adam_update(i, p, g, m, v, a);
@@ -43,8 +40,7 @@ struct Chunk {
   int64_t begin, end;
 };
 
-__global__ void adam_multi_kernel(const AdamTensor* tensors, const Chunk* chunks,
-                                  AdamStepParams a) {
+__global__ void adam_multi_kernel(const AdamTensor* tensors, const Chunk* chunks, AdamUpdate a) {
   const Chunk c = chunks[blockIdx.x];
   const AdamTensor t = tensors[c.tensor];
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x)
@@ -53,32 +49,14 @@ __global__ void adam_multi_kernel(const AdamTensor* tensors, const Chunk* chunks
 
 }  // namespace
 
-AdamStepParams adam_step_params(int64_t step, double lr, double beta1, double beta2, double eps,
-                                double weight_decay, bool decoupled, double grad_scale) {
-  TFM_CHECK(step >= 1) << "adam_step_params: step must be >= 1, got " << step;
-  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
-  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
-  AdamStepParams a;
-  a.step_size = static_cast<float>(lr / bc1);
-  a.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-  a.beta1 = static_cast<float>(beta1);
-  a.beta2 = static_cast<float>(beta2);
-  a.eps = static_cast<float>(eps);
-  a.weight_decay = static_cast<float>(weight_decay);
-  a.decoupled = decoupled;
-  a.decay = decoupled ? static_cast<float>(1.0 - lr * weight_decay) : 1.0f;
-  a.grad_scale = static_cast<float>(grad_scale);
-  return a;
-}
-
-void adam_step(int64_t n, float* p, const float* g, float* m, float* v,
-               const AdamStepParams& params, const Stream& stream) {
+void adam_step(int64_t n, float* p, const float* g, float* m, float* v, const AdamUpdate& params,
+               const Stream& stream) {
   if (n <= 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, detail::native(stream)>>>(n, p, g, m, v, params);
   TFM_CUDA_CHECK_LAUNCH();
 }
 
-void adam_step_multi(const std::vector<AdamTensor>& tensors, const AdamStepParams& params,
+void adam_step_multi(const std::vector<AdamTensor>& tensors, const AdamUpdate& params,
                      const Stream& stream) {
   std::vector<Chunk> chunks;
   for (size_t k = 0; k < tensors.size(); ++k) {

@@ -303,6 +303,9 @@ Params make_params(const AttentionShape& shape, const AttentionConfig& config, c
   TFM_CHECK(config.dropout >= 0.0 && config.dropout < 1.0)
       << what << ": dropout must be in [0, 1), got " << config.dropout;
   TFM_CHECK(B * H < 65536) << what << ": B·H = " << B * H << " exceeds grid.y";
+  TFM_CHECK(shape.kv_batch_stride == 0 || shape.kv_batch_stride == S * H * D)
+      << what << ": keys and values must be contiguous (kv_batch_stride " << shape.kv_batch_stride
+      << ", S·H·Dh = " << S * H * D << ")";
   return Params{B,
                 H,
                 T,

@@ -10,28 +10,12 @@
 #include <cstdint>
 
 #include "tfm/core/cuda/runtime.h"
+#include "tfm/ops/kernel_args.h"
 
 namespace tfm::cuda {
 
-struct AttentionShape {
-  int64_t batch = 0;     // B
-  int64_t heads = 0;     // H
-  int64_t q_len = 0;     // T
-  int64_t kv_len = 0;    // S
-  int64_t head_dim = 0;  // Dh
-};
-
-struct AttentionConfig {
-  double scale = 1.0;
-  // Query t may see key s only if s <= t + (S - T) (aligned to the end, as with a KV cache).
-  bool causal = false;
-  const uint8_t* key_padding_mask = nullptr;  // device (B, S), nonzero = ignore; null = none
-  // Probability (b, h, t, s) is kept iff RandomStream(seed, stream).uniform(((b·H + h)·T + t)·S
-  // + s) >= dropout, then scaled by 1 / (1 - dropout): the CPU's mask. 0 = no dropout.
-  double dropout = 0.0;
-  uint64_t seed = 0;
-  uint64_t stream = 0;
-};
+using kernels::AttentionConfig;  // key_padding_mask in device memory
+using kernels::AttentionShape;   // kv_batch_stride 0 (contiguous k and v) only
 
 inline constexpr int64_t kAttentionMaxHeadDim = 128;
 

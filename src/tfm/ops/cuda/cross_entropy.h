@@ -7,15 +7,11 @@
 #include <cstdint>
 
 #include "tfm/core/cuda/runtime.h"
+#include "tfm/ops/kernel_args.h"
 
 namespace tfm::cuda {
 
-struct CrossEntropyTotals {
-  double loss_sum = 0;  // Σ over kept rows of the label-smoothed loss
-  double nll_sum = 0;   // Σ over kept rows of -log p(target)
-  int64_t tokens = 0;   // rows whose target is not ignore_index
-  int64_t correct = 0;  // kept rows whose first maximal logit is the target's
-};
+using kernels::CrossEntropyTotals;
 
 // logits (N, V), targets (N) already checked to lie in [0, V) or equal ignore_index. A kept
 // row's loss is (1 - s)(lse - x_t) + s(lse - mean_V(x)). Writes row_max/row_logsum (N) (0 for

@@ -1,0 +1,39 @@
+// The vocabulary-wide steps of a search, on the log-probs' device: the conventions' masks and
+// the k best tokens of each row. Their small results reach the host through to_host (host.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tfm/core/tensor.h"
+
+namespace tfm {
+
+// What a row may emit at this step.
+enum class StepRule : uint8_t {
+  keep,      // untouched (a step forced by a target prefix)
+  normal,    // not PAD or BOS
+  no_eos,    // not PAD, BOS or EOS (before min_length)
+  eos_only,  // EOS alone (the last position)
+};
+
+struct SpecialIds {
+  int32_t pad = 0, bos = 1, eos = 2;
+};
+
+// Sets to -inf, in place, what each row's rule forbids in log-probs lp (R, V) f32 contiguous.
+void mask_step_rows(const Tensor& lp, const std::vector<StepRule>& rules, const SpecialIds& ids);
+
+struct TopK {
+  Tensor values;  // (R, k) f32
+  Tensor ids;     // (R, k) i32
+};
+
+// The k best entries of each row of x (R, V) f32, best first, equal values lower id first
+// (0 < k <= V).
+TopK top_k_rows(const Tensor& x, int64_t k);
+
+// w (R, H, 1, S) f32 averaged over heads, summed in head order then divided by H: (R, S) f32.
+Tensor mean_over_heads(const Tensor& w);
+
+}  // namespace tfm

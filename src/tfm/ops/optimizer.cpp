@@ -1,0 +1,87 @@
+#include "tfm/ops/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tfm/core/parallel.h"
+#include "tfm/ops/cpu/adam_cpu.h"
+#include "tfm/ops/dispatch.h"
+
+namespace tfm {
+
+namespace {
+
+constexpr int64_t kNormChunk = int64_t{1} << 15;
+
+void check_flat(const Tensor& t, int64_t n, const char* name) {
+  check_on_cpu(t, "adam_step", name);
+  TFM_CHECK(t.dtype() == DType::f32 && t.dim() == 1 && t.numel() == n && t.is_contiguous())
+      << "adam_step: " << name << " must be contiguous f32 (" << n << "), got " << t.describe();
+}
+
+}  // namespace
+
+void adam_step(const kernels::AdamUpdate& a, const Tensor& pt, const Tensor& gt, const Tensor& mt,
+               const Tensor& vt, const std::vector<FlatRange>& ranges) {
+  const int64_t n = pt.numel();
+  check_flat(pt, n, "p");
+  check_flat(gt, n, "g");
+  check_flat(mt, n, "m");
+  check_flat(vt, n, "v");
+  int64_t end = 0;
+  for (const FlatRange& r : ranges) {
+    TFM_CHECK(r.offset >= end && r.numel >= 0 && r.offset + r.numel <= n)
+        << "adam_step: ranges must be sorted, disjoint and inside " << n << " elements";
+    end = r.offset + r.numel;
+  }
+  float* p = pt.data<float>();
+  const float* g = gt.data<float>();
+  float* m = mt.data<float>();
+  float* v = vt.data<float>();
+  // One pass over the buffers: each thread takes a span of elements and updates the part of
+  // every range inside it (gaps are skipped). The arithmetic is per element, so the split does
+  // not change a bit.
+  parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) {
+    auto k = static_cast<size_t>(
+        std::partition_point(ranges.begin(), ranges.end(),
+                             [b](const FlatRange& r) { return r.offset + r.numel <= b; }) -
+        ranges.begin());
+    for (; k < ranges.size() && ranges[k].offset < e; ++k) {
+      const int64_t lo = std::max(b, ranges[k].offset);
+      const int64_t hi = std::min(e, ranges[k].offset + ranges[k].numel);
+      if (lo < hi) cpu::adam_update(a, hi - lo, p + lo, g + lo, m + lo, v + lo);
+    }
+  });
+}
+
+double sum_of_squares(const std::vector<Tensor>& xs) {
+  struct Chunk {
+    const float* x;
+    int64_t n;
+  };
+  std::vector<Tensor> keep;  // contiguous copies of strided inputs
+  std::vector<Chunk> chunks;
+  for (const Tensor& t : xs) {
+    check_on_cpu(t, "sum_of_squares", "x");
+    TFM_CHECK(t.dtype() == DType::f32) << "sum_of_squares: expected f32, got " << t.describe();
+    keep.push_back(t.contiguous());
+    const float* x = keep.back().data<float>();
+    const int64_t n = t.numel();
+    for (int64_t b = 0; b < n; b += kNormChunk)
+      chunks.push_back({x + b, std::min(kNormChunk, n - b)});
+  }
+  std::vector<double> partial(chunks.size(), 0.0);
+  parallel_for(static_cast<int64_t>(chunks.size()), 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const float* x = chunks[c].x;
+      double s = 0.0;
+      for (int64_t i = 0; i < chunks[c].n; ++i) s += static_cast<double>(x[i]) * x[i];
+      partial[c] = s;
+    }
+  });
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace tfm

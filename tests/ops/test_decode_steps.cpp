@@ -1,0 +1,79 @@
+// The vocabulary-wide search steps (ops/decode_steps.h) against references written plainly:
+// a full sort for top-k, the conventions' rules element by element.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "support/test_util.h"
+#include "tfm/ops/decode_steps.h"
+
+namespace tfm {
+namespace {
+
+using testing::random_tensor;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+TEST(TopKRows, MatchesAStableSortWithTiesToTheLowerId) {
+  // Values on a coarse grid so that ties are common; V not a multiple of the 16-value blocks.
+  const int64_t R = 5, V = 203;
+  Tensor x = random_tensor({R, V}, DType::f32, 7);
+  std::vector<float> vals = x.to_vector<float>();
+  for (float& v : vals) v = std::round(v * 8.f) / 8.f;
+  x = Tensor::from_vector<float>({R, V}, vals);
+  for (int64_t k : {int64_t{1}, int64_t{5}, int64_t{40}, V}) {
+    const TopK top = top_k_rows(x, k);
+    const std::vector<float> got_v = top.values.to_vector<float>();
+    const std::vector<int32_t> got_i = top.ids.to_vector<int32_t>();
+    for (int64_t r = 0; r < R; ++r) {
+      std::vector<int32_t> order(static_cast<size_t>(V));
+      std::iota(order.begin(), order.end(), 0);
+      const float* row = vals.data() + r * V;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+      for (int64_t j = 0; j < k; ++j) {
+        ASSERT_EQ(got_i[static_cast<size_t>(r * k + j)], order[static_cast<size_t>(j)])
+            << "k " << k << " row " << r << " rank " << j;
+        ASSERT_EQ(got_v[static_cast<size_t>(r * k + j)], row[order[static_cast<size_t>(j)]]);
+      }
+    }
+  }
+  EXPECT_TFM_ERROR(top_k_rows(x, V + 1), "outside [1, 203]");
+  EXPECT_TFM_ERROR(top_k_rows(x, 0), "outside");
+}
+
+TEST(MaskStepRows, EachRuleForbidsWhatItSays) {
+  const int64_t V = 9;
+  const SpecialIds ids{0, 1, 2};
+  const Tensor x = random_tensor({4, V}, DType::f32, 8);
+  Tensor lp = x.clone();
+  mask_step_rows(lp, {StepRule::keep, StepRule::normal, StepRule::no_eos, StepRule::eos_only}, ids);
+  for (int64_t v = 0; v < V; ++v) {
+    const double orig1 = x.at({1, v}), orig2 = x.at({2, v}), orig3 = x.at({3, v});
+    EXPECT_EQ(lp.at({0, v}), x.at({0, v}));
+    EXPECT_EQ(lp.at({1, v}), v == 0 || v == 1 ? kNegInf : orig1) << v;
+    EXPECT_EQ(lp.at({2, v}), v <= 2 ? kNegInf : orig2) << v;
+    EXPECT_EQ(lp.at({3, v}), v == 2 ? orig3 : kNegInf) << v;
+  }
+  EXPECT_TFM_ERROR(mask_step_rows(lp, {StepRule::keep}, ids), "1 rules for 4 rows");
+  EXPECT_TFM_ERROR(
+      mask_step_rows(lp, {StepRule::keep, StepRule::keep, StepRule::keep, StepRule::keep},
+                     SpecialIds{0, 1, 9}),
+      "special id 9");
+}
+
+TEST(MeanOverHeads, SumsInHeadOrderThenDivides) {
+  const int64_t R = 3, H = 4, S = 6;
+  const Tensor w = random_tensor({R, H, 1, S}, DType::f32, 9, 0.0, 1.0);
+  const std::vector<float> got = mean_over_heads(w).to_vector<float>();
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t s = 0; s < S; ++s) {
+      float sum = 0.f;
+      for (int64_t h = 0; h < H; ++h) sum += static_cast<float>(w.at({r, h, 0, s}));
+      EXPECT_EQ(got[static_cast<size_t>(r * S + s)], sum / static_cast<float>(H));
+    }
+}
+
+}  // namespace
+}  // namespace tfm
