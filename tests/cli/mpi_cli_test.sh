@@ -88,6 +88,24 @@ train2 "$tmp/two_b" 50 1 >/dev/null 2>&1 || bad "second 2-rank run failed"
 cmp -s "$tmp/two/model.safetensors" "$tmp/two_b/model.safetensors" && ok ||
   bad "two 2-rank runs differ"
 
+# The gradient sum overlaps the backward pass in buckets of whole slots; how the buffer is cut
+# and what is overlapped changes no bit. Buckets of ~2 KB (many), overlapped and not.
+overlapped() { sed -n 's/.* | allreduce [0-9.]* ms\/update, \([0-9]*\)\/\([0-9]*\) buckets overlapped.*/\1 \2/p' "$1" | tail -1; }
+TFM_BUCKET_MB=0.002 train2 "$tmp/small_buckets" 50 1 >/dev/null 2>&1 || bad "small-bucket run failed"
+cmp -s "$tmp/two/model.safetensors" "$tmp/small_buckets/model.safetensors" && ok ||
+  bad "small gradient buckets change the weights"
+read -r early total <<<"$(overlapped "$tmp/small_buckets/train.log")"
+# Every parameter gets its final gradient inside the pass (the shared embedding, used first,
+# last of all), so every bucket is posted by the backward pass, none by finish().
+[[ -n ${total:-} && $total -gt 5 && $early == "$total" ]] && ok ||
+  bad "expected all of many buckets posted during the backward pass, got '${early:-}/${total:-}'"
+TFM_BUCKET_MB=0.002 TFM_GRAD_OVERLAP=0 train2 "$tmp/no_overlap" 50 1 >/dev/null 2>&1 ||
+  bad "run without overlap failed"
+cmp -s "$tmp/two/model.safetensors" "$tmp/no_overlap/model.safetensors" && ok ||
+  bad "TFM_GRAD_OVERLAP=0 changes the weights"
+read -r early total <<<"$(overlapped "$tmp/no_overlap/train.log")"
+[[ ${early:-x} == 0 && ${total:-0} -gt 5 ]] && ok || bad "TFM_GRAD_OVERLAP=0 still overlapped '${early:-}/${total:-}'"
+
 # SIGKILL of the whole job mid-run, then the same command: the straight run's weights.
 train2 "$tmp/k" 50 1 >/dev/null 2>&1 &
 job=$!

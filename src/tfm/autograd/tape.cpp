@@ -1,6 +1,7 @@
 #include "tfm/autograd/tape.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "tfm/autograd/grad_mode.h"
 
@@ -106,6 +107,10 @@ void accumulate(AutogradMeta& meta, const Tensor& g) {
 }
 
 void backward(const Tensor& root, const Tensor& root_grad) {
+  backward(root, root_grad, BackwardHooks{});
+}
+
+void backward(const Tensor& root, const Tensor& root_grad, const BackwardHooks& hooks) {
   TFM_CHECK(root.defined() && root.requires_grad())
       << "backward: the root tensor does not require grad (was it computed in no-grad mode?)";
   Tensor seed = root_grad;
@@ -118,6 +123,16 @@ void backward(const Tensor& root, const Tensor& root_grad) {
   accumulate(*root.autograd_meta(), seed);
   std::vector<Node> tape;
   tape.swap(g_tape);
+  // final_after[i]: the slot-holding inputs whose earliest use is node i, final once it has run.
+  std::vector<std::vector<AutogradMeta*>> final_after;
+  if (hooks.slot_final) {
+    final_after.resize(tape.size());
+    std::unordered_set<const AutogradMeta*> seen;
+    for (size_t i = 0; i < tape.size(); ++i)
+      for (const auto& m : tape[i].inputs)
+        if (m != nullptr && m->grad_slot.defined() && seen.insert(m.get()).second)
+          final_after[i].push_back(m.get());
+  }
   for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
     Node& node = *it;
     bool any = false;
@@ -147,6 +162,11 @@ void backward(const Tensor& root, const Tensor& root_grad) {
     // Intermediate gradients are dead once their producer has run: free them now.
     for (auto& m : node.outputs) m->grad = Tensor();
     node.backward = nullptr;
+    if (hooks.slot_final) {
+      for (AutogradMeta* m : final_after[static_cast<size_t>(tape.rend() - it) - 1])
+        hooks.slot_final(*m);
+    }
+    if (hooks.after_node) hooks.after_node();
   }
 }
 

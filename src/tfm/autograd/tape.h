@@ -51,6 +51,19 @@ void record(const char* op, const std::vector<const Tensor*>& inputs,
 // Leaf gradients (parameters) add up across calls until zero_grad().
 void backward(const Tensor& root, const Tensor& root_grad = Tensor());
 
+// What a caller may watch during a backward pass (data-parallel training overlaps its gradient
+// sums with the rest of the pass this way).
+struct BackwardHooks {
+  // A tensor with a gradient-arena slot (a parameter) whose gradient is final for this pass: no
+  // node still to run takes it as an input. Called once per such tensor the tape reaches, right
+  // after the last node that contributes to it; the order follows the tape, so it is the same
+  // for every run of the same graph.
+  std::function<void(AutogradMeta&)> slot_final;
+  // After every node (cheap polling, e.g. to progress communication).
+  std::function<void()> after_node;
+};
+void backward(const Tensor& root, const Tensor& root_grad, const BackwardHooks& hooks);
+
 // Adds g into the gradient of a tensor; exposed for optimisers and tests. A tensor with a slot in
 // a gradient arena (AutogradMeta::grad_slot) gets g copied or added there.
 void accumulate(AutogradMeta& meta, const Tensor& g);

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "tfm/core/check.h"
 #include "tfm/dist/world.h"
@@ -25,7 +26,7 @@ double now() {
 
 // Floats a bucket: large enough that latency is amortised, small enough that the receive
 // buffer (size × slice) stays modest. TFM_BUCKET_MB overrides it (for tests and tuning).
-int64_t bucket_floats() {
+int64_t bucket_floats_from_env() {
   const char* v = std::getenv("TFM_BUCKET_MB");
   double mb = v != nullptr && *v != '\0' ? std::strtod(v, nullptr) : 16.0;
   if (!(mb > 0)) mb = 16.0;
@@ -46,8 +47,13 @@ class MpiWorld final : public World {
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
     });
+    // One communicator per phase of the bucketed sum: each phase's collectives are then posted
+    // in bucket order on every rank, however the two phases interleave (MPI requires one order
+    // of collectives per communicator on all ranks).
+    MPI_Comm_dup(MPI_COMM_WORLD, &scatter_comm_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &gather_comm_);
     timeout_ = collective_timeout_seconds();
-    bucket_ = bucket_floats();
+    bucket_ = bucket_floats_from_env();
   }
 
   int rank() const override { return rank_; }
@@ -55,8 +61,73 @@ class MpiWorld final : public World {
 
   void sum_in_rank_order(std::span<float> data) override {
     const int64_t n = static_cast<int64_t>(data.size());
-    for (int64_t b = 0; b < n; b += bucket_) sum_bucket(data.subspan(b, std::min(bucket_, n - b)));
+    for (int64_t b = 0; b < n; b += bucket_) start_sum(data.subspan(b, std::min(bucket_, n - b)));
+    finish_sums();
   }
+
+  // One bucket: rank r receives every rank's slice r (alltoallv), adds them in rank order, and
+  // the summed slices are gathered back (allgatherv): the cost of a ring all-reduce,
+  // 2 (N - 1) / N of the bucket sent and received, in an order MPI cannot change.
+  void start_sum(std::span<float> x) override {
+    auto b = std::make_unique<Bucket>();
+    b->x = x;
+    const int64_t n = static_cast<int64_t>(x.size());
+    const int64_t per = (n + size_ - 1) / size_;
+    b->counts.resize(size_);
+    b->displs.resize(size_);
+    for (int r = 0; r < size_; ++r) {
+      const int64_t lo = std::min(n, r * per), hi = std::min(n, (r + 1) * per);
+      b->counts[r] = static_cast<int>(hi - lo);
+      b->displs[r] = static_cast<int>(lo);
+    }
+    const int mine = b->counts[rank_];
+    b->recv.resize(static_cast<size_t>(mine) * size_);
+    b->rcounts.assign(size_, mine);
+    b->rdispls.resize(size_);
+    for (int r = 0; r < size_; ++r) b->rdispls[r] = r * mine;
+    MPI_Ialltoallv(x.data(), b->counts.data(), b->displs.data(), MPI_FLOAT, b->recv.data(),
+                   b->rcounts.data(), b->rdispls.data(), MPI_FLOAT, scatter_comm_, &b->req);
+    pending_.push_back(std::move(b));
+  }
+
+  void progress() override {
+    // In posting order: a bucket's all-gather is posted only after every earlier bucket's, so
+    // the ranks post their collectives in one order whatever completes first where.
+    for (auto& b : pending_) {
+      if (b->phase == 2) continue;
+      int done = 0;
+      MPI_Test(&b->req, &done, MPI_STATUS_IGNORE);
+      if (!done) return;
+      if (b->phase == 0) {
+        reduce_slices(*b);
+        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, b->x.data(), b->counts.data(), b->displs.data(),
+                        MPI_FLOAT, gather_comm_, &b->req);
+        b->phase = 1;
+        return;  // just posted: test it next time
+      }
+      b->phase = 2;
+    }
+  }
+
+  void finish_sums() override {
+    const double deadline = now() + timeout_;
+    for (int spins = 0;; ++spins) {
+      progress();
+      if (std::all_of(pending_.begin(), pending_.end(),
+                      [](const auto& b) { return b->phase == 2; }))
+        break;
+      if (now() > deadline) {
+        abort("gradient sum: no answer from the other ranks for " +
+              std::to_string(static_cast<int64_t>(timeout_)) +
+              " s (TFM_COLLECTIVE_TIMEOUT); a rank has died or hung");
+      }
+      // Spin briefly (a collective usually completes in microseconds), then yield the core.
+      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    pending_.clear();
+  }
+
+  int64_t bucket_floats() const override { return bucket_; }
 
   std::vector<double> allgather(std::span<const double> mine) override {
     std::vector<double> all(mine.size() * static_cast<size_t>(size_));
@@ -75,35 +146,24 @@ class MpiWorld final : public World {
   }
 
  private:
-  // One bucket: rank r receives every rank's slice r (alltoallv), adds them in rank order, and
-  // the summed slices are gathered back (allgatherv): the cost of a ring all-reduce,
-  // 2 (N - 1) / N of the bucket sent and received, in an order MPI cannot change.
-  void sum_bucket(std::span<float> x) {
-    const int64_t n = static_cast<int64_t>(x.size());
-    const int64_t per = (n + size_ - 1) / size_;
-    std::vector<int> counts(size_), displs(size_);
-    for (int r = 0; r < size_; ++r) {
-      const int64_t b = std::min(n, r * per), e = std::min(n, (r + 1) * per);
-      counts[r] = static_cast<int>(e - b);
-      displs[r] = static_cast<int>(b);
-    }
-    const int mine = counts[rank_];
-    std::vector<float> recv(static_cast<size_t>(mine) * size_);
-    std::vector<int> rcounts(size_, mine), rdispls(size_);
-    for (int r = 0; r < size_; ++r) rdispls[r] = r * mine;
-    MPI_Request req;
-    MPI_Ialltoallv(x.data(), counts.data(), displs.data(), MPI_FLOAT, recv.data(), rcounts.data(),
-                   rdispls.data(), MPI_FLOAT, MPI_COMM_WORLD, &req);
-    wait(&req, 1, "gradient reduce-scatter");
-    float* out = x.data() + displs[rank_];
-    std::copy(recv.begin(), recv.begin() + mine, out);
+  struct Bucket {
+    std::span<float> x;
+    std::vector<int> counts, displs, rcounts, rdispls;
+    std::vector<float> recv;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int phase = 0;  // 0: slices being exchanged, 1: sums being gathered, 2: done
+  };
+
+  // This rank's slice of a bucket: the N ranks' copies added in rank order.
+  void reduce_slices(Bucket& b) {
+    const int mine = b.counts[rank_];
+    float* out = b.x.data() + b.displs[rank_];
+    std::copy(b.recv.begin(), b.recv.begin() + mine, out);
     for (int r = 1; r < size_; ++r) {
-      const float* in = recv.data() + static_cast<size_t>(r) * mine;
+      const float* in = b.recv.data() + static_cast<size_t>(r) * mine;
       for (int i = 0; i < mine; ++i) out[i] += in[i];
     }
-    MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, x.data(), counts.data(), displs.data(), MPI_FLOAT,
-                    MPI_COMM_WORLD, &req);
-    wait(&req, 1, "gradient all-gather");
+    b.recv = {};
   }
 
   void wait(MPI_Request* reqs, int n, const char* what) {
@@ -125,6 +185,8 @@ class MpiWorld final : public World {
   int rank_ = 0, size_ = 1;
   double timeout_ = 1800;
   int64_t bucket_ = 1;
+  std::vector<std::unique_ptr<Bucket>> pending_;
+  MPI_Comm scatter_comm_ = MPI_COMM_NULL, gather_comm_ = MPI_COMM_NULL;
 };
 
 }  // namespace

@@ -19,6 +19,13 @@ void World::sum_in_rank_order(const Tensor& flat) {
   sum_in_rank_order(std::span<float>(flat.data<float>(), static_cast<size_t>(flat.numel())));
 }
 
+void World::start_sum(const Tensor& bucket) {
+  TFM_CHECK(bucket.defined() && bucket.dtype() == DType::f32 && bucket.device() == Device::cpu &&
+            bucket.is_contiguous())
+      << "start_sum: expected a contiguous f32 CPU tensor, got " << bucket.describe();
+  start_sum(std::span<float>(bucket.data<float>(), static_cast<size_t>(bucket.numel())));
+}
+
 namespace {
 
 class SingleProcess final : public World {
@@ -26,6 +33,10 @@ class SingleProcess final : public World {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   void sum_in_rank_order(std::span<float>) override {}
+  void start_sum(std::span<float>) override {}
+  void progress() override {}
+  void finish_sums() override {}
+  int64_t bucket_floats() const override { return int64_t{1} << 22; }
   std::vector<double> allgather(std::span<const double> mine) override {
     return {mine.begin(), mine.end()};
   }

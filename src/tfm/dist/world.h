@@ -27,6 +27,18 @@ class World {
   // The same over a flat contiguous f32 CPU tensor, in place (a gradient arena). The transport
   // reads and writes its memory, as file I/O does: the one place above ops/ that may.
   void sum_in_rank_order(const Tensor& flat);
+  // The same sum, one bucket at a time and without waiting, so that it overlaps computation:
+  // start_sum posts one bucket (its memory must stay untouched until finish_sums), progress
+  // advances the posted ones (call it often: MPI moves nonblocking collectives only inside MPI
+  // calls), finish_sums waits for all. Every rank must post the same buckets (the same element
+  // ranges) in the same order. The bits are those of sum_in_rank_order, however the buffer is
+  // cut into buckets: each element is summed in rank order.
+  virtual void start_sum(std::span<float> bucket) = 0;
+  void start_sum(const Tensor& bucket);  // a contiguous f32 CPU tensor (a slice of an arena)
+  virtual void progress() = 0;
+  virtual void finish_sums() = 0;
+  // Elements per bucket (TFM_BUCKET_MB, default 16 MB of floats).
+  virtual int64_t bucket_floats() const = 0;
   // Each rank's `mine` (the same length on all), concatenated in rank order, on every rank.
   virtual std::vector<double> allgather(std::span<const double> mine) = 0;
   // Ends every process of the job after printing `message` (with this rank) on stderr. Used

@@ -31,6 +31,7 @@ ParameterArena::ParameterArena(const std::vector<std::pair<std::string, Tensor>>
     slots_.push_back(std::move(s));
     tensors_.push_back(p);
     metas_.push_back(p.autograd_meta());
+    slot_of_meta_[metas_.back().get()] = static_cast<int64_t>(metas_.size()) - 1;
   }
   // Values copied in below; the gaps zeroed so that flat passes read only finite numbers.
   params_flat_ = Tensor::zeros({size_});
@@ -44,6 +45,11 @@ ParameterArena::ParameterArena(const std::vector<std::pair<std::string, Tensor>>
     meta.grad_owned = false;
     if (old_grad.defined()) autograd::accumulate(meta, old_grad);  // copied into the slot
   }
+}
+
+int64_t ParameterArena::slot_of(const AutogradMeta& m) const {
+  const auto it = slot_of_meta_.find(&m);
+  return it == slot_of_meta_.end() ? -1 : it->second;
 }
 
 const ArenaSlot& ParameterArena::slot(const std::string& name) const {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -62,6 +63,8 @@ class ParameterArena {
   // In grads(), the gradient of slot k is [slots()[k].offset, + numel), zero where the parameter
   // had no gradient since the last zero_grad.
 
+  // The slot of the parameter whose autograd state is m, or -1 when it is not in this arena.
+  int64_t slot_of(const AutogradMeta& m) const;
   // Parameter k received a gradient since the last zero_grad.
   bool has_grad(size_t k) const { return metas_[k]->grad.defined(); }
   // Every gradient to none: one zero-fill of the gradient arena.
@@ -86,6 +89,7 @@ class ParameterArena {
   std::vector<ArenaSlot> slots_;
   std::vector<Tensor> tensors_;  // the parameters (handles sharing their storage)
   std::vector<std::shared_ptr<AutogradMeta>> metas_;
+  std::unordered_map<const AutogradMeta*, int64_t> slot_of_meta_;
   int64_t size_ = 0;
   Tensor params_flat_, grads_flat_;
 };

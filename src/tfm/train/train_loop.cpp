@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "tfm/autograd/tape.h"
 #include "tfm/core/file_util.h"
@@ -155,6 +157,17 @@ std::string TrainLoop::limit_reached(double run_seconds) const {
   return "";
 }
 
+namespace {
+
+// TFM_GRAD_OVERLAP=0 sends the gradient buckets after the backward pass instead of during it:
+// the same sums, for measuring what the overlap hides (bench/mpi_scaling.sh).
+bool overlap_gradient_sum() {
+  const char* v = std::getenv("TFM_GRAD_OVERLAP");
+  return v == nullptr || std::string(v) != "0";
+}
+
+}  // namespace
+
 bool TrainLoop::train_update() {
   model_.set_training(true);
   const ModelConfig& c = model_.config();
@@ -166,6 +179,10 @@ bool TrainLoop::train_update() {
   dist::World& dw = world();
   const int64_t share = o_.update_freq, total = share * dw.size();
   const uint64_t base = dropout_gen_.position();
+  // With several ranks, the gradient sum overlaps this rank's last backward pass of the update.
+  std::optional<OverlappedGradientSum> gradient_sum;
+  if (dw.size() > 1) gradient_sum.emplace(dw, adam_.arena(), overlap_gradient_sum());
+  const int64_t my_last = (dw.rank() + 1) * share - 1;
   for (int64_t i = 0; i < total; ++i) {
     if (i / share != dw.rank()) {
       train_.skip();
@@ -185,7 +202,11 @@ bool TrainLoop::train_update() {
     }
     // The loss is a mean over this batch's tokens; backpropagating tokens × loss sums the
     // per-token gradients, and the update divides by all tokens of the update.
-    autograd::backward(ce.loss, Tensor::full({}, static_cast<double>(ce.tokens)));
+    const Tensor seed = Tensor::full({}, static_cast<double>(ce.tokens));
+    if (gradient_sum && i == my_last)
+      autograd::backward(ce.loss, seed, gradient_sum->hooks());
+    else
+      autograd::backward(ce.loss, seed);
     TFM_CHECK(dropout_gen_.position() - first <= kStreamsPerBatch)
         << "a batch drew more than " << kStreamsPerBatch << " dropout streams";
     loss_sum += ce.loss.item() * static_cast<double>(ce.tokens);
@@ -211,8 +232,10 @@ bool TrainLoop::train_update() {
     loss_sum = sum[0], nll_sum = sum[1];
     tokens = static_cast<int64_t>(sum[2]), correct = static_cast<int64_t>(sum[3]);
     sentences = static_cast<int64_t>(sum[4]), src_tokens = static_cast<int64_t>(sum[5]);
-    sum_gradients(dw, adam_.arena());
+    gradient_sum->finish();
     comm_seconds_ += now_seconds() - comm_start;
+    buckets_early_ += gradient_sum->posted_early();
+    buckets_total_ += gradient_sum->buckets();
   }
   const double scale = tokens > 0 ? 1.0 / static_cast<double>(tokens) : 0.0;
   const double gnorm = global_grad_norm(params_) * scale;
@@ -287,9 +310,12 @@ void TrainLoop::log_window() {
       format_duration(run_start_elapsed_ + (t - run_start_));
   if (world().size() > 1) {
     // The wait for the sums (loss and gradients), with the compute skew between the ranks.
+    // and how many gradient buckets went out during the backward pass.
     s += " | allreduce " + fmt("%.1f", 1e3 * comm_seconds_ / static_cast<double>(w.updates)) +
-         " ms/update";
+         " ms/update, " + std::to_string(buckets_early_) + "/" + std::to_string(buckets_total_) +
+         " buckets overlapped";
     comm_seconds_ = 0;
+    buckets_early_ = buckets_total_ = 0;
   }
   log_.line(s);
   log_.stats(e);

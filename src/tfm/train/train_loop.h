@@ -115,7 +115,8 @@ class TrainLoop {
   int64_t last_saved_update_ = -1;
   bool stop_early_ = false;
   double last_valid_ppl_ = 0;
-  double comm_seconds_ = 0;  // waiting for the ranks' sums, in the log window
+  double comm_seconds_ = 0;                        // waiting for the ranks' sums, in the log window
+  int64_t buckets_early_ = 0, buckets_total_ = 0;  // gradient buckets, in the log window
 };
 
 }  // namespace tfm
