@@ -142,7 +142,7 @@ else
   fi
   "$tfm" train --model "$model" --train-src "$train_src" --train-trg "$train_trg" \
     --valid-src "$data/valid.de" --valid-trg "$data/valid.en" --vocab "$workdir/vocab.model" \
-    --preset quick --max-minutes "$minutes" --lr 2e-3 --warmup 400 --batch-tokens 2048 --clip-norm 1.0 \
+    --preset quick --precision auto --max-minutes "$minutes" --lr 2e-3 --warmup 400 --batch-tokens 2048 --clip-norm 1.0 \
     --save-every 250 --valid-every 500 --log-every 50 >&2
   touch "$model/.quickstart_trained"
 fi
