@@ -102,9 +102,9 @@ class BeamSearch : public Search {
           forced[rules.size()] = (*s.prefix)[generated];
           any_forced = true;
         }
-        const StepRule rule =
-            in_prefix ? StepRule::keep : detail::step_rule(generated, o_.min_length, s.max_len);
-        rules.insert(rules.end(), s.live.size(), rule);
+        rules.insert(rules.end(), s.live.size(),
+                     detail::step_rule(generated, static_cast<int64_t>(s.prefix->size()),
+                                       o_.min_length, s.max_len));
       }
       mask_step_rows(lp, rules, specials);
       const TopK top = top_k_rows(lp, k);

@@ -34,7 +34,9 @@ Tensor step_log_probs(const Transformer& model, DecoderState& state,
 void reorder(DecoderState& state, const std::vector<int64_t>& rows);
 // What the conventions allow after `generated` tokens (ops/decode_steps.h, mask_step_rows):
 // PAD/BOS never, EOS not before min_length, nothing but EOS at the last position.
-StepRule step_rule(int64_t generated, int64_t min_length, int64_t max_length);
+// A step inside the sentence's target prefix (generated < prefix_length) is left as it is.
+StepRule step_rule(int64_t generated, int64_t prefix_length, int64_t min_length,
+                   int64_t max_length);
 SpecialIds special_ids(const ModelConfig& config);
 // Sorts best first: score descending, then shorter, then lexicographic (a total order, so the
 // result does not depend on the order hypotheses were found in).

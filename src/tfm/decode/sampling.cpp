@@ -89,9 +89,9 @@ class SamplingSearch : public Search {
                                          o_.return_attention ? &attn : nullptr);
       std::vector<StepRule> rules;
       for (size_t si : active)
-        rules.push_back(generated < static_cast<int64_t>(detail::prefix_of(prefixes, si).size())
-                            ? StepRule::keep
-                            : detail::step_rule(generated, o_.min_length, max_len[si]));
+        rules.push_back(detail::step_rule(
+            generated, static_cast<int64_t>(detail::prefix_of(prefixes, si).size()), o_.min_length,
+            max_len[si]));
       mask_step_rows(lp, rules, detail::special_ids(c));
       // Sampling reads whole distributions: on the host (a copy from a device, a view on the CPU).
       const HostView<float> lph = to_host<float>(lp);       // (rows, V)

@@ -172,7 +172,9 @@ void reorder(DecoderState& state, const std::vector<int64_t>& rows) {
   if (!identity) state.reorder(rows);
 }
 
-StepRule step_rule(int64_t generated, int64_t min_length, int64_t max_length) {
+StepRule step_rule(int64_t generated, int64_t prefix_length, int64_t min_length,
+                   int64_t max_length) {
+  if (generated < prefix_length) return StepRule::keep;        // forced by the prefix
   if (generated + 1 >= max_length) return StepRule::eos_only;  // the last position
   return generated < min_length ? StepRule::no_eos : StepRule::normal;
 }

@@ -65,17 +65,15 @@ void OverlappedGradientSum::post_ready() {
     const size_t end = first_slot_[static_cast<size_t>(next_) + 1];
     const int64_t hi = end < slots.size() ? slots[end].offset : arena_.size();
     world_.start_sum(arena_.grads().slice(lo, hi));
-    ++posted_early_;
   }
 }
 
 void OverlappedGradientSum::finish() {
   if (world_.size() == 1) return;
   const double start = now_s();
+  posted_early_ = buckets() - next_;
   for (int64_t& p : pending_slots_) p = 0;  // whatever the pass did not reach counts as zeros
-  const int64_t early = posted_early_;
   post_ready();
-  posted_early_ = early;
   world_.finish_sums();
   arena_.define_gradients();
   finish_seconds_ = now_s() - start;
