@@ -32,6 +32,21 @@ else
   bad "translate --input/--output failed: $(cat "$tmp/err")"
 fi
 
+# --profile: the same output, and a phase table on stderr whose counts are the output's (sentences
+# = input lines, tokens = ids written), phases and shares as numbers.
+if "$tfm" translate --model "$d" --ids --beam-size 2 --profile <"$tmp/in" >"$tmp/pout" 2>"$tmp/perr"; then
+  "$tfm" translate --model "$d" --ids --beam-size 2 <"$tmp/in" >"$tmp/pref" 2>/dev/null
+  cmp -s "$tmp/pout" "$tmp/pref" && ok || bad "--profile changed the output"
+  words=$(wc -w <"$tmp/pout")
+  grep -q "^$n_in sentences, $words tokens generated" "$tmp/perr" && ok ||
+    bad "--profile counts: $(grep sentences "$tmp/perr") (want $n_in sentences, $words tokens)"
+  for phase in "encoder" "decoder: GEMMs" "vocabulary projection" "search:" "command:"; do
+    grep -q "^$phase" "$tmp/perr" && ok || bad "--profile lacks '$phase': $(cat "$tmp/perr")"
+  done
+else
+  bad "translate --profile failed: $(cat "$tmp/perr")"
+fi
+
 # n-best: 'index ||| ids ||| score', 3 per non-empty line, indices in input order, best first.
 if "$tfm" translate --model "$d" --ids --beam-size 4 --n-best 3 <"$tmp/in" >"$tmp/nb" 2>"$tmp/err"; then
   grep -Evq '^[0-9]+ \|\|\| [0-9 ]* \|\|\| -?[0-9]+\.[0-9]+$' "$tmp/nb" &&

@@ -2,12 +2,13 @@
 // Translator's options, then one translate_stream call (include/tfm/translator.h): one output
 // line per input line, in input order, each written as soon as it and the lines before it are
 // done.
-#include <ext/stdio_filebuf.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
+#include <ext/stdio_filebuf.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "tfm/core/file_util.h"
 #include "tfm/core/output_file.h"
 #include "tfm/core/parallel.h"
+#include "tfm/core/profile.h"
 #include "tfm/core/validate.h"
 #include "tfm/data/vocab.h"
 #include "tfm/translator.h"
@@ -60,7 +62,7 @@ struct Flags {
           min_length = 0;
   double length_penalty = 0.0, max_length_factor = 2.0, sampling_topp = 1.0, temperature = 1.0;
   uint64_t seed = 0;
-  bool ids = false, normalize = false;
+  bool ids = false, normalize = false, profile = false;
   int threads = 0, inter_threads = 1;
 };
 
@@ -91,6 +93,8 @@ void add_translate(CLI::App& app) {
   cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
+  cmd->add_flag("--profile", f.profile,
+                "Print where the time went, by phase, and tokens/s on stderr at the end");
   cmd->callback([topk, topp, temp, n_best] {
     // Values first, in the flags' names, before a model is loaded: a bad flag costs nothing. The
     // Translator checks them again (and what needs the model) in its own words.
@@ -127,6 +131,8 @@ void add_translate(CLI::App& app) {
     TFM_CHECK(!o.sampling || o.beam_size == 1) << "translate: sampling needs --beam-size 1";
     TFM_CHECK(o.num_hypotheses <= o.beam_size)
         << "translate: --n-best " << o.num_hypotheses << " exceeds --beam-size " << o.beam_size;
+    profile::enable(f.profile);
+    const auto started = std::chrono::steady_clock::now();
     Translator translator(f.dir, to);
     if (!f.ids) {
       TFM_CHECK(!translator.model_info().src_vocab_path.empty())
@@ -170,6 +176,12 @@ void add_translate(CLI::App& app) {
     out.exceptions(std::ios::badbit);
     translator.translate_stream(in, out, o, so, in_name);
     out_file.close();
+    if (f.profile) {
+      const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
+      const TranslatorOptions& used = translator.options();
+      std::cerr << profile::format(profile::collect(), wall.count(),
+                                   used.intra_threads * used.inter_threads);
+    }
   });
 }
 

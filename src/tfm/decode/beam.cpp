@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/core/profile.h"
 #include "tfm/decode/detail.h"
 #include "tfm/ops/host.h"
 #include "tfm/ops/index.h"
@@ -57,6 +58,7 @@ class BeamSearch : public Search {
   std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
                          const std::vector<uint64_t>& /*ids*/,
                          const std::vector<Ids>& prefixes) const override {
+    profile::Scope scope(profile::Phase::search);
     detail::check_inputs(model, sources, o_, prefixes);
     const ModelConfig& c = model.config();
     const int64_t V = c.trg_vocab_size, beam = o_.beam_size;
@@ -106,6 +108,7 @@ class BeamSearch : public Search {
                      detail::step_rule(generated, static_cast<int64_t>(s.prefix->size()),
                                        o_.min_length, s.max_len));
       }
+      profile::Scope masks(profile::Phase::top_k);
       mask_step_rows(lp, rules, specials);
       const TopK top = top_k_rows(lp, k);
       const HostView<float> top_vals = to_host<float>(top.values);  // (rows, k)
@@ -114,6 +117,7 @@ class BeamSearch : public Search {
           any_forced
               ? to_host<float>(pick_columns(lp, Tensor::from_vector<int32_t>({lp.size(0)}, forced)))
               : HostView<float>();
+      masks.end();
       const HostView<float> attn_h = to_host<float>(attn);  // (rows, S), empty without
       const float* ad = o_.return_attention ? attn_h.data() : nullptr;
       const int64_t S = o_.return_attention ? attn.size(1) : 0;

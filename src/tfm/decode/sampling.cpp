@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/core/profile.h"
 #include "tfm/core/rng.h"
 #include "tfm/decode/detail.h"
 #include "tfm/ops/host.h"
@@ -58,6 +59,7 @@ class SamplingSearch : public Search {
   std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
                          const std::vector<uint64_t>& ids,
                          const std::vector<Ids>& prefixes) const override {
+    profile::Scope scope(profile::Phase::search);
     detail::check_inputs(model, sources, o_, prefixes);
     TFM_CHECK(ids.empty() || ids.size() == sources.size())
         << "sampling: " << ids.size() << " ids for " << sources.size() << " sources";

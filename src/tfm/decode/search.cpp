@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "tfm/core/parallel.h"
+#include "tfm/core/profile.h"
 #include "tfm/decode/detail.h"
 #include "tfm/ops/softmax.h"
 
@@ -67,9 +68,15 @@ class ShardedSearch : public Search {
     if (threads <= 1 || omp_in_parallel()) {
       for (int64_t k = 0; k < shards; ++k) run_shard(k);
     } else {
-      // Ops inside run on their thread alone (nested regions get one thread).
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-      for (int64_t k = 0; k < shards; ++k) run_shard(k);
+      // Ops inside run on their thread alone (nested regions get one thread). A thread out of
+      // shards waits at the barrier in its own phase, so a profile shows the imbalance.
+#pragma omp parallel num_threads(threads)
+      {
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int64_t k = 0; k < shards; ++k) run_shard(k);
+        profile::Scope idle(profile::Phase::wait);
+#pragma omp barrier
+      }
     }
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
@@ -149,6 +156,7 @@ int64_t framed_length(const ModelConfig& c, int64_t src_len) {
 
 DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
                    int64_t max_len) {
+  profile::Scope scope(profile::Phase::encode);
   const ModelConfig& c = model.config();
   DecoderState state = model.start(source_batch(sources, c.seq_format()));
   state.reserve = max_len;
@@ -159,9 +167,14 @@ Tensor step_log_probs(const Transformer& model, DecoderState& state,
                       const std::vector<int32_t>& tokens, Tensor* attention) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   Tensor weights;  // (n, H, 1, S)
-  Tensor logits = model.step(state, Tensor::from_vector<int32_t>({n}, tokens), nullptr,
-                             attention ? &weights : nullptr);  // (n, V)
-  if (attention) *attention = mean_over_heads(weights);        // (n, S)
+  Tensor logits;
+  {
+    profile::Scope scope(profile::Phase::decoder);
+    logits = model.step(state, Tensor::from_vector<int32_t>({n}, tokens), nullptr,
+                        attention ? &weights : nullptr);   // (n, V)
+    if (attention) *attention = mean_over_heads(weights);  // (n, S)
+  }
+  profile::Scope scope(profile::Phase::log_softmax);
   return log_softmax(logits).contiguous();
 }
 
@@ -169,7 +182,9 @@ void reorder(DecoderState& state, const std::vector<int64_t>& rows) {
   bool identity = static_cast<int64_t>(rows.size()) == state.batch();
   for (size_t i = 0; identity && i < rows.size(); ++i)
     identity = rows[i] == static_cast<int64_t>(i);
-  if (!identity) state.reorder(rows);
+  if (identity) return;
+  profile::Scope scope(profile::Phase::kv_reorder);
+  state.reorder(rows);
 }
 
 StepRule step_rule(int64_t generated, int64_t prefix_length, int64_t min_length,

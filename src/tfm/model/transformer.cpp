@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/core/profile.h"
 #include "tfm/nn/positional.h"
 #include "tfm/ops/dropout.h"
 #include "tfm/ops/elementwise.h"
@@ -178,6 +179,7 @@ Tensor Transformer::embed(const Tensor& ids, const Tensor& table, const Tensor& 
 }
 
 Tensor Transformer::project(const Tensor& h) const {
+  profile::Scope scope(profile::Phase::vocab_projection);
   Tensor logits = output_kernel_.forward(h, c_.tie_output ? embed_trg_ : output_weight_,
                                          output_bias_, Activation::none);
   if (c_.embed_scale == EmbedScale::prj)

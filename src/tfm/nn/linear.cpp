@@ -1,6 +1,7 @@
 #include "tfm/nn/linear.h"
 
 #include "tfm/autograd/tape.h"
+#include "tfm/core/profile.h"
 #include "tfm/ops/init.h"
 
 namespace tfm::nn {
@@ -27,6 +28,7 @@ Tensor LinearKernel::forward(const Tensor& x, const Tensor& w, const Tensor& b,
     TFM_CHECK(w.defined()) << "linear: this layer's f32 weights were released for inference";
     return linear(x, w, b, act, train_compute_);
   }
+  profile::Scope scope(profile::Phase::gemm);
   // f64 inputs (reference checks) and layers bound to nothing take the op's own path.
   if (!bound_ || x.dtype() != DType::f32) {
     TFM_CHECK(w.defined()) << "linear: this layer's f32 weights were released for inference";

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tfm/core/check.h"
+#include "tfm/core/profile.h"
 #include "tfm/ops/cpu/decode_attention_cpu.h"
 
 namespace tfm {
@@ -25,6 +26,7 @@ Tensor rows_readable(const Tensor& t, const char* name) {
 
 Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, int64_t heads,
                         const Tensor& key_padding_mask, double scale, Tensor* weights) {
+  profile::Scope scope(profile::Phase::attention);
   TFM_CHECK(q_in.defined() && q_in.dim() == 3 && q_in.size(1) == 1 && q_in.dtype() == DType::f32 &&
             q_in.device() == Device::cpu)
       << kOp << ": q must be an f32 CPU tensor (B, 1, C), got "

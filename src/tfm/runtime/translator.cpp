@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/core/profile.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/score.h"
@@ -84,6 +85,7 @@ std::string join_ids(const std::vector<int64_t>& ids) {
 class Translator::Impl {
  public:
   Impl(const std::string& dir, TranslatorOptions o) : options_(o) {
+    profile::Scope scope(profile::Phase::load);
     TFM_CHECK(o.device == Device::cpu)
         << "Translator: device " << device_name(o.device)
         << " is not available (this build translates on the CPU only)";
@@ -130,9 +132,18 @@ class Translator::Impl {
                             << kTrgVocabFile << "): translate token ids instead";
   }
 
-  Ids encode_src(const std::string& text) const { return vocabs_.src->encode(text); }
-  Ids encode_trg(const std::string& text) const { return vocabs_.trg->encode(text); }
-  std::string decode_trg(const Ids& ids) const { return vocabs_.trg->decode(ids); }
+  Ids encode_src(const std::string& text) const {
+    profile::Scope scope(profile::Phase::spm);
+    return vocabs_.src->encode(text);
+  }
+  Ids encode_trg(const std::string& text) const {
+    profile::Scope scope(profile::Phase::spm);
+    return vocabs_.trg->encode(text);
+  }
+  std::string decode_trg(const Ids& ids) const {
+    profile::Scope scope(profile::Phase::spm);
+    return vocabs_.trg->decode(ids);
+  }
   const ModelVocabs& vocabs() const { return vocabs_; }
 
   // Source ids checked against the vocabulary and cut to the model's positions; true when cut.
@@ -407,11 +418,13 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
     // buffered bytes and, for files and pipes, what the kernel holds), so an interactive
     // caller gets its answer without sending more.
     lines.clear();
+    profile::Scope reading(profile::Phase::io);
     for (std::string line; static_cast<int64_t>(lines.size()) < stream.read_ahead;) {
       if (!lines.empty() && in.rdbuf()->in_avail() <= 0) break;
       if (!std::getline(in, line)) break;
       lines.push_back(std::move(line));
     }
+    reading.end();
     TFM_CHECK(!in.bad()) << "error reading " << source_name;
     if (lines.empty()) break;
     std::vector<Ids> src(lines.size());
@@ -437,8 +450,11 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
       return stream.ids ? join_ids(std::vector<int64_t>(t.begin(), t.end())) : impl_->decode_trg(t);
     };
     auto flush_ready = [&] {
+      profile::Scope writing(profile::Phase::io);
       for (; next < src.size() && ready[next]; ++next) {
         const decode::NBest& nb = results[next];
+        profile::add_sentences(1);
+        if (!nb.empty()) profile::add_generated_tokens(static_cast<int64_t>(nb[0].tokens.size()));
         if (stream.n_best) {  // an empty input prints nothing here: there is no hypothesis
           for (const auto& h : nb) {
             char score[32];
