@@ -135,8 +135,9 @@ void AtomicFileWriter::commit() {
   }
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
+    const std::string temp = temp_path_;  // abandon() forgets it
     abandon();
-    TFM_FAIL() << "cannot write '" << path_ << "': rename from '" << temp_path_
+    TFM_FAIL() << "cannot write '" << path_ << "': rename from '" << temp
                << "' failed: " << errno_text(err);
   }
   committed_ = true;
