@@ -134,6 +134,24 @@ void check_incremental(const ModelConfig& c) {
   Tensor logits = m.step(st, tok);
   Tensor ref = narrow(full_r, 1, T, 1).contiguous().reshape({B, c.trg_vocab_size});
   EXPECT_LE(testing::scaled_error(logits, ref), 1e-5) << "after reorder";
+  // A reorder that drops a row (a finished sentence) and swaps the rest: rows 2, 1 of the
+  // reordered state, whose sources are rows[2], rows[1] of the original batch.
+  const std::vector<int64_t> rows2 = {2, 1};
+  const int64_t B2 = 2;
+  st.reorder(rows2);
+  Tensor trg_2 = Tensor::empty({B2, T + 2}, DType::i32);
+  Tensor src_2 = Tensor::empty({B2, 5}, DType::i32);
+  for (int64_t b = 0; b < B2; ++b) {
+    for (int64_t t = 0; t <= T; ++t)
+      trg_2.data<int32_t>()[b * (T + 2) + t] = trg_r.data<int32_t>()[rows2[b] * (T + 1) + t];
+    trg_2.data<int32_t>()[b * (T + 2) + T + 1] = static_cast<int32_t>(4 + b);
+    for (int64_t s = 0; s < 5; ++s)
+      src_2.data<int32_t>()[b * 5 + s] = src_r.data<int32_t>()[rows2[b] * 5 + s];
+  }
+  Tensor full_2 = m.forward(c.has_encoder() ? src_2 : Tensor(), trg_2);
+  Tensor logits_2 = m.step(st, narrow(trg_2, 1, T + 1, 1).contiguous().reshape({B2}));
+  Tensor ref_2 = narrow(full_2, 1, T + 1, 1).contiguous().reshape({B2, c.trg_vocab_size});
+  EXPECT_LE(testing::scaled_error(logits_2, ref_2), 1e-5) << "after a reorder that drops a row";
 }
 
 TEST(Transformer, IncrementalEqualsFullRecompute) {

@@ -7,6 +7,7 @@
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/ops/attention.h"
 #include "tfm/ops/decode_attention.h"
+#include "tfm/ops/index.h"
 #include "tfm/ops/shape.h"
 
 namespace tfm {
@@ -108,6 +109,37 @@ TEST(DecodeAttention, StridedCacheMaskedRowAndScale) {
   EXPECT_NE(testing::error_of([&] {
               decode_attention(q2, k, v, heads, Tensor());
             }).find("q must be an f32 CPU tensor (B, 1, C)"),
+            std::string::npos);
+}
+
+// kv_rows: query rows reading shared key rows (the beams of a sentence and its source) give,
+// bitwise, what the gathered rows give, weights included; bad maps are refused.
+TEST(DecodeAttention, SharedKeyRowsEqualGatheredRows) {
+  NoGradGuard no_grad;
+  const int64_t sources = 3, s = 11, heads = 4, dh = 16, c = heads * dh;
+  const std::vector<int64_t> map = {0, 0, 0, 2, 1, 1, 2, 0};  // rows 8, in beam order
+  const int64_t b = static_cast<int64_t>(map.size());
+  const Tensor q = random_tensor({b, 1, c}, DType::f32, 51, -2.0, 2.0);
+  const Tensor k = random_tensor({sources, s, c}, DType::f32, 52, -2.0, 2.0);
+  const Tensor v = random_tensor({sources, s, c}, DType::f32, 53);
+  const Tensor mask = random_mask(sources, s, 54);
+  std::vector<int32_t> map32(map.begin(), map.end());
+  const Tensor rows = Tensor::from_vector<int32_t>({b}, map32);
+  Tensor w_got, w_want;
+  const Tensor got = decode_attention(q, k, v, heads, mask, 0.0, &w_got, rows);
+  const Tensor want = decode_attention(q, index_rows(k, map), index_rows(v, map), heads,
+                                       index_rows(mask, map), 0.0, &w_want);
+  EXPECT_EQ(testing::max_abs_diff(got, want), 0.0);
+  EXPECT_EQ(testing::max_abs_diff(w_got, w_want), 0.0);
+  EXPECT_GT(testing::max_abs_diff(got, Tensor::zeros(got.shape())), 1e-3);
+  const Tensor bad = Tensor::from_vector<int32_t>({b}, {0, 0, 0, 3, 1, 1, 2, 0});
+  EXPECT_NE(testing::error_of([&] {
+              decode_attention(q, k, v, heads, mask, 0.0, nullptr, bad);
+            }).find("kv_rows[3] = 3 outside the 3 key rows"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              decode_attention(q, k, v, heads, mask);  // no map: row counts must agree
+            }).find("do not match"),
             std::string::npos);
 }
 

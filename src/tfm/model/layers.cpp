@@ -73,12 +73,13 @@ DecoderLayer::DecoderLayer(const ModelConfig& c, Generator& gen)
 }
 
 Tensor DecoderLayer::cross_and_ffn(Tensor x, const nn::KVCache& cross, const Tensor& src_mask,
-                                   Generator* gen, AttentionWeights* weights,
-                                   Tensor* cross_weights) const {
+                                   Generator* gen, AttentionWeights* weights, Tensor* cross_weights,
+                                   const Tensor& src_rows) const {
   if (cross_attn_) {
     Sublayer sub(c_, *cross_attn_norm_, *this, gen);
-    AttentionResult a = cross_attn_->attend(sub.input(x), cross, src_mask, false,
-                                            weights != nullptr || cross_weights != nullptr, gen);
+    AttentionResult a =
+        cross_attn_->attend(sub.input(x), cross, src_mask, false,
+                            weights != nullptr || cross_weights != nullptr, gen, src_rows);
     if (weights) weights->decoder_cross.push_back(a.weights);
     if (cross_weights) *cross_weights = a.weights;
     x = sub.output(x, a.out);
@@ -101,12 +102,13 @@ Tensor DecoderLayer::operator()(const Tensor& x, const Tensor& trg_mask, const T
 }
 
 Tensor DecoderLayer::step(const Tensor& x, DecoderLayerCache& cache, const Tensor& src_mask,
-                          AttentionWeights* weights, int64_t reserve, Tensor* cross_weights) const {
+                          AttentionWeights* weights, int64_t reserve, Tensor* cross_weights,
+                          const Tensor& src_rows) const {
   Sublayer attn(c_, self_attn_norm_, *this, nullptr);
   AttentionResult a = self_attn_.self_step(attn.input(x), cache.self, weights != nullptr, reserve);
   if (weights) weights->decoder_self.push_back(a.weights);
   return cross_and_ffn(attn.output(x, a.out), cache.cross, src_mask, nullptr, weights,
-                       cross_weights);
+                       cross_weights, src_rows);
 }
 
 }  // namespace tfm

@@ -67,10 +67,11 @@ class DecoderLayer : public nn::Module {
                     const Tensor& src_mask, Generator* gen, AttentionWeights* weights) const;
   // The newest positions x (B, t, C), with the cache holding what came before (allocated for
   // `reserve` positions on the first step). cross_weights, when not null, receives this layer's
-  // cross-attention probabilities (B, H, t, S) alone.
+  // cross-attention probabilities (B, H, t, S) alone. src_rows, when defined, i32 (B): row b's
+  // source is row src_rows[b] of cache.cross and src_mask (which then keep one row per source).
   Tensor step(const Tensor& x, DecoderLayerCache& cache, const Tensor& src_mask,
-              AttentionWeights* weights, int64_t reserve = 0,
-              Tensor* cross_weights = nullptr) const;
+              AttentionWeights* weights, int64_t reserve = 0, Tensor* cross_weights = nullptr,
+              const Tensor& src_rows = Tensor()) const;
 
   nn::MultiHeadAttention self_attn_;
   nn::LayerNorm self_attn_norm_;
@@ -80,8 +81,10 @@ class DecoderLayer : public nn::Module {
   nn::LayerNorm ffn_norm_;
 
  private:
+  // src_rows: as DecoderLayer::step's.
   Tensor cross_and_ffn(Tensor x, const nn::KVCache& cross, const Tensor& src_mask, Generator* gen,
-                       AttentionWeights* weights, Tensor* cross_weights = nullptr) const;
+                       AttentionWeights* weights, Tensor* cross_weights = nullptr,
+                       const Tensor& src_rows = Tensor()) const;
   const ModelConfig& c_;
 };
 

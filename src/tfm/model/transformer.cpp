@@ -35,24 +35,32 @@ Tensor fixed_positions(const ModelConfig& c) {
 int64_t DecoderState::batch() const {
   for (const auto& l : layers)
     if (l.self.k.defined()) return l.self.batch();
+  if (source_rows.defined()) return source_rows.size(0);
   return src_mask.defined() ? src_mask.size(0) : 0;
 }
 
 void DecoderState::reorder(const std::vector<int64_t>& rows) {
-  bool same_sources = !source_of_row.empty();
-  std::vector<int64_t> next(rows.size());
   const int64_t b = batch();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    TFM_CHECK(b == 0 || (rows[i] >= 0 && rows[i] < b))
-        << "DecoderState::reorder: row " << rows[i] << " out of range for batch " << b;
-    if (!source_of_row.empty()) next[i] = source_of_row[rows[i]];
-  }
-  same_sources = same_sources && next == source_of_row;
+  for (int64_t r : rows)
+    TFM_CHECK(b == 0 || (r >= 0 && r < b))
+        << "DecoderState::reorder: row " << r << " out of range for batch " << b;
   for (auto& l : layers) l.self.reorder(rows);
-  if (same_sources) return;
-  if (src_mask.defined()) src_mask = index_rows(src_mask, rows);
-  for (auto& l : layers) l.cross.reorder(rows);
-  if (!source_of_row.empty()) source_of_row = std::move(next);
+  if (source_of_row.empty()) {  // unknown sources: gather the cross-attention rows too
+    if (src_mask.defined()) src_mask = index_rows(src_mask, rows);
+    for (auto& l : layers) l.cross.reorder(rows);
+    return;
+  }
+  std::vector<int64_t> next(rows.size());
+  bool identity = src_mask.defined() && src_mask.size(0) == static_cast<int64_t>(rows.size());
+  std::vector<int32_t> map(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    next[i] = source_of_row[static_cast<size_t>(rows[i])];
+    map[i] = static_cast<int32_t>(next[i]);
+    identity = identity && next[i] == static_cast<int64_t>(i);
+  }
+  source_of_row = std::move(next);
+  source_rows =
+      identity ? Tensor() : Tensor::from_vector<int32_t>({static_cast<int64_t>(map.size())}, map);
 }
 
 Transformer::Transformer(const ModelConfig& config, uint64_t seed)
@@ -250,7 +258,7 @@ Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeight
   const size_t n = decoder_.layers_.size();
   for (size_t i = 0; i < n; ++i)
     x = decoder_.layers_[i]->step(x, st.layers[i], st.src_mask, weights, st.reserve,
-                                  i + 1 == n ? last_cross_attention : nullptr);
+                                  i + 1 == n ? last_cross_attention : nullptr, st.source_rows);
   st.position += ids.size(1);
   if (decoder_.final_norm_) x = (*decoder_.final_norm_)(x);
   const int64_t t = x.size(1);

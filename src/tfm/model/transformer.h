@@ -21,10 +21,14 @@ struct DecoderState {
   // Target positions to allocate the self-attention caches for on the first step (the search's
   // max length); 0 lets them start small and double.
   int64_t reserve = 0;
-  // Which source (row of start()'s batch) each row decodes. Beams of one sentence share their
-  // cross-attention keys/values, so a reorder that keeps every row's source leaves those (and
-  // src_mask) alone. Empty: unknown, always reordered.
+  // Which source (row of start()'s batch) each row decodes. The cross-attention keys/values and
+  // src_mask keep start()'s rows, one per source, for the whole search: the beams of a sentence
+  // read that one copy (through source_rows), so a reorder never copies them, and the beams'
+  // reads of their source's keys hit the cache. Empty: unknown; a reorder then gathers the
+  // cross-attention rows as it does the self-attention ones.
   std::vector<int64_t> source_of_row;
+  // source_of_row as i32 (B) for the attention op; undefined while it is the identity.
+  Tensor source_rows;
   int64_t batch() const;
   // Keeps row rows[i] of the old state as row i (beam search reordering; rows may repeat), in
   // the caches' own buffers (no allocation once they have room).

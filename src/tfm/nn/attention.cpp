@@ -4,6 +4,7 @@
 
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/decode_attention.h"
+#include "tfm/ops/host.h"
 #include "tfm/ops/index.h"
 
 namespace tfm::nn {
@@ -102,7 +103,8 @@ KVCache MultiHeadAttention::project(const Tensor& memory) const {
 
 AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& kv,
                                            const Tensor& key_padding_mask, bool causal,
-                                           bool return_weights, Generator* gen) const {
+                                           bool return_weights, Generator* gen,
+                                           const Tensor& kv_rows) const {
   AttentionOptions opt;
   opt.causal = causal;
   opt.dropout = training() ? attention_dropout_ : 0.0;
@@ -118,9 +120,15 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& k
       kv.k.dtype() == DType::f32 && kv.v.dtype() == DType::f32 && kv.k.device() == Device::cpu &&
       opt.dropout == 0.0 && !autograd::needs_grad({&q, &kv.k, &kv.v}))
     r.out = decode_attention(q, kv.k, kv.v, heads_, key_padding_mask, 0.0,
-                             return_weights ? &r.weights : nullptr);
-  else
+                             return_weights ? &r.weights : nullptr, kv_rows);
+  else if (kv_rows.defined()) {  // the general kernel reads gathered rows
+    const HostView<int32_t> map = to_host<int32_t>(kv_rows);
+    const std::vector<int64_t> rows(map.data(), map.data() + map.size());
+    r = attention(q, index_rows(kv.k, rows), index_rows(kv.v, rows), heads_,
+                  key_padding_mask.defined() ? index_rows(key_padding_mask, rows) : Tensor(), opt);
+  } else {
     r = attention(q, kv.k, kv.v, heads_, key_padding_mask, opt);
+  }
   r.out = out_proj_(r.out);
   return r;
 }

@@ -44,9 +44,12 @@ class MultiHeadAttention : public Module {
                              Generator* gen) const;
   // Keys and values of memory, for attending to it many times.
   KVCache project(const Tensor& memory) const;
-  // query (B, T, C) attends over projected keys/values.
+  // query (B, T, C) attends over projected keys/values. kv_rows, when defined, i32 (B): query
+  // row b reads kv's (and the mask's) row kv_rows[b], as ops/decode_attention.h says (the beams
+  // of a sentence sharing its cross-attention keys).
   AttentionResult attend(const Tensor& query, const KVCache& kv, const Tensor& key_padding_mask,
-                         bool causal, bool return_weights, Generator* gen) const;
+                         bool causal, bool return_weights, Generator* gen,
+                         const Tensor& kv_rows = Tensor()) const;
   // Self-attention of x (B, T, C), the newest T positions: their keys/values join the cache
   // (reserving room for `reserve` positions when it allocates), and each query sees the cached
   // positions and the new ones up to itself.

@@ -25,7 +25,8 @@ Tensor rows_readable(const Tensor& t, const char* name) {
 }  // namespace
 
 Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, int64_t heads,
-                        const Tensor& key_padding_mask, double scale, Tensor* weights) {
+                        const Tensor& key_padding_mask, double scale, Tensor* weights,
+                        const Tensor& kv_rows_in) {
   profile::Scope scope(profile::Phase::attention);
   TFM_CHECK(q_in.defined() && q_in.dim() == 3 && q_in.size(1) == 1 && q_in.dtype() == DType::f32 &&
             q_in.device() == Device::cpu)
@@ -33,8 +34,19 @@ Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
       << (q_in.defined() ? q_in.describe() : std::string("an undefined tensor"));
   const Tensor q = q_in.contiguous();
   const Tensor k = rows_readable(k_in, "k"), v = rows_readable(v_in, "v");
-  const int64_t B = q.size(0), C = q.size(2), S = k.size(1);
-  TFM_CHECK(k.size(0) == B && v.size(0) == B && v.size(1) == S && k.size(2) == C &&
+  const int64_t B = q.size(0), C = q.size(2), S = k.size(1), Bk = k.size(0);
+  Tensor kv_rows;
+  if (kv_rows_in.defined()) {
+    TFM_CHECK(kv_rows_in.dtype() == DType::i32 && kv_rows_in.dim() == 1 &&
+              kv_rows_in.size(0) == B && kv_rows_in.device() == Device::cpu)
+        << kOp << ": kv_rows must be i32 (" << B << "), got " << kv_rows_in.describe();
+    kv_rows = kv_rows_in.contiguous();
+    const int32_t* r = kv_rows.data<int32_t>();
+    for (int64_t b = 0; b < B; ++b)
+      TFM_CHECK(r[b] >= 0 && r[b] < Bk)
+          << kOp << ": kv_rows[" << b << "] = " << r[b] << " outside the " << Bk << " key rows";
+  }
+  TFM_CHECK((kv_rows.defined() || Bk == B) && v.size(0) == Bk && v.size(1) == S && k.size(2) == C &&
             v.size(2) == C && k.strides()[0] == v.strides()[0])
       << kOp << ": q " << q.describe() << ", k " << k.describe() << ", v " << v.describe()
       << " do not match as (B, 1, C), (B, S, C), (B, S, C)";
@@ -43,9 +55,9 @@ Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
   Tensor mask;
   if (key_padding_mask.defined()) {
     TFM_CHECK(key_padding_mask.dtype() == DType::u8 && key_padding_mask.dim() == 2 &&
-              key_padding_mask.size(0) == B && key_padding_mask.size(1) == S &&
+              key_padding_mask.size(0) == Bk && key_padding_mask.size(1) == S &&
               key_padding_mask.device() == Device::cpu)
-        << kOp << ": key_padding_mask must be u8 (" << B << ", " << S << "), got "
+        << kOp << ": key_padding_mask must be u8 (" << Bk << ", " << S << "), got "
         << key_padding_mask.describe();
     mask = key_padding_mask.contiguous();
   }
@@ -62,6 +74,7 @@ Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
   a.v = v.data<float>();
   a.kv_batch_stride = k.strides()[0];
   a.mask = mask.defined() ? mask.data<uint8_t>() : nullptr;
+  a.kv_rows = kv_rows.defined() ? kv_rows.data<int32_t>() : nullptr;
   a.scale = static_cast<float>(scale != 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(Dh)));
   a.out = out.data<float>();
   if (weights) {

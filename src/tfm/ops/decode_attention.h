@@ -13,9 +13,11 @@ namespace tfm {
 // row's S·H·Dh values contiguous); key_padding_mask u8 (B, S) or undefined; scale 0 means
 // 1/sqrt(Dh). Returns (B, 1, H·Dh). `weights`, when not null, receives the probabilities f32
 // (B, H, 1, S), as attention() returns them; the output is bitwise the same with or without.
-// Records nothing for autograd.
+// kv_rows, when defined, i32 (B): query row b attends over k/v/mask row kv_rows[b] of Bk rows
+// (k, v (Bk, S, H·Dh), the mask (Bk, S)) — the beams of a sentence reading one copy of its
+// source's keys, as if the rows had been gathered (bitwise). Records nothing for autograd.
 Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
                         const Tensor& key_padding_mask, double scale = 0.0,
-                        Tensor* weights = nullptr);
+                        Tensor* weights = nullptr, const Tensor& kv_rows = Tensor());
 
 }  // namespace tfm

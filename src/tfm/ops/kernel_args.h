@@ -45,6 +45,9 @@ struct DecodeAttentionArgs {
   const float* v = nullptr;     // as k
   int64_t kv_batch_stride = 0;  // >= S·H·Dh
   const uint8_t* mask = nullptr;  // (B, S), nonzero = ignore; null = none
+  // (B): row b reads the keys, values and mask of row kv_rows[b] (the beams of one sentence
+  // share its cross-attention keys); null: row b's own.
+  const int32_t* kv_rows = nullptr;
   float scale = 1.f;
   float* out = nullptr;  // (B, H·Dh); a row that sees no key gets zeros
   // (B, H, S): the probabilities, when not null (zeros where a row sees no key). The output is

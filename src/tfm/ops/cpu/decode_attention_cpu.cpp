@@ -67,10 +67,11 @@ inline __m256 dots8(const float* qh, const float* k0, int64_t ldk, int64_t Dh) {
 void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratch) {
   const int64_t S = a.kv_len, H = a.heads, Dh = a.head_dim, C = H * Dh;
   const float* q = a.q + b * C;
-  const float* k = a.k + b * a.kv_batch_stride;  // (S, C)
-  const float* v = a.v + b * a.kv_batch_stride;
+  const int64_t kb = a.kv_rows ? a.kv_rows[b] : b;
+  const float* k = a.k + kb * a.kv_batch_stride;  // (S, C)
+  const float* v = a.v + kb * a.kv_batch_stride;
   float* out = a.out + b * C;
-  const uint8_t* mask = a.mask ? a.mask + b * S : nullptr;
+  const uint8_t* mask = a.mask ? a.mask + kb * S : nullptr;
   const int64_t spad = attn::round_up(S, L);
   scratch.resize(static_cast<size_t>(H * spad + C));
   float* p = scratch.data();  // (H, spad) scores, then probabilities
