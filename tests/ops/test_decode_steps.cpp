@@ -2,11 +2,13 @@
 // a full sort for top-k, the conventions' rules element by element.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
 #include "support/test_util.h"
 #include "tfm/ops/decode_steps.h"
+#include "tfm/ops/softmax.h"
 
 namespace tfm {
 namespace {
@@ -61,6 +63,34 @@ TEST(MaskStepRows, EachRuleForbidsWhatItSays) {
       mask_step_rows(lp, {StepRule::keep, StepRule::keep, StepRule::keep, StepRule::keep},
                      SpecialIds{0, 1, 9}),
       "special id 9");
+}
+
+TEST(TopKLogProbs, IsLogSoftmaxMaskThenTopKBitwise) {
+  // Coarse logits (ties after the log-softmax's rounding) and every rule; V not a multiple of
+  // the 16-value blocks; rows enough to be split over threads.
+  const int64_t R = 37, V = 203;
+  const SpecialIds ids{0, 1, 2};
+  Tensor x = random_tensor({R, V}, DType::f32, 11, -6.0, 6.0);
+  std::vector<float> vals = x.to_vector<float>();
+  for (float& v : vals) v = std::round(v * 4.f) / 4.f;
+  x = Tensor::from_vector<float>({R, V}, vals);
+  std::vector<StepRule> rules;
+  for (int64_t r = 0; r < R; ++r) rules.push_back(static_cast<StepRule>(r % 4));
+  for (int64_t k : {int64_t{1}, int64_t{5}, V}) {
+    Tensor lp = log_softmax(x).contiguous();
+    mask_step_rows(lp, rules, ids);
+    const TopK want = top_k_rows(lp, k);
+    const TopK got = top_k_log_probs(x, rules, ids, k);
+    ASSERT_EQ(got.ids.to_vector<int32_t>(), want.ids.to_vector<int32_t>()) << "k " << k;
+    const std::vector<float> gv = got.values.to_vector<float>(),
+                             wv = want.values.to_vector<float>();
+    for (size_t i = 0; i < gv.size(); ++i)  // bitwise, -inf included
+      ASSERT_EQ(std::memcmp(&gv[i], &wv[i], sizeof(float)), 0) << "k " << k << " entry " << i;
+  }
+  // The input is left as it was (the log-probs live in a scratch row).
+  EXPECT_EQ(x.to_vector<float>(), vals);
+  EXPECT_TFM_ERROR(top_k_log_probs(x, {StepRule::keep}, ids, 1), "1 rules for 37 rows");
+  EXPECT_TFM_ERROR(top_k_log_probs(x, rules, ids, V + 1), "outside [1, 203]");
 }
 
 TEST(MeanOverHeads, SumsInHeadOrderThenDivides) {

@@ -102,9 +102,9 @@ const char* phase_name(Phase p) {
     case Phase::vocab_projection:
       return "vocabulary projection";
     case Phase::log_softmax:
-      return "log-softmax";
+      return "log-softmax (rows)";
     case Phase::top_k:
-      return "masks + top-k";
+      return "log-softmax + top-k";
     case Phase::kv_reorder:
       return "KV-cache reorder";
     case Phase::search:

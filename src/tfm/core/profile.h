@@ -27,8 +27,8 @@ enum class Phase : int {
   gemm,       // the decoder layers' linear layers
   attention,  // decoder self- and cross-attention
   vocab_projection,  // the output projection to the vocabulary (sealed)
-  log_softmax,       // log-softmax over the vocabulary
-  top_k,             // step masks, top-k and the copy of its result to the host
+  log_softmax,       // log-softmax over the vocabulary, written out (sampling, target prefixes)
+  top_k,             // masks and top-k (beam, greedy: with the log-softmax fused in), to host
   kv_reorder,        // reordering the KV caches after a step (sealed)
   search,            // the search's host bookkeeping: candidates, hypotheses, batching
   wait,              // a decoding thread idle, its shards done, the other threads' not

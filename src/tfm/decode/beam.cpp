@@ -14,6 +14,7 @@
 #include "tfm/decode/detail.h"
 #include "tfm/ops/host.h"
 #include "tfm/ops/index.h"
+#include "tfm/ops/softmax.h"
 
 namespace tfm::decode {
 namespace {
@@ -90,12 +91,13 @@ class BeamSearch : public Search {
     const int64_t k = std::min<int64_t>(V, beam + 1);
 
     for (int64_t generated = 0; !active.empty(); ++generated) {
-      Tensor attn;                                              // (rows, S)
-      Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
-                                         o_.return_attention ? &attn : nullptr);
+      Tensor attn;                                                     // (rows, S)
+      const Tensor logits = detail::step_logits(model, state, tokens,  // (rows, V)
+                                                o_.return_attention ? &attn : nullptr);
+      const int64_t rows_now = logits.size(0);
       // Each row's rule, and the token a prefix forces (its log-prob is picked on the device).
       std::vector<StepRule> rules;
-      std::vector<int32_t> forced(static_cast<size_t>(lp.size(0)), 0);
+      std::vector<int32_t> forced(static_cast<size_t>(rows_now), 0);
       bool any_forced = false;
       for (size_t si : active) {
         const Sentence& s = sent[si];
@@ -109,14 +111,21 @@ class BeamSearch : public Search {
                                        o_.min_length, s.max_len));
       }
       profile::Scope masks(profile::Phase::top_k);
-      mask_step_rows(lp, rules, specials);
-      const TopK top = top_k_rows(lp, k);
+      // The log-probs are written out only when a prefix needs a forced token's; otherwise each
+      // row is normalised, masked and ranked in one pass (the same values).
+      TopK top;
+      HostView<float> forced_lp;
+      if (any_forced) {
+        const Tensor lp = log_softmax(logits).contiguous();  // (rows, V)
+        mask_step_rows(lp, rules, specials);
+        top = top_k_rows(lp, k);
+        forced_lp = to_host<float>(
+            pick_columns(lp, Tensor::from_vector<int32_t>({rows_now}, forced)));  // (rows)
+      } else {
+        top = top_k_log_probs(logits, rules, specials, k);
+      }
       const HostView<float> top_vals = to_host<float>(top.values);  // (rows, k)
       const HostView<int32_t> top_ids = to_host<int32_t>(top.ids);  // (rows, k)
-      const HostView<float> forced_lp =
-          any_forced
-              ? to_host<float>(pick_columns(lp, Tensor::from_vector<int32_t>({lp.size(0)}, forced)))
-              : HostView<float>();
       masks.end();
       const HostView<float> attn_h = to_host<float>(attn);  // (rows, S), empty without
       const float* ad = o_.return_attention ? attn_h.data() : nullptr;

@@ -29,6 +29,10 @@ DecoderState start(const Transformer& model, const std::vector<const Ids*>& sour
 // contiguous, S the batch's padded source length (padding gets 0).
 Tensor step_log_probs(const Transformer& model, DecoderState& state,
                       const std::vector<int32_t>& tokens, Tensor* attention = nullptr);
+// The same step's logits f32 (rows, V) before the log-softmax (beam search normalises them
+// inside top_k_log_probs).
+Tensor step_logits(const Transformer& model, DecoderState& state,
+                   const std::vector<int32_t>& tokens, Tensor* attention = nullptr);
 // state.reorder(rows), skipped when rows keeps every row in place (greedy and sampling while no
 // sentence has finished): a reorder copies every cache, O(T) a step.
 void reorder(DecoderState& state, const std::vector<int64_t>& rows);

@@ -39,6 +39,9 @@ class ShardedSearch : public Search {
   ShardedSearch(std::unique_ptr<Search> inner, const SearchOptions& o)
       : inner_(std::move(inner)), o_(o) {}
 
+  int64_t shard_size() const override { return o_.shard_size; }
+  const Search* shard_search() const override { return inner_.get(); }
+
   std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
                          const std::vector<uint64_t>& ids,
                          const std::vector<Ids>& prefixes) const override {
@@ -163,17 +166,20 @@ DecoderState start(const Transformer& model, const std::vector<const Ids*>& sour
   return state;
 }
 
-Tensor step_log_probs(const Transformer& model, DecoderState& state,
-                      const std::vector<int32_t>& tokens, Tensor* attention) {
+Tensor step_logits(const Transformer& model, DecoderState& state,
+                   const std::vector<int32_t>& tokens, Tensor* attention) {
+  profile::Scope scope(profile::Phase::decoder);
   const int64_t n = static_cast<int64_t>(tokens.size());
   Tensor weights;  // (n, H, 1, S)
-  Tensor logits;
-  {
-    profile::Scope scope(profile::Phase::decoder);
-    logits = model.step(state, Tensor::from_vector<int32_t>({n}, tokens), nullptr,
-                        attention ? &weights : nullptr);   // (n, V)
-    if (attention) *attention = mean_over_heads(weights);  // (n, S)
-  }
+  Tensor logits = model.step(state, Tensor::from_vector<int32_t>({n}, tokens), nullptr,
+                             attention ? &weights : nullptr);  // (n, V)
+  if (attention) *attention = mean_over_heads(weights);        // (n, S)
+  return logits.contiguous();
+}
+
+Tensor step_log_probs(const Transformer& model, DecoderState& state,
+                      const std::vector<int32_t>& tokens, Tensor* attention) {
+  Tensor logits = step_logits(model, state, tokens, attention);
   profile::Scope scope(profile::Phase::log_softmax);
   return log_softmax(logits).contiguous();
 }

@@ -74,6 +74,13 @@ class Search {
   virtual std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
                                  const std::vector<uint64_t>& ids = {},
                                  const std::vector<Ids>& prefixes = {}) const = 0;
+  // A search that decodes its sentences in shards, one thread each (make_search with
+  // shard_size > 0), says so: the sentences of a shard, and the search that decodes one shard
+  // (0 and null otherwise). A caller with many batches (runtime::search_in_batches) then spreads
+  // the shards of all its batches over the threads at once, so no thread waits for the slowest
+  // shard of each batch; a shard's result is the same either way.
+  virtual int64_t shard_size() const { return 0; }
+  virtual const Search* shard_search() const { return nullptr; }
 };
 
 // Sampling when options.sampling, greedy when beam_size == 1, beam search otherwise; sharded as

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/decode_steps_cpu.h"
+#include "tfm/ops/cpu/softmax_cpu.h"
 #include "tfm/ops/dispatch.h"
 
 namespace tfm {
@@ -18,37 +20,66 @@ void check_rows(const Tensor& x, const char* op) {
       << op << ": expected contiguous f32 (R, V), got " << x.describe();
 }
 
+// Row r of a (R, V) block under its rule.
+void mask_row(float* row, int64_t v, StepRule rule, const SpecialIds& s) {
+  switch (rule) {
+    case StepRule::keep:
+      break;
+    case StepRule::eos_only: {
+      const float eos = row[s.eos];
+      std::fill(row, row + v, kNegInf);
+      row[s.eos] = eos;
+      break;
+    }
+    case StepRule::no_eos:
+      row[s.eos] = kNegInf;
+      [[fallthrough]];
+    case StepRule::normal:
+      row[s.pad] = kNegInf;
+      row[s.bos] = kNegInf;
+      break;
+  }
+}
+
+void check_rules(const Tensor& x, const std::vector<StepRule>& rules, const SpecialIds& s,
+                 const char* op) {
+  const int64_t rows = x.size(0), v = x.size(1);
+  TFM_CHECK(static_cast<int64_t>(rules.size()) == rows)
+      << op << ": " << rules.size() << " rules for " << rows << " rows";
+  for (int32_t id : {s.pad, s.bos, s.eos})
+    TFM_CHECK(id >= 0 && id < v) << op << ": special id " << id << " outside [0, " << v << ")";
+}
+
 }  // namespace
 
 void mask_step_rows(const Tensor& lp, const std::vector<StepRule>& rules, const SpecialIds& s) {
   check_rows(lp, "mask_step_rows");
+  check_rules(lp, rules, s, "mask_step_rows");
   const int64_t rows = lp.size(0), v = lp.size(1);
-  TFM_CHECK(static_cast<int64_t>(rules.size()) == rows)
-      << "mask_step_rows: " << rules.size() << " rules for " << rows << " rows";
-  for (int32_t id : {s.pad, s.bos, s.eos})
-    TFM_CHECK(id >= 0 && id < v) << "mask_step_rows: special id " << id << " outside [0, " << v
-                                 << ")";
   float* base = lp.data<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = base + r * v;
-    switch (rules[r]) {
-      case StepRule::keep:
-        break;
-      case StepRule::eos_only: {
-        const float eos = row[s.eos];
-        std::fill(row, row + v, kNegInf);
-        row[s.eos] = eos;
-        break;
-      }
-      case StepRule::no_eos:
-        row[s.eos] = kNegInf;
-        [[fallthrough]];
-      case StepRule::normal:
-        row[s.pad] = kNegInf;
-        row[s.bos] = kNegInf;
-        break;
+  for (int64_t r = 0; r < rows; ++r) mask_row(base + r * v, v, rules[r], s);
+}
+
+TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, const SpecialIds& s,
+                     int64_t k) {
+  check_rows(logits, "top_k_log_probs");
+  check_rules(logits, rules, s, "top_k_log_probs");
+  const int64_t rows = logits.size(0), v = logits.size(1);
+  TFM_CHECK(k > 0 && k <= v) << "top_k_log_probs: k = " << k << " outside [1, " << v << "]";
+  TopK out{Tensor::empty({rows, k}), Tensor::empty({rows, k}, DType::i32)};
+  const float* x = logits.data<float>();
+  float* vals = out.values.data<float>();
+  int32_t* ids = out.ids.data<int32_t>();
+  parallel_for(rows, std::max<int64_t>(1, 16384 / v), [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> lp;
+    lp.resize(static_cast<size_t>(v));
+    for (int64_t r = b; r < e; ++r) {
+      cpu::log_softmax_row(v, x + r * v, lp.data());
+      mask_row(lp.data(), v, rules[static_cast<size_t>(r)], s);
+      cpu::top_k_row(lp.data(), v, k, ids + r * k, vals + r * k);
     }
-  }
+  });
+  return out;
 }
 
 TopK top_k_rows(const Tensor& x, int64_t k) {

@@ -33,6 +33,12 @@ struct TopK {
 // (0 < k <= V).
 TopK top_k_rows(const Tensor& x, int64_t k);
 
+// top_k_rows of log_softmax(logits) masked by mask_step_rows, bitwise, without writing the
+// (R, V) log-probs: each row is normalised, masked and scanned while it sits in cache. A search
+// step's log-softmax and top-k over the vocabulary were two passes more over memory.
+TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules,
+                     const SpecialIds& ids, int64_t k);
+
 // w (R, H, 1, S) f32 averaged over heads, summed in head order then divided by H: (R, S) f32.
 Tensor mean_over_heads(const Tensor& w);
 

@@ -1,8 +1,14 @@
 #include "tfm/runtime/batch_search.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
 #include <future>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/core/parallel.h"
+#include "tfm/core/profile.h"
 
 namespace tfm::runtime {
 
@@ -25,18 +31,20 @@ std::vector<decode::NBest> search_in_batches(const Transformer& model, const dec
     lengths.push_back(static_cast<int64_t>(sources[i].size()) + specials);
   }
   std::vector<decode::NBest> results(sources.size());
-  auto run_batch = [&](const std::vector<size_t>& batch) {
+  // Decodes the sentences batch[0 .. count) (positions in `nonempty`) with `s` and delivers them.
+  auto run_on = [&](const decode::Search& s, const size_t* batch, size_t count) {
     std::vector<Ids> src, pre;
     std::vector<uint64_t> sid;
     std::vector<size_t> where;
-    for (size_t k : batch) {
+    for (size_t j = 0; j < count; ++j) {
+      const size_t k = batch[j];
       where.push_back(nonempty[k]);
       src.push_back(sources[nonempty[k]]);
       sid.push_back(ids.empty() ? nonempty[k] : ids[nonempty[k]]);
       if (!prefixes.empty()) pre.push_back(prefixes[nonempty[k]]);
     }
     NoGradGuard no_grad;  // grad mode is per thread: a worker's starts on
-    std::vector<decode::NBest> r = search.run(model, src, sid, pre);
+    std::vector<decode::NBest> r = s.run(model, src, sid, pre);
     if (on_batch) {
       on_batch(where, r);
       return;
@@ -44,6 +52,56 @@ std::vector<decode::NBest> search_in_batches(const Transformer& model, const dec
     for (size_t k = 0; k < r.size(); ++k) results[where[k]] = std::move(r[k]);
   };
   const auto batches = length_batches(lengths, limits);
+  const decode::Search* shard_search = search.shard_search();
+  if (shard_search != nullptr && (pool == nullptr || pool->workers() == 1)) {
+    // Every batch's shards in one pool of work: a thread that finishes a shard takes the next
+    // one, of this batch or a later one, instead of waiting for the slowest shard of its batch.
+    // Longest batches first (length_batches sorts ascending), so the last shards to start are
+    // the shortest and the threads finish close together.
+    struct Unit {
+      size_t batch, begin, end;
+    };
+    const auto shard = static_cast<size_t>(search.shard_size());
+    std::vector<Unit> units;
+    for (size_t b = batches.size(); b-- > 0;)
+      for (size_t k = 0; k < batches[b].size(); k += shard)
+        units.push_back({b, k, std::min(batches[b].size(), k + shard)});
+    auto run_all = [&] {
+      const auto n = static_cast<int64_t>(units.size());
+      std::vector<std::exception_ptr> errors(units.size());
+      auto one = [&](int64_t u) {
+        try {
+          const Unit& w = units[static_cast<size_t>(u)];
+          run_on(*shard_search, batches[w.batch].data() + w.begin, w.end - w.begin);
+        } catch (...) {
+          errors[static_cast<size_t>(u)] = std::current_exception();
+        }
+      };
+      const int threads = static_cast<int>(std::min<int64_t>(get_threads(), n));
+      if (threads <= 1 || omp_in_parallel()) {
+        for (int64_t u = 0; u < n; ++u) one(u);
+      } else {
+        // Ops inside run on their thread alone (nested regions get one thread).
+#pragma omp parallel num_threads(threads)
+        {
+#pragma omp for schedule(dynamic, 1) nowait
+          for (int64_t u = 0; u < n; ++u) one(u);
+          profile::Scope idle(profile::Phase::wait);
+#pragma omp barrier
+        }
+      }
+      for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+    };
+    if (pool == nullptr)
+      run_all();
+    else
+      pool->submit(run_all).get();
+    return results;
+  }
+  auto run_batch = [&](const std::vector<size_t>& batch) {
+    run_on(search, batch.data(), batch.size());
+  };
   if (pool == nullptr) {
     for (const auto& b : batches) run_batch(b);
     return results;

@@ -16,9 +16,12 @@ namespace tfm::runtime {
 // sources: ids without BOS/EOS. ids: each sentence's stable id (keys sampling; empty: its index).
 // prefixes: each sentence's target prefix (decode::Search::run; empty: none). An empty source
 // gets an empty n-best list without a search, prefix or not. `pool` null: the calling thread.
-// on_batch, when set, is called from the thread that ran each batch (under no lock) with the
-// input indices of its sentences and their results, which it may move from; the results are
-// returned only when on_batch is not set.
+// on_batch, when set, is called from the thread that ran each batch, or each shard of a batch
+// when the search is sharded (decode::Search::shard_size), under no lock and possibly from
+// several threads at once, with the input indices of its sentences and their results, which it
+// may move from; the results are returned only when on_batch is not set. A sharded search's
+// shards of all batches are spread over the threads together (one pool job when `pool` has one
+// worker).
 using BatchDone = std::function<void(const std::vector<size_t>&, std::vector<decode::NBest>&)>;
 std::vector<decode::NBest> search_in_batches(const Transformer& model, const decode::Search& search,
                                              const std::vector<Ids>& sources,

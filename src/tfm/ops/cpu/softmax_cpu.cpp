@@ -55,17 +55,18 @@ void softmax_backward(int64_t n, int64_t c, const T* dy, const T* y, T* dx) {
 }
 
 template <typename T>
+void log_softmax_row(int64_t c, const T* x, T* y) {
+  const T m = row_max(c, x);
+  const double s = exp_shifted_sum_f64<false>(x, c, m);
+  const T ls = static_cast<T>(std::log(s));
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j) y[j] = (x[j] - m) - ls;
+}
+
+template <typename T>
 void log_softmax_forward(int64_t n, int64_t c, const T* x, T* y) {
   parallel_for(n, row_grain(c), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const T* xi = x + i * c;
-      T* yi = y + i * c;
-      const T m = row_max(c, xi);
-      const double s = exp_shifted_sum_f64<false>(xi, c, m);
-      const T ls = static_cast<T>(std::log(s));
-#pragma omp simd
-      for (int64_t j = 0; j < c; ++j) yi[j] = (xi[j] - m) - ls;
-    }
+    for (int64_t i = b; i < e; ++i) log_softmax_row(c, x + i * c, y + i * c);
   });
 }
 
@@ -90,6 +91,7 @@ void log_softmax_backward(int64_t n, int64_t c, const T* dy, const T* y, T* dx) 
   template void softmax_forward<T>(int64_t, int64_t, const T*, T*);            \
   template void softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*); \
   template void log_softmax_forward<T>(int64_t, int64_t, const T*, T*);        \
+  template void log_softmax_row<T>(int64_t, const T*, T*);                     \
   template void log_softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*);
 TFM_INSTANTIATE(float)
 TFM_INSTANTIATE(double)

@@ -17,6 +17,9 @@ void softmax_backward(int64_t n, int64_t c, const T* dy, const T* y, T* dx);
 // result accurate for large logits.
 template <typename T>
 void log_softmax_forward(int64_t n, int64_t c, const T* x, T* y);
+// One row of log_softmax_forward (the same arithmetic, so the same bits), on the calling thread.
+template <typename T>
+void log_softmax_row(int64_t c, const T* x, T* y);
 // dx = dy - exp(y) * Σ_c dy
 template <typename T>
 void log_softmax_backward(int64_t n, int64_t c, const T* dy, const T* y, T* dx);
