@@ -20,6 +20,10 @@ convert_tfm.py; build it first with ../shared/peers/ctranslate2/build.sh) on the
     attention, vocabulary projection, log-softmax, top-k, KV-cache reorder, search bookkeeping,
     idle threads, SentencePiece, I/O).
 
+CTranslate2 runs under OMP_WAIT_POLICY=active by default (--ct2-wait-policy): its fastest
+here (greedy, 1000 lines: active 3.77 s, unset 4.42 s, passive 9.72 s); tfm under the
+environment as it is. Several --tfm binaries are measured in turn each round (A/B of builds).
+
 Env: TFM (default build/tfm), CT2_ROOT (default /tmp/ct2), CT2_PEER (default
 ../shared/peers/ctranslate2). Medians of `rounds`; the machine should be idle.
 """
@@ -88,11 +92,18 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--no-ct2", action="store_true", help="tfm alone (no CTranslate2 build needed)")
+    ap.add_argument("--ct2-wait-policy", default="active", choices=["active", "passive", "default"],
+                    help="OMP_WAIT_POLICY of the CTranslate2 runs (default active: its fastest here; "
+                    "tfm runs under the environment as it is)")
+    ap.add_argument("--tfm", nargs="+", help="tfm binaries, measured in turn each round (before/after "
+                    "builds; default: $TFM or build/tfm); lines identical to the first's are reported")
     ap.add_argument("--tfm-args", default="", help="extra flags for tfm translate (quoted)")
     ap.add_argument("--work", default=None, help="directory for outputs (default: a temporary one)")
     a = ap.parse_args()
 
-    tfm = os.environ.get("TFM", os.path.join(ROOT, "build", "tfm"))
+    tfms = a.tfm or [os.environ.get("TFM", os.path.join(ROOT, "build", "tfm"))]
+    profiled = {t: "--profile" in subprocess.run([t, "translate", "--help"], capture_output=True, text=True).stdout
+                for t in tfms}
     ct2_root = os.environ.get("CT2_ROOT", "/tmp/ct2")
     peer = os.environ.get("CT2_PEER", os.path.join(ROOT, "..", "shared", "peers", "ctranslate2"))
     work = a.work or tempfile.mkdtemp(prefix="translate_real.")
@@ -109,7 +120,10 @@ def main():
             sys.exit("no CTranslate2 build in %s: run ../shared/peers/ctranslate2/build.sh, or pass --no-ct2" % ct2_root)
         env["PYTHONPATH"] = src + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-        env.setdefault("OMP_WAIT_POLICY", "passive")
+        if a.ct2_wait_policy == "default":
+            env.pop("OMP_WAIT_POLICY", None)
+        else:
+            env["OMP_WAIT_POLICY"] = a.ct2_wait_policy
         for prec in a.precision:
             out = os.path.join(work, "ct2-" + prec)
             cmd = ["/usr/bin/python3", os.path.join(peer, "convert_tfm.py"), "--model", a.model, "--out", out, "--force"]
@@ -125,62 +139,77 @@ def main():
 
     print("# tfm vs CTranslate2 on real text: %s (%d lines), model %s, %d threads, batch %d, %d rounds"
           % (a.input, n_lines, a.model, a.threads, a.batch_size, a.rounds))
-    print("# load average before: %.2f" % os.getloadavg()[0])
+    print("# CTranslate2 under OMP_WAIT_POLICY=%s; tfm under %s; load average before: %.2f"
+          % (a.ct2_wait_policy, os.environ.get("OMP_WAIT_POLICY", "default"), os.getloadavg()[0]))
     results = []
     for prec in a.precision:
         for beam in a.beam_size:
             tag = "%s-beam%d" % (prec, beam)
-            tfm_out = os.path.join(work, "tfm-%s.txt" % tag)
             ct2_out = os.path.join(work, "ct2-%s.txt" % tag)
-            tfm_cmd = [tfm, "translate", "--model", a.model, "--input", a.input, "--output", tfm_out,
-                       "--precision", prec, "--beam-size", str(beam), "--threads", str(a.threads),
-                       "--batch-size", str(a.batch_size), "--profile"] + a.tfm_args.split()
             ct2_cmd = ["/usr/bin/python3", os.path.join(peer, "translate_ct2.py"), "--model", ct2_models.get(prec, ""),
                        "--input", a.input, "--output", ct2_out, "--beam-size", str(beam), "--threads", str(a.threads),
                        "--batch-size", str(a.batch_size), "--compute-type", "float32" if prec == "fp32" else prec, "--json"]
-            runs, peer_runs = [], []
-            for _ in range(a.rounds):
-                wall, rss, err = run_measured(tfm_cmd)
-                rows, search_s, tokens = parse_profile(err)
-                runs.append(dict(wall=wall, rss=rss, rows=rows, search=search_s, tokens=tokens))
+            runs = [[] for _ in tfms]
+            peer_runs = []
+            for _ in range(a.rounds):  # every engine once a round, so they see the same load
+                for i, tfm in enumerate(tfms):
+                    out = os.path.join(work, "tfm%d-%s.txt" % (i, tag))
+                    cmd = [tfm, "translate", "--model", a.model, "--input", a.input, "--output", out,
+                           "--precision", prec, "--beam-size", str(beam), "--threads", str(a.threads),
+                           "--batch-size", str(a.batch_size)] + (["--profile"] if profiled[tfm] else []) + a.tfm_args.split()
+                    wall, rss, err = run_measured(cmd)
+                    # A build from before --profile: its whole command only (search = command).
+                    rows, search_s, tokens = parse_profile(err) if profiled[tfm] else ([], wall, 0)
+                    runs[i].append(dict(wall=wall, rss=rss, rows=rows, search=search_s, tokens=tokens, out=out))
                 if not a.no_ct2:
                     wall, rss, err = run_measured(ct2_cmd, env=env)
                     stats = json.loads(err.strip().splitlines()[-1])
                     peer_runs.append(dict(wall=wall, rss=rss, search=stats["search_s"], load=stats["load_s"],
                                           tokens=stats["generated_tokens"]))
-            med = sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
-            r = dict(tag=tag, wall=statistics.median(x["wall"] for x in runs),
-                     walls=[x["wall"] for x in runs],
-                     search=statistics.median(x["search"] for x in runs), tokens=med["tokens"],
-                     rss=max(x["rss"] for x in runs), rows=med["rows"])
-            if peer_runs:
-                r["ct2_search"] = statistics.median(x["search"] for x in peer_runs)
-                r["ct2_searches"] = [x["search"] for x in peer_runs]
-                r["ct2_wall"] = statistics.median(x["wall"] for x in peer_runs)
-                r["ct2_rss"] = max(x["rss"] for x in peer_runs)
-                r["ct2_tokens"] = peer_runs[0]["tokens"]
-                r["same"] = same_lines(tfm_out, ct2_out)
-            results.append(r)
-            print("%s: tfm command %s s, search %.2f s; %s" % (
-                tag, " ".join("%.2f" % w for w in r["walls"]), r["search"],
-                ("CT2 search " + " ".join("%.2f" % w for w in r["ct2_searches"]) + " s") if peer_runs else ""),
-                flush=True)
+            for i, tfm in enumerate(tfms):
+                rs = runs[i]
+                med = sorted(rs, key=lambda r: r["wall"])[len(rs) // 2]
+                r = dict(tag=tag, tfm=tfm, wall=statistics.median(x["wall"] for x in rs),
+                         walls=[x["wall"] for x in rs],
+                         search=statistics.median(x["search"] for x in rs), tokens=med["tokens"] or runs[0][0]["tokens"],
+                         rss=max(x["rss"] for x in rs), rows=med["rows"])
+                if i > 0:
+                    r["same_as_first"] = same_lines(rs[0]["out"], runs[0][0]["out"])
+                if peer_runs:
+                    r["ct2_search"] = statistics.median(x["search"] for x in peer_runs)
+                    r["ct2_searches"] = [x["search"] for x in peer_runs]
+                    r["ct2_wall"] = statistics.median(x["wall"] for x in peer_runs)
+                    r["ct2_rss"] = max(x["rss"] for x in peer_runs)
+                    r["ct2_tokens"] = peer_runs[0]["tokens"]
+                    r["same"] = same_lines(rs[0]["out"], ct2_out)
+                results.append(r)
+                print("%s %s: tfm command %s s, search %.2f s%s" % (
+                    tag, tfm, " ".join("%.2f" % w for w in r["walls"]), r["search"],
+                    ("; CT2 search " + " ".join("%.2f" % w for w in r["ct2_searches"]) + " s") if peer_runs else ""),
+                    flush=True)
 
     print()
+    multi = len(tfms) > 1
+    label = lambda r: r["tag"] + (" " + r["tfm"] if multi else "")
     if a.no_ct2:
-        print("| workload | tfm command s | tfm search s | search tok/s | peak RSS MB |")
-        print("|---|---|---|---|---|")
+        print("| workload | tfm command s | tfm search s | search tok/s | peak RSS MB |%s" % (" same as first |" if multi else ""))
+        print("|---|---|---|---|---|%s" % ("---|" if multi else ""))
         for r in results:
-            print("| %s | %.2f | %.2f | %.0f | %.0f |" % (r["tag"], r["wall"], r["search"], r["tokens"] / r["search"], r["rss"]))
+            same = " %d / %d |" % r["same_as_first"] if "same_as_first" in r else (" – |" if multi else "")
+            print("| %s | %.2f | %.2f | %.0f | %.0f |%s" % (label(r), r["wall"], r["search"], r["tokens"] / r["search"], r["rss"], same))
     else:
-        print("| workload | tfm command s | tfm search s | CT2 search s | CT2 search / tfm command | search / search | identical lines | peak RSS MB tfm / CT2 |")
+        print("| workload | tfm command s | tfm search s | CT2 search s | CT2 search / tfm command | search / search | lines identical to CT2's%s | peak RSS MB tfm / CT2 |"
+              % (" (to the first tfm's)" if multi else ""))
         print("|---|---|---|---|---|---|---|---|")
         for r in results:
-            print("| %s | %.2f | %.2f | %.2f | **%.2f×** | %.2f× | %d / %d | %.0f / %.0f |" % (
-                r["tag"], r["wall"], r["search"], r["ct2_search"], r["ct2_search"] / r["wall"],
-                r["ct2_search"] / r["search"], r["same"][0], r["same"][1], r["rss"], r["ct2_rss"]))
+            same = "%d / %d" % r["same"]
+            if "same_as_first" in r:
+                same += " (%d)" % r["same_as_first"][0]
+            print("| %s | %.2f | %.2f | %.2f | **%.2f×** | %.2f× | %s | %.0f / %.0f |" % (
+                label(r), r["wall"], r["search"], r["ct2_search"], r["ct2_search"] / r["wall"],
+                r["ct2_search"] / r["search"], same, r["rss"], r["ct2_rss"]))
     for r in results:
-        print("\n%s: tfm's profile (median run, thread-seconds; %d tokens)" % (r["tag"], r["tokens"]))
+        print("\n%s: tfm's profile (median run, thread-seconds; %d tokens)" % (label(r), r["tokens"]))
         print("| phase | thread-s | share of threads × wall |")
         print("|---|---|---|")
         for name, s, share in r["rows"]:

@@ -1,6 +1,6 @@
 // The preallocated KV cache: appends write in place, views read through the batch stride give
-// what a contiguous cache gives, reorder equals a plain gather, and decoding in steady state
-// takes no new memory from the system.
+// what a contiguous cache gives, reorder (slots, no copies) equals a plain gather, and decoding
+// in steady state takes no new memory from the system.
 #include <vector>
 
 #include "support/test_util.h"
@@ -9,6 +9,7 @@
 #include "tfm/model/transformer.h"
 #include "tfm/nn/attention.h"
 #include "tfm/ops/attention.h"
+#include "tfm/ops/decode_attention.h"
 #include "tfm/ops/shape.h"
 
 namespace tfm {
@@ -67,7 +68,7 @@ TEST(KVCache, GrowsByDoublingAndKeepsWhatItHolds) {
   EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), reference_concat(vs)));
 }
 
-TEST(KVCache, ReorderMatchesAGatherAndSwapsTwoBuffers) {
+TEST(KVCache, ReorderMatchesAGatherAndCopiesNoKeys) {
   nn::KVCache cache;
   Tensor k = testing::random_tensor({4, 5, 6}, DType::f32, 1);
   Tensor v = testing::random_tensor({4, 5, 6}, DType::f32, 2);
@@ -77,30 +78,90 @@ TEST(KVCache, ReorderMatchesAGatherAndSwapsTwoBuffers) {
     for (int64_t r : rows) parts.push_back(narrow(t, 0, r, 1));
     return concat(parts, 0).contiguous();
   };
-  std::vector<const void*> seen;
+  auto expect_rows = [&](const Tensor& want_k, const Tensor& want_v, const char* what) {
+    const auto [got_k, got_v] = cache.rows_in_order();
+    EXPECT_TRUE(testing::bitwise_equal(got_k.contiguous(), want_k)) << what;
+    EXPECT_TRUE(testing::bitwise_equal(got_v.contiguous(), want_v)) << what;
+    EXPECT_EQ(cache.batch(), want_k.size(0)) << what;
+  };
+  const void* buffer = cache.k.storage().get();
   Tensor want_k = k, want_v = v;
-  // Same row count each time (beam search in steady state): two buffers, used alternately.
+  // Same row count each time (beam search in steady state): only the slots move.
   const std::vector<std::vector<int64_t>> orders = {
       {3, 3, 0, 1}, {1, 0, 2, 2}, {0, 1, 2, 3}, {2, 2, 2, 0}, {3, 1, 1, 0}};
   for (const auto& rows : orders) {
     cache.reorder(rows);
     want_k = gather(want_k, rows);
     want_v = gather(want_v, rows);
-    EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), want_k));
-    EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), want_v));
-    seen.push_back(cache.k.storage().get());
+    expect_rows(want_k, want_v, "reorder");
+    EXPECT_EQ(cache.k.storage().get(), buffer) << "a reorder copied the keys";
+    ASSERT_TRUE(cache.slots.defined());
+    EXPECT_EQ(cache.slots.shape(), (Shape{4, 5}));
   }
-  for (size_t i = 2; i < seen.size(); ++i) EXPECT_EQ(seen[i], seen[i - 2]) << "reorder " << i;
-  EXPECT_NE(seen[0], seen[1]);
-  // Fewer rows (a sentence finished), then appending goes on in place.
-  cache.reorder({1, 2});
-  want_k = gather(want_k, {1, 2});
-  Tensor k2 = testing::random_tensor({2, 1, 6}, DType::f32, 3);
-  cache.append(k2, testing::random_tensor({2, 1, 6}, DType::f32, 4));
-  EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat({want_k, k2})));
+  // Appending after a reorder writes each row's new position in its own buffer row, which no
+  // history holds: every row reads its ancestors' positions and its new one.
+  Tensor k1 = testing::random_tensor({4, 1, 6}, DType::f32, 5);
+  Tensor v1 = testing::random_tensor({4, 1, 6}, DType::f32, 6);
+  cache.append(k1, v1);
+  want_k = reference_concat({want_k, k1});
+  want_v = reference_concat({want_v, v1});
+  expect_rows(want_k, want_v, "append after reorder");
+  // More rows (beams expanding), then fewer (a sentence finished), appending in between.
+  cache.reorder({0, 0, 1, 1, 2, 2, 3, 3});
+  want_k = gather(want_k, {0, 0, 1, 1, 2, 2, 3, 3});
+  want_v = gather(want_v, {0, 0, 1, 1, 2, 2, 3, 3});
+  Tensor k2 = testing::random_tensor({8, 1, 6}, DType::f32, 7);
+  Tensor v2 = testing::random_tensor({8, 1, 6}, DType::f32, 8);
+  cache.append(k2, v2);
+  want_k = reference_concat({want_k, k2});
+  want_v = reference_concat({want_v, v2});
+  expect_rows(want_k, want_v, "after expanding");
+  cache.reorder({7, 2});
+  want_k = gather(want_k, {7, 2});
+  want_v = gather(want_v, {7, 2});
+  expect_rows(want_k, want_v, "after shrinking");
+  // The slots themselves: an appended row's positions are its own row; a reorder moves them.
+  nn::KVCache plain;
+  plain.append(k, v, 8);
+  EXPECT_EQ(plain.slots.contiguous().to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3}));
+  plain.reorder({2, 0});
+  plain.append(testing::random_tensor({2, 1, 6}, DType::f32, 9),
+               testing::random_tensor({2, 1, 6}, DType::f32, 10));
+  EXPECT_EQ(plain.slots.contiguous().to_vector<int32_t>(),
+            (std::vector<int32_t>{2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 1}));
   EXPECT_TRUE(testing::error_of([&] {
                 cache.reorder({0, 2});
               }).find("out of range") != std::string::npos);
+}
+
+// The attention of a cache with slots (decode kernel and general kernel) equals the attention of
+// its rows in order, bitwise for the decode kernel.
+TEST(KVCache, AttentionOverSlotsEqualsRowsInOrder) {
+  NoGradGuard ng;
+  nn::KVCache cache;
+  cache.append(testing::random_tensor({3, 9, 16}, DType::f32, 21),
+               testing::random_tensor({3, 9, 16}, DType::f32, 22), 16);
+  cache.reorder({2, 0, 0, 1});
+  cache.append(testing::random_tensor({4, 1, 16}, DType::f32, 23),
+               testing::random_tensor({4, 1, 16}, DType::f32, 24));
+  ASSERT_TRUE(cache.slots.defined());
+  const auto [k, v] = cache.rows_in_order();
+  const Tensor q = testing::random_tensor({4, 1, 16}, DType::f32, 25);
+  Tensor w_slots, w_rows;
+  const Tensor got =
+      decode_attention(q, cache.k, cache.v, 4, Tensor(), 0.0, &w_slots, Tensor(), cache.slots);
+  const Tensor want = decode_attention(q, k, v, 4, Tensor(), 0.0, &w_rows);
+  EXPECT_TRUE(testing::bitwise_equal(got, want));
+  EXPECT_TRUE(testing::bitwise_equal(w_slots, w_rows));
+  AttentionOptions o;
+  o.causal = true;
+  EXPECT_LE(testing::max_abs_diff(attention(q, k, v, 4, Tensor(), o).out, got), 2e-6);
+  EXPECT_NE(testing::error_of([&] {
+              decode_attention(q, cache.k, cache.v, 4, Tensor(), 0.0, nullptr, Tensor(),
+                               Tensor::zeros({4, 3}, DType::i32));
+            }).find("kv_slots must be i32 (4, 10)"),
+            std::string::npos);
 }
 
 TEST(KVCache, AttentionReadsTheStridedViewAsAContiguousCopy) {

@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "tfm/cli/commands.h"
+#include "tfm/core/allocator.h"
 #include "tfm/core/check.h"
 #include "tfm/core/file_util.h"
 #include "tfm/core/output_file.h"
@@ -181,6 +182,10 @@ void add_translate(CLI::App& app) {
       const TranslatorOptions& used = translator.options();
       std::cerr << profile::format(profile::collect(), wall.count(),
                                    used.intra_threads * used.inter_threads);
+      const AllocatorStats m = cpu_allocator().stats();
+      std::cerr << "tensor memory: " << (m.peak_in_use_bytes >> 20) << " MiB at most in use, "
+                << (m.cached_bytes >> 20) << " MiB cached at the end; " << m.system_allocs
+                << " system allocations, " << m.trims << " cache trims\n";
     }
   });
 }

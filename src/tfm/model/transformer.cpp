@@ -47,7 +47,7 @@ void DecoderState::reorder(const std::vector<int64_t>& rows) {
   for (auto& l : layers) l.self.reorder(rows);
   if (source_of_row.empty()) {  // unknown sources: gather the cross-attention rows too
     if (src_mask.defined()) src_mask = index_rows(src_mask, rows);
-    for (auto& l : layers) l.cross.reorder(rows);
+    for (auto& l : layers) l.cross.gather_rows(rows);
     return;
   }
   std::vector<int64_t> next(rows.size());

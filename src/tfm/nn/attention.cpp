@@ -25,11 +25,47 @@ Tensor window_of(const Tensor& buf, int64_t rows, int64_t at, int64_t len) {
 
 }  // namespace
 
+void KVCache::reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dtype) {
+  const bool fits = k_buf_.defined() && rows <= k_buf_.size(0) && cap <= k_buf_.size(1);
+  if (fits) return;
+  rows = std::max(rows, k_buf_.defined() ? k_buf_.size(0) : int64_t{0});
+  cap = std::max(cap, capacity());
+  const int64_t len = length();
+  Tensor kb = Tensor::empty({rows, cap, width}, dtype);
+  Tensor vb = Tensor::empty({rows, cap, width}, dtype);
+  Tensor sb = Tensor::empty({rows, cap, 1}, DType::i32);
+  if (len > 0) {
+    copy_rows(view_of(k_buf_, rows_, len), nullptr, view_of(kb, rows_, len));
+    copy_rows(view_of(v_buf_, rows_, len), nullptr, view_of(vb, rows_, len));
+    copy_rows(view_of(slot_buf_, batch_, len), nullptr, view_of(sb, batch_, len));
+  }
+  k_buf_ = kb;
+  v_buf_ = vb;
+  slot_buf_ = sb;
+  slot_spare_ = Tensor::empty({rows, cap, 1}, DType::i32);
+  std::vector<int32_t> ids(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  row_ids_ = Tensor::from_vector<int32_t>({rows, 1, 1}, ids);
+}
+
+void KVCache::set_views(int64_t len) {
+  k = view_of(k_buf_, rows_, len);
+  v = view_of(v_buf_, rows_, len);
+  // (B, L, 1) → (B, L), still a view: the unit axis moved to the front and dropped.
+  slots = view_of(slot_buf_, batch_, len).transpose(0, 2).select(0).transpose(0, 1);
+}
+
 void KVCache::adopt() {
-  k_buf_ = k.contiguous();
-  v_buf_ = v.contiguous();
-  k = k_buf_;
-  v = v_buf_;
+  const Tensor k0 = k.contiguous(), v0 = v.contiguous();  // (B, L, C)
+  const int64_t b = k0.size(0), len = k0.size(1);
+  k = v = Tensor();
+  reserve_buffers(b, len, k0.size(2), k0.dtype());
+  copy_rows(k0, nullptr, view_of(k_buf_, b, len));
+  copy_rows(v0, nullptr, view_of(v_buf_, b, len));
+  for (int64_t p = 0; p < len; ++p)
+    copy_rows(row_ids_.slice(0, b), nullptr, window_of(slot_buf_, b, p, 1));
+  rows_ = batch_ = b;
+  set_views(len);
 }
 
 void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t reserve) {
@@ -41,43 +77,53 @@ void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t res
   const int64_t len = length();
   if (len > 0)
     TFM_CHECK(b == batch() && width == k.size(2) && k_new.dtype() == k.dtype())
-        << "KVCache::append: cache holds " << k.describe() << ", new keys are " << k_new.describe();
+        << "KVCache::append: cache holds " << k.describe() << " for " << batch()
+        << " rows, new keys are " << k_new.describe();
   if (len > 0 && !k_buf_.defined()) adopt();  // set directly (cross-attention style)
-  if (!k_buf_.defined() || len + t > capacity() || b > k_buf_.size(0)) {
-    const int64_t cap = std::max({reserve, len + t, 2 * capacity()});
-    const int64_t rows = std::max(b, k_buf_.defined() ? k_buf_.size(0) : int64_t{0});
-    Tensor kb = Tensor::empty({rows, cap, width}, k_new.dtype());
-    Tensor vb = Tensor::empty({rows, cap, width}, k_new.dtype());
-    if (len > 0) {
-      copy_rows(view_of(k_buf_, b, len), nullptr, view_of(kb, b, len));
-      copy_rows(view_of(v_buf_, b, len), nullptr, view_of(vb, b, len));
-    }
-    k_buf_ = kb;
-    v_buf_ = vb;
-  }
+  const int64_t grown = len + t > capacity() ? std::max({reserve, len + t, 2 * capacity()}) : 0;
+  reserve_buffers(b, grown, width, k_new.dtype());
   copy_rows(k_new, nullptr, window_of(k_buf_, b, len, t));
   copy_rows(v_new, nullptr, window_of(v_buf_, b, len, t));
-  k = view_of(k_buf_, b, len + t);
-  v = view_of(v_buf_, b, len + t);
+  for (int64_t p = len; p < len + t; ++p)  // row i's new positions are in buffer row i
+    copy_rows(row_ids_.slice(0, b), nullptr, window_of(slot_buf_, b, p, 1));
+  rows_ = std::max(rows_, b);
+  batch_ = b;
+  set_views(len + t);
 }
 
 void KVCache::reorder(const std::vector<int64_t>& rows) {
   if (!k.defined()) return;
   if (!k_buf_.defined()) adopt();
-  const int64_t b = batch(), len = length(), width = k.size(2), cap = capacity();
+  const int64_t b = batch(), len = length();
   const int64_t n = static_cast<int64_t>(rows.size());
   for (int64_t r : rows)
     TFM_CHECK(r >= 0 && r < b) << "KVCache::reorder: row " << r << " out of range for batch " << b;
-  if (!k_spare_.defined() || k_spare_.size(0) < n || k_spare_.size(1) != cap) {
-    k_spare_ = Tensor::empty({std::max(n, b), cap, width}, k.dtype());
-    v_spare_ = Tensor::empty({std::max(n, b), cap, width}, k.dtype());
-  }
-  copy_rows(view_of(k_buf_, b, len), &rows, view_of(k_spare_, n, len));
-  copy_rows(view_of(v_buf_, b, len), &rows, view_of(v_spare_, n, len));
-  std::swap(k_buf_, k_spare_);
-  std::swap(v_buf_, v_spare_);
-  k = view_of(k_buf_, n, len);
-  v = view_of(v_buf_, n, len);
+  reserve_buffers(n, 0, k.size(2), k.dtype());
+  copy_rows(view_of(slot_buf_, b, len), &rows, view_of(slot_spare_, n, len));
+  std::swap(slot_buf_, slot_spare_);
+  batch_ = n;
+  set_views(len);
+}
+
+void KVCache::gather_rows(const std::vector<int64_t>& rows) {
+  if (!k.defined()) return;
+  auto [kr, vr] = rows_in_order();
+  k = index_rows(kr, rows);
+  v = index_rows(vr, rows);
+  k_buf_ = v_buf_ = slot_buf_ = slot_spare_ = row_ids_ = slots = Tensor();
+  rows_ = batch_ = 0;
+}
+
+std::pair<Tensor, Tensor> KVCache::rows_in_order() const {
+  if (!slots.defined()) return {k, v};
+  const int64_t len = length(), width = k.size(2), b = batch();
+  const HostView<int32_t> s = to_host<int32_t>(slots);  // (B, L)
+  std::vector<int64_t> flat(s.size());  // (slot row, position) among the R · L positions
+  for (size_t i = 0; i < flat.size(); ++i) flat[i] = s[i] * len + static_cast<int64_t>(i) % len;
+  const Tensor kc = k.contiguous().reshape({rows_ * len, width});
+  const Tensor vc = v.contiguous().reshape({rows_ * len, width});
+  return {index_rows(kc, flat).reshape({b, len, width}),
+          index_rows(vc, flat).reshape({b, len, width})};
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t width, int64_t heads, bool bias,
@@ -120,8 +166,11 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& k
       kv.k.dtype() == DType::f32 && kv.v.dtype() == DType::f32 && kv.k.device() == Device::cpu &&
       opt.dropout == 0.0 && !autograd::needs_grad({&q, &kv.k, &kv.v}))
     r.out = decode_attention(q, kv.k, kv.v, heads_, key_padding_mask, 0.0,
-                             return_weights ? &r.weights : nullptr, kv_rows);
-  else if (kv_rows.defined()) {  // the general kernel reads gathered rows
+                             return_weights ? &r.weights : nullptr, kv_rows, kv.slots);
+  else if (kv.slots.defined()) {  // the general kernel reads rows in order
+    const auto [k, v] = kv.rows_in_order();
+    r = attention(q, k, v, heads_, key_padding_mask, opt);
+  } else if (kv_rows.defined()) {  // the general kernel reads gathered rows
     const HostView<int32_t> map = to_host<int32_t>(kv_rows);
     const std::vector<int64_t> rows(map.data(), map.data() + map.size());
     r = attention(q, index_rows(kv.k, rows), index_rows(kv.v, rows), heads_,

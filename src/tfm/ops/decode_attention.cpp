@@ -26,7 +26,7 @@ Tensor rows_readable(const Tensor& t, const char* name) {
 
 Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, int64_t heads,
                         const Tensor& key_padding_mask, double scale, Tensor* weights,
-                        const Tensor& kv_rows_in) {
+                        const Tensor& kv_rows_in, const Tensor& kv_slots_in) {
   profile::Scope scope(profile::Phase::attention);
   TFM_CHECK(q_in.defined() && q_in.dim() == 3 && q_in.size(1) == 1 && q_in.dtype() == DType::f32 &&
             q_in.device() == Device::cpu)
@@ -46,8 +46,28 @@ Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
       TFM_CHECK(r[b] >= 0 && r[b] < Bk)
           << kOp << ": kv_rows[" << b << "] = " << r[b] << " outside the " << Bk << " key rows";
   }
-  TFM_CHECK((kv_rows.defined() || Bk == B) && v.size(0) == Bk && v.size(1) == S && k.size(2) == C &&
-            v.size(2) == C && k.strides()[0] == v.strides()[0])
+  Tensor kv_slots;
+  if (kv_slots_in.defined()) {
+    TFM_CHECK(kv_slots_in.dtype() == DType::i32 && kv_slots_in.dim() == 2 &&
+              kv_slots_in.size(0) == B && kv_slots_in.size(1) == S &&
+              kv_slots_in.device() == Device::cpu && !kv_rows.defined() &&
+              !key_padding_mask.defined())
+        << kOp << ": kv_slots must be i32 (" << B << ", " << S
+        << "), without kv_rows or a mask, got " << kv_slots_in.describe();
+    // Rows of a longer slot buffer are read in place (the KV cache's, one row per beam).
+    kv_slots = kv_slots_in.strides()[1] == 1 && kv_slots_in.strides()[0] >= S
+                   ? kv_slots_in
+                   : kv_slots_in.contiguous();
+    const int64_t ld = kv_slots.strides()[0];
+    const int32_t* r = kv_slots.data<int32_t>();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < S; ++s)
+        TFM_CHECK(r[b * ld + s] >= 0 && r[b * ld + s] < Bk)
+            << kOp << ": kv_slots[" << b << ", " << s << "] = " << r[b * ld + s] << " outside the "
+            << Bk << " key rows";
+  }
+  TFM_CHECK((kv_rows.defined() || kv_slots.defined() || Bk == B) && v.size(0) == Bk &&
+            v.size(1) == S && k.size(2) == C && v.size(2) == C && k.strides()[0] == v.strides()[0])
       << kOp << ": q " << q.describe() << ", k " << k.describe() << ", v " << v.describe()
       << " do not match as (B, 1, C), (B, S, C), (B, S, C)";
   TFM_CHECK(heads > 0 && C > 0 && C % heads == 0)
@@ -75,6 +95,8 @@ Tensor decode_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_
   a.kv_batch_stride = k.strides()[0];
   a.mask = mask.defined() ? mask.data<uint8_t>() : nullptr;
   a.kv_rows = kv_rows.defined() ? kv_rows.data<int32_t>() : nullptr;
+  a.kv_slots = kv_slots.defined() ? kv_slots.data<int32_t>() : nullptr;
+  a.kv_slots_ld = kv_slots.defined() ? kv_slots.strides()[0] : 0;
   a.scale = static_cast<float>(scale != 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(Dh)));
   a.out = out.data<float>();
   if (weights) {

@@ -48,6 +48,10 @@ struct DecodeAttentionArgs {
   // (B): row b reads the keys, values and mask of row kv_rows[b] (the beams of one sentence
   // share its cross-attention keys); null: row b's own.
   const int32_t* kv_rows = nullptr;
+  // (B, S): position s of row b is in key/value row kv_slots[b·ld + s] (a KV cache whose beams
+  // share their ancestors' positions instead of copying them); null: row kv_rows[b] or b.
+  const int32_t* kv_slots = nullptr;
+  int64_t kv_slots_ld = 0;  // kv_slots' row stride (>= S)
   float scale = 1.f;
   float* out = nullptr;  // (B, H·Dh); a row that sees no key gets zeros
   // (B, H, S): the probabilities, when not null (zeros where a row sees no key). The output is

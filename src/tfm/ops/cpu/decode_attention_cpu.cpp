@@ -3,6 +3,7 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "tfm/core/parallel.h"
@@ -26,24 +27,24 @@ constexpr int kBlock = attn::kTileVecRegs >= 32 ? 16 : 4;
 // acc[0, NB vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of NB vectors of the C
 // columns starting at column c0 (v already offset to it); h(c) = (c0 + c) / Dh.
 template <int NB>
-void weighted_sum_block(int64_t S, int64_t C, int64_t Dh, int64_t spad, const float* p,
-                        const float* v, int64_t c0, float* acc) {
+void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, const float* p, const float* const* vp,
+                        int64_t c0, float* acc) {
   V o[NB] = {};
   const float* ph[NB];
   for (int j = 0; j < NB; ++j) ph[j] = p + ((c0 + j * L) / Dh) * spad;
   for (int64_t s = 0; s < S; ++s) {
-    const float* vs = v + s * C;
+    const float* vs = vp[s] + c0;
 #pragma GCC unroll 16
     for (int j = 0; j < NB; ++j) o[j] += ph[j][s] * attn::vload(vs + j * L);
   }
   for (int j = 0; j < NB; ++j) attn::vstore(acc + j * L, o[j]);
 }
 
-// q_h · k_s for the 8 positions s = 0..7 of one head (k0: position 0's Dh values, ldk apart),
-// Dh a multiple of 8: eight ymm accumulators reduced together by a tree of hadds into one vector
-// of 8 scores. Eight separate horizontal sums (one a head and a position) were most of the
-// kernel's time on AVX2. AVX2 + FMA is the library's floor (x86-64-v3), so no dispatch.
-inline __m256 dots8(const float* qh, const float* k0, int64_t ldk, int64_t Dh) {
+// q_h · k_s for 8 positions of one head (kp[i] + off: position i's Dh values), Dh a multiple of
+// 8: eight ymm accumulators reduced together by a tree of hadds into one vector of 8 scores.
+// Eight separate horizontal sums (one a head and a position) were most of the kernel's time on
+// AVX2. AVX2 + FMA is the library's floor (x86-64-v3), so no dispatch.
+inline __m256 dots8(const float* qh, const float* const* kp, int64_t off, int64_t Dh) {
   __m256 acc[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
@@ -51,7 +52,7 @@ inline __m256 dots8(const float* qh, const float* k0, int64_t ldk, int64_t Dh) {
     const __m256 qv = _mm256_loadu_ps(qh + d);
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i)
-      acc[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + i * ldk + d), acc[i]);
+      acc[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kp[i] + off + d), acc[i]);
   }
   // hadd(a, b) = [a01 a23 b01 b23 | a45 a67 b45 b67]: two levels give, in each 128-bit half, the
   // four positions' sums of that half's lanes; the halves are then added.
@@ -64,14 +65,26 @@ inline __m256 dots8(const float* qh, const float* k0, int64_t ldk, int64_t Dh) {
 // All heads of batch row b. Keys and values are walked position by position, each position's
 // C values (every head) at once: for a cache that is one sequential stream the prefetchers
 // follow, where a head at a time would jump C floats ahead for every Dh it reads.
-void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratch) {
+void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratch,
+             std::vector<const float*>& pos) {
   const int64_t S = a.kv_len, H = a.heads, Dh = a.head_dim, C = H * Dh;
   const float* q = a.q + b * C;
   const int64_t kb = a.kv_rows ? a.kv_rows[b] : b;
-  const float* k = a.k + kb * a.kv_batch_stride;  // (S, C)
-  const float* v = a.v + kb * a.kv_batch_stride;
   float* out = a.out + b * C;
   const uint8_t* mask = a.mask ? a.mask + kb * S : nullptr;
+  // Where each position's keys and values are: one row's (S, C) block, or, with kv_slots, each
+  // position in the row its slot names (a beam's ancestors' rows). Padded with the last position
+  // so the prefetches below stay in bounds.
+  const int32_t* slots = a.kv_slots ? a.kv_slots + b * a.kv_slots_ld : nullptr;
+  pos.resize(static_cast<size_t>(2 * S + 16));
+  const float** kp = pos.data();
+  const float** vp = kp + S + 8;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t off = (slots ? slots[s] : kb) * a.kv_batch_stride + s * C;
+    kp[s] = a.k + off;
+    vp[s] = a.v + off;
+  }
+  for (int64_t s = S; s < S + 8; ++s) kp[s] = vp[s] = kp[S - 1];
   const int64_t spad = attn::round_up(S, L);
   scratch.resize(static_cast<size_t>(H * spad + C));
   float* p = scratch.data();  // (H, spad) scores, then probabilities
@@ -83,15 +96,15 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
   if (Dh % 8 == 0) {
     const __m256 scale = _mm256_set1_ps(a.scale);
     for (; s + 8 <= S; s += 8) {
-      const float* ks = k + s * C;
       // As below: the next block's keys to L1, this block's values to L2.
-      for (int64_t c = 0; c < 8 * C; c += 64 / sizeof(float)) {
-        __builtin_prefetch(ks + 8 * C + c, 0, 3);
-        __builtin_prefetch(v + s * C + c, 0, 2);
-      }
+      for (int64_t i = 0; i < 8; ++i)
+        for (int64_t c = 0; c < C; c += 64 / sizeof(float)) {
+          __builtin_prefetch(kp[s + 8 + i] + c, 0, 3);
+          __builtin_prefetch(vp[s + i] + c, 0, 2);
+        }
       for (int64_t h = 0; h < H; ++h)
         _mm256_storeu_ps(p + h * spad + s,
-                         _mm256_mul_ps(dots8(q + h * Dh, ks + h * Dh, C, Dh), scale));
+                         _mm256_mul_ps(dots8(q + h * Dh, kp + s, h * Dh, Dh), scale));
       if (mask)
         for (int64_t i = s; i < s + 8; ++i)
           if (mask[i])
@@ -99,12 +112,12 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
     }
   }
   for (; s < S; ++s) {
-    const float* ks = k + s * C;
+    const float* ks = kp[s];
     // The cache is read once a step and usually evicted since (the weights streamed through):
     // fetch the keys a few positions ahead, and this position's values for the sum below.
     for (int64_t c = 0; c < C; c += 64 / sizeof(float)) {
-      __builtin_prefetch(ks + kAhead * C + c, 0, 3);  // to L1
-      __builtin_prefetch(v + s * C + c, 0, 2);        // to L2
+      __builtin_prefetch(kp[std::min(s + kAhead, S + 7)] + c, 0, 3);  // to L1
+      __builtin_prefetch(vp[s] + c, 0, 2);                            // to L2
     }
     for (int64_t h = 0; h < H; ++h) {
       if (mask && mask[s]) {
@@ -146,12 +159,12 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
   int64_t c0 = 0;
   if (vec) {
     for (; c0 + kBlock * L <= C; c0 += kBlock * L)
-      weighted_sum_block<kBlock>(S, C, Dh, spad, p, v + c0, c0, acc + c0);
-    for (; c0 + L <= C; c0 += L) weighted_sum_block<1>(S, C, Dh, spad, p, v + c0, c0, acc + c0);
+      weighted_sum_block<kBlock>(S, Dh, spad, p, vp, c0, acc + c0);
+    for (; c0 + L <= C; c0 += L) weighted_sum_block<1>(S, Dh, spad, p, vp, c0, acc + c0);
   }
   std::fill(acc + c0, acc + C, 0.f);
   for (int64_t s = 0; s < S && c0 < C; ++s) {
-    const float* vs = v + s * C;
+    const float* vs = vp[s];
     for (int64_t h = c0 / Dh; h < H; ++h) {
       const float w = p[h * spad + s];
       for (int64_t c = std::max(c0, h * Dh); c < (h + 1) * Dh; ++c) acc[c] += w * vs[c];
@@ -177,7 +190,8 @@ void decode_attention_forward(const DecodeAttentionArgs& a) {
           : std::max<int64_t>(1, static_cast<int64_t>(attn::kMinChunkFlops / (task_flops + 1)));
   parallel_for(tasks, grain, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> scratch;
-    for (int64_t b = t0; b < t1; ++b) one_row(a, b, scratch);
+    thread_local std::vector<const float*> pos;
+    for (int64_t b = t0; b < t1; ++b) one_row(a, b, scratch, pos);
   });
 }
 
