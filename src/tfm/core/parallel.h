@@ -1,7 +1,13 @@
 // One thread pool for the whole program: OpenMP's, shared with oneDNN (built on OpenMP too).
 #pragma once
 
+#include <omp.h>
+
 #include <cstdint>
+#include <exception>
+#include <vector>
+
+#include "tfm/core/profile.h"
 
 namespace tfm {
 
@@ -29,6 +35,38 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     const int64_t e = b + grain < n ? b + grain : n;
     f(b, e);
   }
+}
+
+// Runs f(i) for every i in [0, n) on up to `threads` threads, each item on one thread, handed
+// out one at a time (uneven items: a search's shards); ops inside an item run on its thread
+// alone (nested regions get one thread). On the calling thread alone when threads <= 1 or
+// inside a parallel region. Every item runs even if one throws; the lowest item's exception is
+// rethrown. A thread out of items waits in the profile's `wait` phase, so imbalance shows.
+template <typename F>
+void parallel_items(int64_t n, int threads, F&& f) {
+  if (n <= 0) return;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+  auto one = [&](int64_t i) {
+    try {
+      f(i);
+    } catch (...) {
+      errors[static_cast<size_t>(i)] = std::current_exception();
+    }
+  };
+  if (threads > n) threads = static_cast<int>(n);
+  if (threads <= 1 || omp_in_parallel()) {
+    for (int64_t i = 0; i < n; ++i) one(i);
+  } else {
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(dynamic, 1) nowait
+      for (int64_t i = 0; i < n; ++i) one(i);
+      profile::Scope idle(profile::Phase::wait);
+#pragma omp barrier
+    }
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace tfm

@@ -1,10 +1,7 @@
 #include "tfm/decode/search.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
-#include <exception>
 
 #include "tfm/core/parallel.h"
 #include "tfm/core/profile.h"
@@ -53,36 +50,15 @@ class ShardedSearch : public Search {
     // Errors name the sentence's index in the whole batch.
     detail::check_inputs(model, sources, o_, prefixes);
     std::vector<std::vector<NBest>> results(shards);
-    std::vector<std::exception_ptr> errors(shards);
-    auto run_shard = [&](int64_t k) {
-      try {
-        const int64_t b = k * o_.shard_size, e = std::min(n, b + o_.shard_size);
-        std::vector<Ids> src(sources.begin() + b, sources.begin() + e), pre;
-        if (!prefixes.empty()) pre.assign(prefixes.begin() + b, prefixes.begin() + e);
-        std::vector<uint64_t> shard_ids;
-        for (int64_t i = b; i < e; ++i)
-          shard_ids.push_back(ids.empty() ? static_cast<uint64_t>(i) : ids[i]);
-        results[k] = inner_->run(model, src, shard_ids, pre);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    };
-    const int threads = static_cast<int>(std::min<int64_t>(get_threads(), shards));
-    if (threads <= 1 || omp_in_parallel()) {
-      for (int64_t k = 0; k < shards; ++k) run_shard(k);
-    } else {
-      // Ops inside run on their thread alone (nested regions get one thread). A thread out of
-      // shards waits at the barrier in its own phase, so a profile shows the imbalance.
-#pragma omp parallel num_threads(threads)
-      {
-#pragma omp for schedule(dynamic, 1) nowait
-        for (int64_t k = 0; k < shards; ++k) run_shard(k);
-        profile::Scope idle(profile::Phase::wait);
-#pragma omp barrier
-      }
-    }
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+    parallel_items(shards, get_threads(), [&](int64_t k) {
+      const int64_t b = k * o_.shard_size, e = std::min(n, b + o_.shard_size);
+      std::vector<Ids> src(sources.begin() + b, sources.begin() + e), pre;
+      if (!prefixes.empty()) pre.assign(prefixes.begin() + b, prefixes.begin() + e);
+      std::vector<uint64_t> shard_ids;
+      for (int64_t i = b; i < e; ++i)
+        shard_ids.push_back(ids.empty() ? static_cast<uint64_t>(i) : ids[i]);
+      results[k] = inner_->run(model, src, shard_ids, pre);
+    });
     std::vector<NBest> out;
     out.reserve(sources.size());
     for (auto& r : results)

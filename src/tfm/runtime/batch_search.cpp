@@ -1,14 +1,10 @@
 #include "tfm/runtime/batch_search.h"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <exception>
 #include <future>
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/parallel.h"
-#include "tfm/core/profile.h"
 
 namespace tfm::runtime {
 
@@ -67,31 +63,10 @@ std::vector<decode::NBest> search_in_batches(const Transformer& model, const dec
       for (size_t k = 0; k < batches[b].size(); k += shard)
         units.push_back({b, k, std::min(batches[b].size(), k + shard)});
     auto run_all = [&] {
-      const auto n = static_cast<int64_t>(units.size());
-      std::vector<std::exception_ptr> errors(units.size());
-      auto one = [&](int64_t u) {
-        try {
-          const Unit& w = units[static_cast<size_t>(u)];
-          run_on(*shard_search, batches[w.batch].data() + w.begin, w.end - w.begin);
-        } catch (...) {
-          errors[static_cast<size_t>(u)] = std::current_exception();
-        }
-      };
-      const int threads = static_cast<int>(std::min<int64_t>(get_threads(), n));
-      if (threads <= 1 || omp_in_parallel()) {
-        for (int64_t u = 0; u < n; ++u) one(u);
-      } else {
-        // Ops inside run on their thread alone (nested regions get one thread).
-#pragma omp parallel num_threads(threads)
-        {
-#pragma omp for schedule(dynamic, 1) nowait
-          for (int64_t u = 0; u < n; ++u) one(u);
-          profile::Scope idle(profile::Phase::wait);
-#pragma omp barrier
-        }
-      }
-      for (const std::exception_ptr& e : errors)
-        if (e) std::rethrow_exception(e);
+      parallel_items(static_cast<int64_t>(units.size()), get_threads(), [&](int64_t u) {
+        const Unit& w = units[static_cast<size_t>(u)];
+        run_on(*shard_search, batches[w.batch].data() + w.begin, w.end - w.begin);
+      });
     };
     if (pool == nullptr)
       run_all();

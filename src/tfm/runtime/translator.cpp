@@ -101,11 +101,20 @@ class Translator::Impl {
     if (options_.intra_threads == 0)
       options_.intra_threads = std::max(1, cores / options_.inter_threads);
     options_.compute_type = resolve_compute_type(o.compute_type, o.device, /*training=*/false);
-    model_ = load_model(dir);
+    // The workers first, and the model loaded and packed on one of them: the threads that pack
+    // the weights are those that translate, and the calling thread starts no OpenMP team of its
+    // own (under OMP_WAIT_POLICY=active an idle team spins on a core the workers need).
+    pool_ = std::make_unique<runtime::WorkerPool>(options_.inter_threads, options_.intra_threads);
+    int64_t parameter_count = 0;
+    pool_
+        ->submit([&] {
+          model_ = load_model(dir);
+          // Counted before binding: a bf16 or int8 binding releases the f32 weights it packed.
+          parameter_count = model_->parameter_count();
+          model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
+        })
+        .get();
     const ModelConfig& c = model_->config();
-    // Counted before binding: a bf16 or int8 binding releases the f32 weights it packed.
-    const int64_t parameter_count = model_->parameter_count();
-    model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
     // Sizes and special ids against the config. A directory whose vocabulary does not fit still
     // translates ids (they need none); the text methods then fail with the reason.
     try {
@@ -119,7 +128,6 @@ class Translator::Impl {
       info_.src_vocab_path = vocabs_.src->path();
       info_.trg_vocab_path = vocabs_.trg->path();
     }
-    pool_ = std::make_unique<runtime::WorkerPool>(options_.inter_threads, options_.intra_threads);
   }
 
   const ModelConfig& config() const { return model_->config(); }
