@@ -195,8 +195,10 @@ std::string format(const Report& r, double wall, int threads) {
   std::snprintf(line, sizeof line, "%-24s %10.3f %7.1f%%\n", "not in any phase", outside,
                 capacity > 0 ? 100.0 * outside / capacity : 0.0);
   s += line;
-  // Load, SentencePiece and I/O run between searches, never beside them (one batch at a time),
-  // so the search's wall time is what is left of the command's.
+  // Load, reading and encoding a window run between searches; only the output lines of a
+  // finished shard (decoded and written under a lock) overlap the other threads' shards, a few
+  // hundredths of a second of a real run. So the search's wall time is, to that much, what is
+  // left of the command's.
   const auto at = [&](Phase p) { return r.seconds[static_cast<int>(p)]; };
   const double search = std::max(1e-9, wall - at(Phase::load) - at(Phase::spm) - at(Phase::io));
   const double tokens = static_cast<double>(r.generated_tokens);
