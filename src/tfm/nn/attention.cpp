@@ -34,10 +34,11 @@ void KVCache::reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dt
   Tensor kb = Tensor::empty({rows, cap, width}, dtype);
   Tensor vb = Tensor::empty({rows, cap, width}, dtype);
   Tensor sb = Tensor::empty({rows, cap, 1}, DType::i32);
-  if (len > 0) {
-    copy_rows(view_of(k_buf_, rows_, len), nullptr, view_of(kb, rows_, len));
-    copy_rows(view_of(v_buf_, rows_, len), nullptr, view_of(vb, rows_, len));
-    copy_rows(view_of(slot_buf_, batch_, len), nullptr, view_of(sb, batch_, len));
+  if (len > 0) {  // k spans the buffer rows in use, slots the rows
+    const int64_t held = k.size(0), b = slots.size(0);
+    copy_rows(view_of(k_buf_, held, len), nullptr, view_of(kb, held, len));
+    copy_rows(view_of(v_buf_, held, len), nullptr, view_of(vb, held, len));
+    copy_rows(view_of(slot_buf_, b, len), nullptr, view_of(sb, b, len));
   }
   k_buf_ = kb;
   v_buf_ = vb;
@@ -48,11 +49,11 @@ void KVCache::reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dt
   row_ids_ = Tensor::from_vector<int32_t>({rows, 1, 1}, ids);
 }
 
-void KVCache::set_views(int64_t len) {
-  k = view_of(k_buf_, rows_, len);
-  v = view_of(v_buf_, rows_, len);
+void KVCache::set_views(int64_t held, int64_t rows, int64_t len) {
+  k = view_of(k_buf_, held, len);
+  v = view_of(v_buf_, held, len);
   // (B, L, 1) → (B, L), still a view: the unit axis moved to the front and dropped.
-  slots = view_of(slot_buf_, batch_, len).transpose(0, 2).select(0).transpose(0, 1);
+  slots = view_of(slot_buf_, rows, len).transpose(0, 2).select(0).transpose(0, 1);
 }
 
 void KVCache::adopt() {
@@ -64,8 +65,7 @@ void KVCache::adopt() {
   copy_rows(v0, nullptr, view_of(v_buf_, b, len));
   for (int64_t p = 0; p < len; ++p)
     copy_rows(row_ids_.slice(0, b), nullptr, window_of(slot_buf_, b, p, 1));
-  rows_ = batch_ = b;
-  set_views(len);
+  set_views(b, b, len);
 }
 
 void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t reserve) {
@@ -75,6 +75,8 @@ void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t res
       << " must be the same (B, t, C)";
   const int64_t b = k_new.size(0), t = k_new.size(1), width = k_new.size(2);
   const int64_t len = length();
+  // Buffer rows in use after this step: every row a slot names (all of k's), and those written.
+  const int64_t held = std::max(b, len > 0 ? k.size(0) : int64_t{0});
   if (len > 0)
     TFM_CHECK(b == batch() && width == k.size(2) && k_new.dtype() == k.dtype())
         << "KVCache::append: cache holds " << k.describe() << " for " << batch()
@@ -86,9 +88,7 @@ void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t res
   copy_rows(v_new, nullptr, window_of(v_buf_, b, len, t));
   for (int64_t p = len; p < len + t; ++p)  // row i's new positions are in buffer row i
     copy_rows(row_ids_.slice(0, b), nullptr, window_of(slot_buf_, b, p, 1));
-  rows_ = std::max(rows_, b);
-  batch_ = b;
-  set_views(len + t);
+  set_views(held, b, len + t);
 }
 
 void KVCache::reorder(const std::vector<int64_t>& rows) {
@@ -101,8 +101,7 @@ void KVCache::reorder(const std::vector<int64_t>& rows) {
   reserve_buffers(n, 0, k.size(2), k.dtype());
   copy_rows(view_of(slot_buf_, b, len), &rows, view_of(slot_spare_, n, len));
   std::swap(slot_buf_, slot_spare_);
-  batch_ = n;
-  set_views(len);
+  set_views(k.size(0), n, len);
 }
 
 void KVCache::gather_rows(const std::vector<int64_t>& rows) {
@@ -111,17 +110,16 @@ void KVCache::gather_rows(const std::vector<int64_t>& rows) {
   k = index_rows(kr, rows);
   v = index_rows(vr, rows);
   k_buf_ = v_buf_ = slot_buf_ = slot_spare_ = row_ids_ = slots = Tensor();
-  rows_ = batch_ = 0;
 }
 
 std::pair<Tensor, Tensor> KVCache::rows_in_order() const {
   if (!slots.defined()) return {k, v};
-  const int64_t len = length(), width = k.size(2), b = batch();
+  const int64_t len = length(), width = k.size(2), b = batch(), held = k.size(0);
   const HostView<int32_t> s = to_host<int32_t>(slots);  // (B, L)
   std::vector<int64_t> flat(s.size());  // (slot row, position) among the R · L positions
   for (size_t i = 0; i < flat.size(); ++i) flat[i] = s[i] * len + static_cast<int64_t>(i) % len;
-  const Tensor kc = k.contiguous().reshape({rows_ * len, width});
-  const Tensor vc = v.contiguous().reshape({rows_ * len, width});
+  const Tensor kc = k.contiguous().reshape({held * len, width});
+  const Tensor vc = v.contiguous().reshape({held * len, width});
   return {index_rows(kc, flat).reshape({b, len, width}),
           index_rows(vc, flat).reshape({b, len, width})};
 }

@@ -46,11 +46,11 @@ struct KVCache {
   void adopt();  // makes a cache set directly (contiguous k/v) appendable
   // Buffers of at least `rows` rows and `cap` positions, holding what they held.
   void reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dtype);
-  void set_views(int64_t len);
+  // k, v over `held` buffer rows and slots over `rows` rows, `len` positions each.
+  void set_views(int64_t held, int64_t rows, int64_t len);
   Tensor k_buf_, v_buf_;          // (row capacity, capacity, C)
   Tensor slot_buf_, slot_spare_;  // i32 (row capacity, capacity, 1); the reorder's target
   Tensor row_ids_;                // i32 (row capacity, 1, 1): 0, 1, …, what a step's slots are
-  int64_t rows_ = 0, batch_ = 0;  // buffer rows in use (R), rows (B)
 };
 
 class MultiHeadAttention : public Module {
