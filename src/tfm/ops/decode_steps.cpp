@@ -41,6 +41,12 @@ void mask_row(float* row, int64_t v, StepRule rule, const SpecialIds& s) {
   }
 }
 
+// The (rows, k) result of a top-k over rows of v values, k checked.
+TopK top_k_result(int64_t rows, int64_t v, int64_t k, const char* op) {
+  TFM_CHECK(k > 0 && k <= v) << op << ": k = " << k << " outside [1, " << v << "]";
+  return TopK{Tensor::empty({rows, k}), Tensor::empty({rows, k}, DType::i32)};
+}
+
 void check_rules(const Tensor& x, const std::vector<StepRule>& rules, const SpecialIds& s,
                  const char* op) {
   const int64_t rows = x.size(0), v = x.size(1);
@@ -65,8 +71,7 @@ TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, c
   check_rows(logits, "top_k_log_probs");
   check_rules(logits, rules, s, "top_k_log_probs");
   const int64_t rows = logits.size(0), v = logits.size(1);
-  TFM_CHECK(k > 0 && k <= v) << "top_k_log_probs: k = " << k << " outside [1, " << v << "]";
-  TopK out{Tensor::empty({rows, k}), Tensor::empty({rows, k}, DType::i32)};
+  TopK out = top_k_result(rows, v, k, "top_k_log_probs");
   const float* x = logits.data<float>();
   float* vals = out.values.data<float>();
   int32_t* ids = out.ids.data<int32_t>();
@@ -85,8 +90,7 @@ TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, c
 TopK top_k_rows(const Tensor& x, int64_t k) {
   check_rows(x, "top_k_rows");
   const int64_t rows = x.size(0), v = x.size(1);
-  TFM_CHECK(k > 0 && k <= v) << "top_k_rows: k = " << k << " outside [1, " << v << "]";
-  TopK out{Tensor::empty({rows, k}), Tensor::empty({rows, k}, DType::i32)};
+  TopK out = top_k_result(rows, v, k, "top_k_rows");
   const float* p = x.data<float>();
   float* vals = out.values.data<float>();
   int32_t* ids = out.ids.data<int32_t>();
