@@ -62,7 +62,7 @@ struct TrainOptions {
   double max_minutes = 0;  // wall time of this run
 
   // Optimisation.
-  std::string lr_schedule = "inverse_sqrt";  // noam | inverse_sqrt | constant
+  std::string lr_schedule = "inverse_sqrt";  // noam | inverse_sqrt | constant | linear (to max_updates)
   double lr = 5e-4;                          // the peak (inverse_sqrt, constant)
   double lr_factor = 1.0;                    // noam's factor
   int64_t warmup = 4000;                     // updates

@@ -220,6 +220,20 @@ TEST_F(TrainLoopTest, BestCheckpointAndEarlyStoppingFollowTheMetric) {
   }
 }
 
+TEST_F(TrainLoopTest, LinearScheduleDecaysToTheUpdateBudget) {
+  const auto data = toy_corpus(12, 24, 1);
+  TrainLoopOptions o = options("linear");
+  o.schedule.kind = ScheduleKind::linear;
+  o.max_updates = 40;  // warm-up 20, then 20 steps down to lr / 21 at update 40
+  o.log_every = 20;
+  train(o, data, {}, 0.0, 1);
+  std::ifstream in(dir_ / "log.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("update 20 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("lr 3.000e-03"), std::string::npos) << text;  // the peak, at update 20
+  EXPECT_NE(text.find("lr 1.429e-04"), std::string::npos) << text;  // 3e-3 / 21, at update 40
+}
+
 TEST_F(TrainLoopTest, BadOptionsAreErrors) {
   const auto data = toy_corpus(5, 24, 6);
   Transformer model(toy_config(24, 0.0), 1);
@@ -235,6 +249,10 @@ TEST_F(TrainLoopTest, BadOptionsAreErrors) {
   EXPECT_TFM_ERROR(TrainLoop(o, model, batcher(data), {}, log), "label_smoothing");
   o = options("m");
   EXPECT_TFM_ERROR(TrainLoop(o, model, batcher({}), {}, log), "no training examples");
+  o = options("m");
+  o.schedule.kind = ScheduleKind::linear;  // neither max_updates nor max_minutes
+  EXPECT_TFM_ERROR(TrainLoop(o, model, batcher(data), {}, log),
+                   "needs a budget of updates or of time");
 }
 
 }  // namespace

@@ -172,9 +172,10 @@ void add_train(CLI::App& app) {
   cmd->add_option("--max-updates", f.max_updates, "Stop after N updates (0: no limit)");
   cmd->add_option("--max-epochs", f.max_epochs, "Stop after N epochs (0: no limit)");
   cmd->add_option("--max-minutes", f.max_minutes, "Stop after M minutes of this run (0: none)");
-  cmd->add_option("--lr", f.lr, "Peak learning rate (inverse_sqrt, constant)");
-  cmd->add_option("--lr-schedule", f.lr_schedule, "noam | inverse_sqrt | constant")
-      ->check(CLI::IsMember({"noam", "inverse_sqrt", "constant"}));
+  cmd->add_option("--lr", f.lr, "Peak learning rate (inverse_sqrt, constant, linear)");
+  cmd->add_option("--lr-schedule", f.lr_schedule,
+                  "noam | inverse_sqrt | constant | linear (decays to --max-updates)")
+      ->check(CLI::IsMember({"noam", "inverse_sqrt", "constant", "linear"}));
   cmd->add_option("--lr-factor", f.lr_factor, "noam's factor");
   cmd->add_option("--warmup", f.warmup, "Warm-up updates");
   cmd->add_option("--label-smoothing", f.label_smoothing, "Label smoothing epsilon");

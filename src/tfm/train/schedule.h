@@ -5,6 +5,14 @@
 //   inverse_sqrt  lr · n / warmup while n < warmup, then lr · sqrt(warmup / n)  (fairseq's, with
 //                 the warm-up starting from 0)
 //   constant      lr · min(1, n / warmup)
+//   linear        lr · min(1, n / warmup) · (1 - f), f the fraction of the budget spent: for a
+//   fixed
+//                 budget, where decaying to zero learns more than a schedule that never ends
+//                 (docs/performance.md, "Quick start"). The budget is `total` updates, f = (n -
+//                 warmup) / (total - warmup + 1) from the end of the warm-up, and/or
+//                 `total_seconds` of training time, f = seconds / total_seconds; with both, the
+//                 larger f (the budget that runs out first). A time budget makes the rates depend
+//                 on the clock.
 // warmup = 0 means no warm-up (noam needs warmup > 0).
 #pragma once
 
@@ -13,20 +21,23 @@
 
 namespace tfm {
 
-enum class ScheduleKind { noam, inverse_sqrt, constant };
+enum class ScheduleKind { noam, inverse_sqrt, constant, linear };
 
 struct ScheduleOptions {
   ScheduleKind kind = ScheduleKind::inverse_sqrt;
-  double lr = 5e-4;  // peak learning rate (inverse_sqrt, constant)
+  double lr = 5e-4;          // peak learning rate (inverse_sqrt, constant, linear)
+  int64_t total = 0;         // linear: the budget of updates (the last update), 0: none
+  double total_seconds = 0;  // linear: the budget of training seconds, 0: none
   int64_t warmup = 4000;
   double factor = 1.0;    // noam's multiplier
   int64_t d_model = 512;  // noam's scale
 };
 
-ScheduleKind parse_schedule(const std::string& name);  // noam | inverse_sqrt | constant
+ScheduleKind parse_schedule(const std::string& name);  // noam | inverse_sqrt | constant | linear
 const char* to_string(ScheduleKind kind);
 
-// The learning rate of update n (n >= 1). Throws on invalid options.
-double learning_rate(const ScheduleOptions& options, int64_t n);
+// The learning rate of update n (n >= 1), `seconds` of training into a time budget. Throws on
+// invalid options.
+double learning_rate(const ScheduleOptions& options, int64_t n, double seconds = 0);
 
 }  // namespace tfm

@@ -96,6 +96,16 @@ TrainLoop::TrainLoop(TrainLoopOptions options, Transformer& model, Batcher train
       << "validation metric bleu needs validation BLEU (a BLEU hook: a validation set and a "
          "vocabulary)";
   TFM_CHECK(o_.early_stopping == 0 || !valid_.empty()) << "early stopping needs a validation set";
+  // A linear schedule decays over the run's budget: --max-updates (absolute) and/or the training
+  // time of earlier runs plus this run's --max-minutes (set again when run() starts).
+  if (o_.schedule.kind == ScheduleKind::linear) {
+    o_.schedule.total = o_.max_updates;
+    o_.schedule.total_seconds = o_.max_minutes * 60.0;
+    // Every rank must step with the same rate, and each reads its own clock.
+    TFM_CHECK(o_.schedule.total > 0 || world().size() == 1)
+        << "a linear schedule over a time budget needs a budget of updates (max_updates) when "
+           "training in several processes";
+  }
   learning_rate(o_.schedule, 1);  // validates the schedule options now, not at update 1
   model_.set_generator(&dropout_gen_);
 }
@@ -148,6 +158,10 @@ bool TrainLoop::resume() {
             std::to_string(p_.position.epoch + 1) + ", batch " + std::to_string(p_.position.index) +
             ")");
   return true;
+}
+
+double TrainLoop::elapsed_now() const {
+  return run_start_elapsed_ + (now_seconds() - run_start_);
 }
 
 std::string TrainLoop::limit_reached(double run_seconds) const {
@@ -260,7 +274,7 @@ bool TrainLoop::train_update() {
   }
   p_.nonfinite_in_a_row = 0;
   const int64_t n = p_.updates + 1;
-  const double lr = learning_rate(o_.schedule, n);
+  const double lr = learning_rate(o_.schedule, n, elapsed_now());
   adam_.step(lr, scale * clip_coefficient(gnorm, o_.clip_norm));
   adam_.zero_grad();
   p_.updates = n;
@@ -292,7 +306,7 @@ void TrainLoop::log_window() {
   e.loss = w.loss_sum / tok;
   e.perplexity = std::exp(w.nll_sum / tok);
   e.accuracy = static_cast<double>(w.correct) / tok;
-  e.learning_rate = learning_rate(o_.schedule, std::max<int64_t>(1, p_.updates));
+  e.learning_rate = learning_rate(o_.schedule, std::max<int64_t>(1, p_.updates), elapsed_now());
   e.grad_norm = w.gnorm_sum / static_cast<double>(w.updates);
   e.tokens_per_second = static_cast<double>(w.src_tokens + w.trg_tokens) / secs;
   e.sentences = p_.sentences;
@@ -304,8 +318,8 @@ void TrainLoop::log_window() {
       " | trg tok " + format_count(static_cast<double>(p_.trg_tokens)) + " | loss " +
       fmt("%.4f", w.loss_sum / tok) + " | ppl " + fmt("%.2f", std::exp(w.nll_sum / tok)) +
       " | acc " + fmt("%.1f%%", 100.0 * static_cast<double>(w.correct) / tok) + " | lr " +
-      fmt("%.3e", learning_rate(o_.schedule, std::max<int64_t>(1, p_.updates))) + " | gnorm " +
-      fmt("%.3f", w.gnorm_sum / static_cast<double>(w.updates)) + " | " +
+      fmt("%.3e", learning_rate(o_.schedule, std::max<int64_t>(1, p_.updates), elapsed_now())) +
+      " | gnorm " + fmt("%.3f", w.gnorm_sum / static_cast<double>(w.updates)) + " | " +
       format_count(static_cast<double>(w.src_tokens + w.trg_tokens) / secs) + " tok/s | " +
       format_duration(run_start_elapsed_ + (t - run_start_));
   if (world().size() > 1) {
@@ -450,6 +464,8 @@ TrainLoopResult TrainLoop::run(const std::atomic<bool>* stop) {
                               : ", " + std::to_string(valid_.size()) + " validation pairs"));
   }
   run_start_ = now_seconds();
+  if (o_.schedule.kind == ScheduleKind::linear && o_.max_minutes > 0)
+    o_.schedule.total_seconds = run_start_elapsed_ + o_.max_minutes * 60.0;
   window_start_ = run_start_;
   TrainLoopResult r;
   for (;;) {

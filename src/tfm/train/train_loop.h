@@ -111,6 +111,7 @@ class TrainLoop {
   double window_start_ = 0;       // run seconds at the start of the log window
   double run_start_ = 0;          // clock at the start of this run
   double run_start_elapsed_ = 0;  // training seconds of earlier runs
+  double elapsed_now() const;     // training seconds so far, earlier runs included
   bool validated_since_save_ = false;
   int64_t last_saved_update_ = -1;
   bool stop_early_ = false;
