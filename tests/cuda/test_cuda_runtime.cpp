@@ -181,8 +181,11 @@ TEST_F(CudaDevice, ZerosAndHostAccessErrors) {
   for (float x : z.to_vector<float>()) ASSERT_EQ(x, 0.0f);
   EXPECT_TRUE(contains(error_of([&] { (void)z.at({3}); }), "is on cuda; copy it to the cpu"));
   EXPECT_TRUE(contains(error_of([&] { (void)z.to(DType::f64); }), "is on cuda"));
-  EXPECT_TRUE(contains(error_of([&] { Tensor::full({3}, 2.0, DType::f32, Device::cuda); }),
-                       "only zero-filling"));
+  // A non-zero fill goes through the host; a strided device view cannot be filled.
+  EXPECT_EQ(Tensor::full({3}, 2.5, DType::f32, Device::cuda).to_vector<float>(),
+            (std::vector<float>{2.5f, 2.5f, 2.5f}));
+  Tensor strided = Tensor::zeros({4, 6}, DType::f32, Device::cuda).transpose(0, 1);
+  EXPECT_TRUE(contains(error_of([&] { strided.fill_(1.0); }), "only a contiguous tensor"));
   const Tensor dev = Tensor::zeros({4, 6}, DType::f32, Device::cuda);
   EXPECT_TRUE(contains(error_of([&] { (void)to_device(dev.transpose(0, 1), Device::cpu); }),
                        "need contiguous tensors"));

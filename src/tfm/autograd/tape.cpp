@@ -117,7 +117,7 @@ void backward(const Tensor& root, const Tensor& root_grad, const BackwardHooks& 
   if (!seed.defined()) {
     TFM_CHECK(root.numel() == 1) << "backward without a gradient needs a scalar, got "
                                  << root.describe();
-    seed = Tensor::ones(root.shape(), root.dtype());
+    seed = Tensor::full(root.shape(), 1.0, root.dtype(), root.device());
   }
   NoGradGuard no_grad;
   accumulate(*root.autograd_meta(), seed);
@@ -170,17 +170,18 @@ void backward(const Tensor& root, const Tensor& root_grad, const BackwardHooks& 
   }
 }
 
-Tensor grad_output(size_t input, const Shape& shape, DType dtype) {
+Tensor grad_output(size_t input, const Shape& shape, DType dtype, Device device) {
   if (g_running != nullptr && input < g_running->inputs.size()) {
     AutogradMeta* m = g_running->inputs[input].get();
     if (m != nullptr && m->grad_slot.defined() && !m->grad.defined() &&
         m->grad_slot.shape() == shape && m->grad_slot.dtype() == dtype &&
+        m->grad_slot.device() == device &&
         std::find(g_lent.begin(), g_lent.end(), m) == g_lent.end()) {
       g_lent.push_back(m);
       return m->grad_slot;
     }
   }
-  return Tensor::empty(shape, dtype);
+  return Tensor::empty(shape, dtype, device);
 }
 
 void clear_tape() {

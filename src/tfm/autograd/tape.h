@@ -74,7 +74,7 @@ void accumulate(AutogradMeta& meta, const Tensor& g);
 // copy; otherwise (a second contribution, no arena, outside a backward) a new tensor. Contents
 // uninitialised either way; the closure must fill it whole and return it as that input's
 // gradient (a slot that is not returned is zeroed again).
-Tensor grad_output(size_t input, const Shape& shape, DType dtype);
+Tensor grad_output(size_t input, const Shape& shape, DType dtype, Device device = Device::cpu);
 
 // Drops everything recorded (e.g. after a forward pass whose loss is not used).
 void clear_tape();

@@ -366,9 +366,13 @@ Tensor Tensor::to(DType dtype) const {
 void Tensor::fill_(double value) {
   TFM_CHECK(defined()) << "fill_ on an undefined tensor";
   if (device() != Device::cpu) {
-    TFM_CHECK(value == 0.0 && is_contiguous())
-        << "fill_: on " << device_name(device()) << " only zero-filling a contiguous tensor is "
-        << "supported; got " << value << " for " << describe();
+    TFM_CHECK(is_contiguous()) << "fill_: on " << device_name(device())
+                               << " only a contiguous tensor can be filled, got " << describe();
+    if (value != 0.0) {
+      // Rare and small (a scalar loss, a backward's seed): filled on the host, copied over once.
+      copy_(full(shape_, value, dtype_, Device::cpu));
+      return;
+    }
 #ifdef TFM_WITH_CUDA
     cuda::memset_zero(raw_data(), nbytes());
 #endif

@@ -5,6 +5,9 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/attention_cpu.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/attention.h"
+#endif
 
 namespace tfm {
 
@@ -35,6 +38,8 @@ AttentionResult attention(const Tensor& q_in, const Tensor& k_in, const Tensor& 
   TFM_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3)
       << kOp << ": q, k, v must be (B, T, H·Dh), (B, S, H·Dh), (B, S, H·Dh); got q " << q.describe()
       << ", k " << k.describe() << ", v " << v.describe();
+  check_same_device(q, k, kOp);
+  check_same_device(q, v, kOp);
   TFM_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype())
       << kOp << ": dtypes differ, q " << q.describe() << ", k " << k.describe() << ", v "
       << v.describe();
@@ -52,10 +57,10 @@ AttentionResult attention(const Tensor& q_in, const Tensor& k_in, const Tensor& 
   Tensor mask;
   if (key_padding_mask.defined()) {
     TFM_CHECK(key_padding_mask.dtype() == DType::u8 && key_padding_mask.dim() == 2 &&
-              key_padding_mask.size(0) == B && key_padding_mask.size(1) == S &&
-              key_padding_mask.device() == Device::cpu)
+              key_padding_mask.size(0) == B && key_padding_mask.size(1) == S)
         << kOp << ": key_padding_mask must be u8 (B, S) = " << shape_str({B, S}) << ", got "
         << key_padding_mask.describe();
+    check_same_device(q, key_padding_mask, kOp);
     mask = key_padding_mask.contiguous();
   }
   const double p = options.dropout;
@@ -76,28 +81,47 @@ AttentionResult attention(const Tensor& q_in, const Tensor& k_in, const Tensor& 
     config.stream = stream.id();
   }
 
+  const Device device = q.device();
+  TFM_CHECK(!(on_cuda(q) && options.return_weights))
+      << kOp << ": the CUDA kernel does not return attention weights";
   AttentionResult result;
-  result.out = Tensor::empty({B, T, C}, q.dtype());
-  // The logsumexp per row is all the backward needs from the forward; skip it when no backward.
-  Tensor lse = grad ? Tensor::empty({B, heads, T}, q.dtype()) : Tensor();
+  result.out = Tensor::empty({B, T, C}, q.dtype(), device);
+  // The logsumexp per row is all the backward needs from the forward; the CPU kernel skips it
+  // when no backward follows.
+  Tensor lse = grad || on_cuda(q) ? Tensor::empty({B, heads, T}, q.dtype(), device) : Tensor();
   if (options.return_weights) result.weights = Tensor::empty({B, heads, T, S}, q.dtype());
-  dispatch_floating(q.dtype(), kOp, [&](auto zero) {
-    using F = decltype(zero);
-    cpu::attention_forward<F>(shape, config, q.data<F>(), k.data<F>(), v.data<F>(),
-                              result.out.data<F>(), grad ? lse.data<F>() : nullptr,
-                              options.return_weights ? result.weights.data<F>() : nullptr);
-  });
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(q))
+    cuda::attention_forward(shape, config, q.data<float>(), k.data<float>(), v.data<float>(),
+                            result.out.data<float>(), lse.data<float>());
+#endif
+  if (!on_cuda(q))
+    dispatch_floating(q.dtype(), kOp, [&](auto zero) {
+      using F = decltype(zero);
+      cpu::attention_forward<F>(shape, config, q.data<F>(), k.data<F>(), v.data<F>(),
+                                result.out.data<F>(), grad ? lse.data<F>() : nullptr,
+                                options.return_weights ? result.weights.data<F>() : nullptr);
+    });
   if (!grad) return result;
 
   const Tensor out = result.out.detach(), weights = result.weights.detach();
   auto backward = [=](const autograd::Grads& g, const autograd::Needs& needs) {
     Tensor grad_out = g[0].contiguous();                               // (B, T, C)
     Tensor grad_w = weights.defined() ? g[1].contiguous() : Tensor();  // (B, H, T, S)
-    Tensor dq = Tensor::empty(q.shape(), q.dtype());
-    Tensor dk = Tensor::empty(k.shape(), k.dtype());
-    Tensor dv = Tensor::empty(v.shape(), v.dtype());
+    Tensor dq = Tensor::empty(q.shape(), q.dtype(), device);
+    Tensor dk = Tensor::empty(k.shape(), k.dtype(), device);
+    Tensor dv = Tensor::empty(v.shape(), v.dtype(), device);
     cpu::AttentionConfig cfg = config;
     cfg.key_padding_mask = mask.defined() ? mask.data<uint8_t>() : nullptr;
+#ifdef TFM_WITH_CUDA
+    if (on_cuda(q)) {
+      cuda::attention_backward(shape, cfg, q.data<float>(), k.data<float>(), v.data<float>(),
+                               out.data<float>(), lse.data<float>(), grad_out.data<float>(),
+                               dq.data<float>(), dk.data<float>(), dv.data<float>());
+      return autograd::Grads{needs[0] ? dq : Tensor(), needs[1] ? dk : Tensor(),
+                             needs[2] ? dv : Tensor()};
+    }
+#endif
     dispatch_floating(q.dtype(), kOp, [&](auto zero) {
       using F = decltype(zero);
       cpu::attention_backward<F>(

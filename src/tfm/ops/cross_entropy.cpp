@@ -6,6 +6,10 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/cross_entropy_cpu.h"
 #include "tfm/ops/dispatch.h"
+#include "tfm/ops/host.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/cross_entropy.h"
+#endif
 
 namespace tfm {
 
@@ -33,8 +37,7 @@ CrossEntropyResult softmax_cross_entropy(const Tensor& logits_in, const Tensor& 
   TFM_CHECK(v >= 1) << op << ": the vocabulary (last) axis is empty in logits "
                     << logits.describe();
   TFM_CHECK(targets_in.defined()) << op << ": targets is undefined";
-  TFM_CHECK(targets_in.device() == Device::cpu)
-      << op << ": targets is on " << device_name(targets_in.device()) << "; only cpu is built";
+  check_same_device(logits, targets_in, op);
   TFM_CHECK(targets_in.dtype() == DType::i32)
       << op << ": targets must be i32, got " << targets_in.describe();
   const Shape lead(logits.shape().begin(), logits.shape().end() - 1);
@@ -48,8 +51,9 @@ CrossEntropyResult softmax_cross_entropy(const Tensor& logits_in, const Tensor& 
   // its batch buffer before calling it.
   Tensor targets = targets_in.clone();
   const int64_t n = targets.numel();
-  const int32_t* tp = targets.data<int32_t>();
-  // Checked up front, on one thread, so the kernel can trust every target.
+  const HostView<int32_t> host_targets = to_host<int32_t>(targets);
+  const int32_t* tp = host_targets.data();
+  // Checked up front, on one thread (on the host), so the kernel can trust every target.
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = tp[i];
     TFM_CHECK(t == ignore_index || (t >= 0 && t < v))
@@ -58,21 +62,30 @@ CrossEntropyResult softmax_cross_entropy(const Tensor& logits_in, const Tensor& 
         << "); logits " << logits.describe();
   }
 
-  Tensor row_max = Tensor::empty({n}, logits.dtype());     // (N)
-  Tensor row_logsum = Tensor::empty({n}, logits.dtype());  // (N) lse = max + logsum
+  Tensor row_max = Tensor::empty({n}, logits.dtype(), logits.device());  // (N)
+  Tensor row_logsum =
+      Tensor::empty({n}, logits.dtype(), logits.device());  // (N) lse = max + logsum
   cpu::CrossEntropyTotals tot;
-  dispatch_floating(logits.dtype(), op, [&](auto z) {
-    using T = decltype(z);
-    tot = cpu::cross_entropy_forward<T>(n, v, logits.data<T>(), tp, ignore_index, label_smoothing,
-                                        row_max.data<T>(), row_logsum.data<T>());
-  });
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(logits))
+    tot = cuda::cross_entropy_forward(n, v, logits.data<float>(), targets.data<int32_t>(),
+                                      ignore_index, label_smoothing, row_max.data<float>(),
+                                      row_logsum.data<float>());
+#endif
+  if (!on_cuda(logits)) {
+    dispatch_floating(logits.dtype(), op, [&](auto z) {
+      using T = decltype(z);
+      tot = cpu::cross_entropy_forward<T>(n, v, logits.data<T>(), tp, ignore_index, label_smoothing,
+                                          row_max.data<T>(), row_logsum.data<T>());
+    });
+  }
 
   CrossEntropyResult res;
   res.tokens = tot.tokens;
   res.correct = tot.correct;
   res.nll_sum = tot.nll_sum;
   const double mean_loss = tot.tokens > 0 ? tot.loss_sum / static_cast<double>(tot.tokens) : 0.0;
-  res.loss = Tensor::full({}, mean_loss, logits.dtype());
+  res.loss = Tensor::full({}, mean_loss, logits.dtype(), logits.device());
 
   if (autograd::needs_grad({&logits_in})) {
     const int64_t tokens = tot.tokens;
@@ -81,8 +94,18 @@ CrossEntropyResult softmax_cross_entropy(const Tensor& logits_in, const Tensor& 
         [logits, targets, row_max, row_logsum, tokens, label_smoothing, ignore_index, n, v](
             const autograd::Grads& g, const autograd::Needs&) {
           // All targets ignored: the loss is the constant 0, so the gradient is 0.
-          const double scale = tokens > 0 ? g[0].item() / static_cast<double>(tokens) : 0.0;
-          Tensor d = Tensor::empty(logits.shape(), logits.dtype());
+          // The upstream gradient is one value; a device's comes back through to_host.
+          const double upstream = on_cuda(g[0]) ? to_host<float>(g[0])[0] : g[0].item();
+          const double scale = tokens > 0 ? upstream / static_cast<double>(tokens) : 0.0;
+          Tensor d = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+#ifdef TFM_WITH_CUDA
+          if (on_cuda(logits)) {
+            cuda::cross_entropy_backward(n, v, logits.data<float>(), targets.data<int32_t>(),
+                                         ignore_index, label_smoothing, row_max.data<float>(),
+                                         row_logsum.data<float>(), scale, d.data<float>());
+            return autograd::Grads{d};
+          }
+#endif
           dispatch_floating(logits.dtype(), "softmax_cross_entropy backward", [&](auto z) {
             using T = decltype(z);
             cpu::cross_entropy_backward<T>(n, v, logits.data<T>(), targets.data<int32_t>(),

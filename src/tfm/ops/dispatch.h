@@ -23,11 +23,17 @@ void dispatch_floating(DType dt, const char* op, F&& f) {
   }
 }
 
-// Fails unless t is defined, on the cpu and floating; returns a contiguous version.
+// Fails unless t is defined and floating on a device with a kernel for it (f32 or f64 on the
+// cpu; f32 on cuda, where the CUDA backend is built); returns a contiguous version.
 Tensor check_float_input(const Tensor& t, const char* op, const char* name);
+// Whether t lives on the GPU: the op front ends branch on this to their CUDA kernels.
+inline bool on_cuda(const Tensor& t) {
+  return t.device() == Device::cuda;
+}
 // Fails unless t is defined and on the cpu: for the ops whose only kernel is the CPU's so far.
 void check_on_cpu(const Tensor& t, const char* op, const char* name);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
 }  // namespace tfm

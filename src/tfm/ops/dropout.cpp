@@ -3,13 +3,22 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/dropout_cpu.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/dropout.h"
+#endif
 
 namespace tfm {
 
 namespace {
 
 Tensor apply_mask(const Tensor& x, const RandomStream& stream, double p) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x)) {
+    cuda::dropout_apply(x.numel(), x.data<float>(), stream, p, out.data<float>());
+    return out;
+  }
+#endif
   dispatch_floating(x.dtype(), "dropout", [&](auto z) {
     using T = decltype(z);
     cpu::dropout_apply<T>(x.numel(), x.data<T>(), stream, p, out.data<T>());

@@ -5,6 +5,10 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/embedding_cpu.h"
 #include "tfm/ops/dispatch.h"
+#include "tfm/ops/host.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/embedding.h"
+#endif
 
 namespace tfm {
 
@@ -26,9 +30,8 @@ Tensor embedding(const Tensor& ids_in, const Tensor& weight_in, int64_t padding_
   TFM_CHECK(ids_in.defined()) << "embedding: ids is undefined";
   TFM_CHECK(ids_in.dtype() == DType::i32)
       << "embedding: ids must be i32, got " << ids_in.describe();
-  TFM_CHECK(ids_in.device() == Device::cpu)
-      << "embedding: ids is on " << device_name(ids_in.device()) << "; only cpu is built";
   Tensor weight = check_float_input(weight_in, "embedding", "weight");
+  check_same_device(ids_in, weight, "embedding");
   TFM_CHECK(weight.dim() == 2) << "embedding: weight must be (V, C), got " << weight.describe();
   const int64_t v = weight.size(0), c = weight.size(1);
   TFM_CHECK(padding_idx < v) << "embedding: padding_idx " << padding_idx
@@ -37,7 +40,9 @@ Tensor embedding(const Tensor& ids_in, const Tensor& weight_in, int64_t padding_
 
   Tensor ids = ids_in.contiguous();
   const int64_t n = ids.numel();
-  const int32_t* id = ids.data<int32_t>();
+  // Checked on the host (a device's ids are copied once), so the kernels can trust every id.
+  const HostView<int32_t> host_ids = to_host<int32_t>(ids);
+  const int32_t* id = host_ids.data();
   const int64_t bad = cpu::find_bad_id(n, id, v);
   TFM_CHECK(bad < 0) << "embedding: id " << id[bad] << " at position "
                      << position_str(bad, ids.shape()) << " of ids " << ids.describe()
@@ -46,11 +51,17 @@ Tensor embedding(const Tensor& ids_in, const Tensor& weight_in, int64_t padding_
 
   Shape out_shape = ids.shape();  // (..., C)
   out_shape.push_back(c);
-  Tensor out = Tensor::empty(out_shape, weight.dtype());
-  dispatch_floating(weight.dtype(), "embedding", [&](auto z) {
-    using T = decltype(z);
-    cpu::embedding_forward<T>(n, id, c, weight.data<T>(), out.data<T>());
-  });
+  Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(weight))
+    cuda::embedding_forward(n, ids.data<int32_t>(), c, weight.data<float>(), out.data<float>());
+#endif
+  if (!on_cuda(weight)) {
+    dispatch_floating(weight.dtype(), "embedding", [&](auto z) {
+      using T = decltype(z);
+      cpu::embedding_forward<T>(n, id, c, weight.data<T>(), out.data<T>());
+    });
+  }
 
   if (autograd::needs_grad({&weight_in})) {
     // Keep our own ids: a caller refilling its batch buffer before backward must not change
@@ -60,12 +71,19 @@ Tensor embedding(const Tensor& ids_in, const Tensor& weight_in, int64_t padding_
                      [ids, v, c, padding_idx](const autograd::Grads& g, const autograd::Needs&) {
                        Tensor gy = g[0].contiguous();  // (..., C)
                        // (V, C), in the table's arena slot when it has one (every row written)
-                       Tensor gw = autograd::grad_output(0, {v, c}, gy.dtype());
-                       dispatch_floating(gy.dtype(), "embedding", [&](auto z) {
-                         using T = decltype(z);
-                         cpu::embedding_backward<T>(ids.numel(), ids.data<int32_t>(), v, c,
-                                                    padding_idx, gy.data<T>(), gw.data<T>());
-                       });
+                       Tensor gw = autograd::grad_output(0, {v, c}, gy.dtype(), gy.device());
+#ifdef TFM_WITH_CUDA
+                       if (on_cuda(gy))
+                         cuda::embedding_backward(ids.numel(), ids.data<int32_t>(), v, c,
+                                                  padding_idx, gy.data<float>(), gw.data<float>());
+#endif
+                       if (!on_cuda(gy)) {
+                         dispatch_floating(gy.dtype(), "embedding", [&](auto z) {
+                           using T = decltype(z);
+                           cpu::embedding_backward<T>(ids.numel(), ids.data<int32_t>(), v, c,
+                                                      padding_idx, gy.data<T>(), gw.data<T>());
+                         });
+                       }
                        return autograd::Grads{gw};
                      });
   }

@@ -5,6 +5,9 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/layer_norm_cpu.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/layer_norm.h"
+#endif
 
 namespace tfm {
 
@@ -24,6 +27,8 @@ int64_t check_params(const Tensor& x, const Tensor& gamma, const Tensor& beta, d
       << ", expected (" << c << ")";
   check_same_dtype(x, gamma, op);
   check_same_dtype(x, beta, op);
+  check_same_device(x, gamma, op);
+  check_same_device(x, beta, op);
   TFM_CHECK(std::isfinite(eps) && eps >= 0) << op << ": eps must be finite and >= 0, got " << eps;
   return c;
 }
@@ -39,9 +44,21 @@ autograd::Grads layer_norm_grads(const Tensor& gy_in, const Tensor& gsum_in, con
   const int64_t n = x.numel() / c;
   Tensor gy = gy_in.contiguous();
   Tensor gsum = gsum_in.defined() ? gsum_in.contiguous() : Tensor();
-  Tensor dx = need_dx ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
-  Tensor dgamma = need_params ? autograd::grad_output(gamma_input, {c}, x.dtype()) : Tensor();
-  Tensor dbeta = need_params ? autograd::grad_output(gamma_input + 1, {c}, x.dtype()) : Tensor();
+  Tensor dx = need_dx ? Tensor::empty(x.shape(), x.dtype(), x.device()) : Tensor();
+  Tensor dgamma =
+      need_params ? autograd::grad_output(gamma_input, {c}, x.dtype(), x.device()) : Tensor();
+  Tensor dbeta =
+      need_params ? autograd::grad_output(gamma_input + 1, {c}, x.dtype(), x.device()) : Tensor();
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x)) {
+    cuda::layer_norm_backward(
+        n, c, gy.data<float>(), x.data<float>(), mean.data<double>(), rstd.data<double>(),
+        gamma.data<float>(), gsum.defined() ? gsum.data<float>() : nullptr,
+        need_dx ? dx.data<float>() : nullptr, need_params ? dgamma.data<float>() : nullptr,
+        need_params ? dbeta.data<float>() : nullptr);
+    return {dx, dgamma, dbeta};
+  }
+#endif
   Tensor workspace =
       need_params ? Tensor::empty({cpu::layer_norm_backward_workspace(n, c)}, x.dtype()) : Tensor();
   dispatch_floating(x.dtype(), "layer_norm backward", [&](auto z) {
@@ -64,14 +81,21 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& gamma_in, const Tensor& beta
   Tensor beta = check_float_input(beta_in, op, "beta");
   const int64_t c = check_params(x, gamma, beta, eps, op);
   const int64_t n = x.numel() / c;
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
-  Tensor mean = Tensor::empty({n}, DType::f64);  // (N)
-  Tensor rstd = Tensor::empty({n}, DType::f64);  // (N)
-  dispatch_floating(x.dtype(), op, [&](auto z) {
-    using T = decltype(z);
-    cpu::layer_norm_forward<T>(n, c, x.data<T>(), gamma.data<T>(), beta.data<T>(), eps, y.data<T>(),
-                               mean.data<double>(), rstd.data<double>());
-  });
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty({n}, DType::f64, x.device());  // (N)
+  Tensor rstd = Tensor::empty({n}, DType::f64, x.device());  // (N)
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x))
+    cuda::layer_norm_forward(n, c, x.data<float>(), gamma.data<float>(), beta.data<float>(), eps,
+                             y.data<float>(), mean.data<double>(), rstd.data<double>());
+#endif
+  if (!on_cuda(x)) {
+    dispatch_floating(x.dtype(), op, [&](auto z) {
+      using T = decltype(z);
+      cpu::layer_norm_forward<T>(n, c, x.data<T>(), gamma.data<T>(), beta.data<T>(), eps,
+                                 y.data<T>(), mean.data<double>(), rstd.data<double>());
+    });
+  }
   if (autograd::needs_grad({&x_in, &gamma_in, &beta_in})) {
     autograd::record(op, {&x_in, &gamma_in, &beta_in}, {&y},
                      [x, gamma, mean, rstd](const autograd::Grads& g, const autograd::Needs& need) {
@@ -92,17 +116,27 @@ AddLayerNormResult add_layer_norm(const Tensor& x_in, const Tensor& residual_in,
   TFM_CHECK(residual.shape() == x.shape())
       << op << ": residual " << residual.describe() << " does not match x " << x.describe();
   check_same_dtype(x, residual, op);
+  check_same_device(x, residual, op);
   const int64_t c = check_params(x, gamma, beta, eps, op);
   const int64_t n = x.numel() / c;
-  AddLayerNormResult out{Tensor::empty(x.shape(), x.dtype()), Tensor::empty(x.shape(), x.dtype())};
-  Tensor mean = Tensor::empty({n}, DType::f64);  // (N)
-  Tensor rstd = Tensor::empty({n}, DType::f64);  // (N)
-  dispatch_floating(x.dtype(), op, [&](auto z) {
-    using T = decltype(z);
-    cpu::add_layer_norm_forward<T>(n, c, x.data<T>(), residual.data<T>(), gamma.data<T>(),
-                                   beta.data<T>(), eps, out.sum.data<T>(), out.y.data<T>(),
-                                   mean.data<double>(), rstd.data<double>());
-  });
+  AddLayerNormResult out{Tensor::empty(x.shape(), x.dtype(), x.device()),
+                         Tensor::empty(x.shape(), x.dtype(), x.device())};
+  Tensor mean = Tensor::empty({n}, DType::f64, x.device());  // (N)
+  Tensor rstd = Tensor::empty({n}, DType::f64, x.device());  // (N)
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x))
+    cuda::add_layer_norm_forward(n, c, x.data<float>(), residual.data<float>(), gamma.data<float>(),
+                                 beta.data<float>(), eps, out.sum.data<float>(),
+                                 out.y.data<float>(), mean.data<double>(), rstd.data<double>());
+#endif
+  if (!on_cuda(x)) {
+    dispatch_floating(x.dtype(), op, [&](auto z) {
+      using T = decltype(z);
+      cpu::add_layer_norm_forward<T>(n, c, x.data<T>(), residual.data<T>(), gamma.data<T>(),
+                                     beta.data<T>(), eps, out.sum.data<T>(), out.y.data<T>(),
+                                     mean.data<double>(), rstd.data<double>());
+    });
+  }
   if (autograd::needs_grad({&x_in, &residual_in, &gamma_in, &beta_in})) {
     // The backward needs only the values of `sum`, not its autograd state.
     autograd::record(

@@ -7,6 +7,10 @@
 #include "tfm/ops/cpu/linear_cpu.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/elementwise.h"
+#include "tfm/ops/cuda/gemm.h"
+#endif
 
 namespace tfm {
 
@@ -34,7 +38,16 @@ Tensor activation_saved(Activation act, const Tensor& y, const Tensor& z) {
 // dz (M, out), the gradient at the pre-activation, from gy and activation_saved's tensor.
 Tensor pre_activation_grad(const Tensor& gy, Activation act, const Tensor& saved) {
   if (act == Activation::none) return gy;
-  Tensor dz = Tensor::empty(gy.shape(), gy.dtype());
+  Tensor dz = Tensor::empty(gy.shape(), gy.dtype(), gy.device());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(gy)) {
+    if (act == Activation::relu)
+      cuda::relu_backward(gy.numel(), gy.data<float>(), saved.data<float>(), dz.data<float>());
+    if (act == Activation::gelu)
+      cuda::gelu_backward(gy.numel(), gy.data<float>(), saved.data<float>(), dz.data<float>());
+    return dz;
+  }
+#endif
   dispatch_floating(gy.dtype(), "linear backward", [&](auto tag) {
     using T = decltype(tag);
     if (act == Activation::relu)
@@ -58,6 +71,7 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
       << "linear: input " << x.describe() << " does not match weight " << w.describe()
       << " in_features (" << w.size(1) << ")";
   check_same_dtype(x, w, "linear");
+  check_same_device(x, w, "linear");
   TFM_CHECK(precision == ComputeType::float32 || precision == ComputeType::bfloat16)
       << "linear: " << compute_type_name(precision)
       << (precision == ComputeType::int8 ? " is an inference compute type (linear_lowp)"
@@ -70,6 +84,7 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
         << "linear: bias " << b.describe() << " does not match weight " << w.describe()
         << " out_features (" << out << ")";
     check_same_dtype(b, w, "linear");
+    check_same_device(b, w, "linear");
   }
 
   Shape out_shape = x.shape();
@@ -88,57 +103,80 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   // keeps instead of the f32 tensors: half the memory).
   const Tensor xg = bf16 ? round_to_bf16(x) : x.detach();
   const Tensor wg = bf16 ? round_to_bf16(w) : w.detach();
-  Tensor z = Tensor::empty(out_shape, x.dtype());
+  Tensor z = Tensor::empty(out_shape, x.dtype(), x.device());
   Tensor y = z;
-  dispatch_floating(x.dtype(), "linear", [&](auto tag) {
-    using T = decltype(tag);
-    const T* bias = b.defined() ? b.data<T>() : nullptr;
-    if (!bf16)
-      cpu::linear_forward<T>(rows, out, in, x.data<T>(), w.data<T>(), bias, gemm_act, z.data<T>());
-    if constexpr (std::is_same_v<T, float>) {  // bf16 takes f32 only (checked above)
-      if (bf16)
-        cpu::linear_forward_bf16(rows, out, in, bf16_data(xg), bf16_data(wg), bias, gemm_act,
-                                 z.data<T>());
-    }
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x)) {
+    cuda::linear_forward(rows, out, in, x.data<float>(), w.data<float>(),
+                         b.defined() ? b.data<float>() : nullptr, gemm_act, z.data<float>());
     if (split_gelu) {
-      y = Tensor::empty(out_shape, x.dtype());
-      cpu::gelu_forward<T>(z.numel(), z.data<T>(), y.data<T>());
+      y = Tensor::empty(out_shape, x.dtype(), x.device());
+      cuda::gelu_forward(z.numel(), z.data<float>(), y.data<float>());
     }
-  });
+  }
+#endif
+  if (!on_cuda(x))
+    dispatch_floating(x.dtype(), "linear", [&](auto tag) {
+      using T = decltype(tag);
+      const T* bias = b.defined() ? b.data<T>() : nullptr;
+      if (!bf16)
+        cpu::linear_forward<T>(rows, out, in, x.data<T>(), w.data<T>(), bias, gemm_act,
+                               z.data<T>());
+      if constexpr (std::is_same_v<T, float>) {  // bf16 takes f32 only (checked above)
+        if (bf16)
+          cpu::linear_forward_bf16(rows, out, in, bf16_data(xg), bf16_data(wg), bias, gemm_act,
+                                   z.data<T>());
+      }
+      if (split_gelu) {
+        y = Tensor::empty(out_shape, x.dtype());
+        cpu::gelu_forward<T>(z.numel(), z.data<T>(), y.data<T>());
+      }
+    });
   if (!grad) return y;
 
   // Keep only what the backward can use: x for dW, W for dX, and the activation's tensor.
   Tensor saved_x = w_in.requires_grad() ? xg : Tensor();
   Tensor saved_w = x_in.requires_grad() ? wg : Tensor();
   Tensor saved_act = activation_saved(act, y, z);
-  autograd::record(bf16 ? "linear(bf16)" : "linear", {&x_in, &w_in, &b_in}, {&y},
-                   [saved_x, saved_w, saved_act, act, bf16, rows, out, in, x_shape = x.shape()](
-                       const autograd::Grads& g, const autograd::Needs& needs) {
-                     Tensor gy = g[0].contiguous();
-                     const DType dtype = gy.dtype();
-                     Tensor dz = pre_activation_grad(gy, act, saved_act);
-                     Tensor dx = needs[0] ? Tensor::empty(x_shape, dtype) : Tensor();
-                     // A parameter's gradient goes straight into its arena slot when it has one.
-                     Tensor dw = needs[1] ? autograd::grad_output(1, {out, in}, dtype) : Tensor();
-                     Tensor db = needs[2] ? autograd::grad_output(2, {out}, dtype) : Tensor();
-                     dispatch_floating(dtype, "linear backward", [&](auto tag) {
-                       using T = decltype(tag);
-                       T* pdx = dx.defined() ? dx.data<T>() : nullptr;
-                       T* pdw = dw.defined() ? dw.data<T>() : nullptr;
-                       T* pdb = db.defined() ? db.data<T>() : nullptr;
-                       if (!bf16)
-                         cpu::linear_backward<T>(rows, out, in, dz.data<T>(),
-                                                 pdw ? saved_x.data<T>() : nullptr,
-                                                 pdx ? saved_w.data<T>() : nullptr, pdx, pdw, pdb);
-                       if constexpr (std::is_same_v<T, float>) {
-                         if (bf16)
-                           cpu::linear_backward_bf16(
-                               rows, out, in, dz.data<T>(), pdw ? bf16_data(saved_x) : nullptr,
-                               pdx ? bf16_data(saved_w) : nullptr, pdx, pdw, pdb);
-                       }
-                     });
-                     return autograd::Grads{dx, dw, db};
-                   });
+  autograd::record(
+      bf16 ? "linear(bf16)" : "linear", {&x_in, &w_in, &b_in}, {&y},
+      [saved_x, saved_w, saved_act, act, bf16, rows, out, in, x_shape = x.shape()](
+          const autograd::Grads& g, const autograd::Needs& needs) {
+        Tensor gy = g[0].contiguous();
+        const DType dtype = gy.dtype();
+        Tensor dz = pre_activation_grad(gy, act, saved_act);
+        const Device device = gy.device();
+        Tensor dx = needs[0] ? Tensor::empty(x_shape, dtype, device) : Tensor();
+        // A parameter's gradient goes straight into its arena slot when it has one.
+        Tensor dw = needs[1] ? autograd::grad_output(1, {out, in}, dtype, device) : Tensor();
+        Tensor db = needs[2] ? autograd::grad_output(2, {out}, dtype, device) : Tensor();
+#ifdef TFM_WITH_CUDA
+        if (on_cuda(gy)) {
+          cuda::linear_backward(
+              rows, out, in, dz.data<float>(), dw.defined() ? saved_x.data<float>() : nullptr,
+              dx.defined() ? saved_w.data<float>() : nullptr,
+              dx.defined() ? dx.data<float>() : nullptr, dw.defined() ? dw.data<float>() : nullptr,
+              db.defined() ? db.data<float>() : nullptr);
+          return autograd::Grads{dx, dw, db};
+        }
+#endif
+        dispatch_floating(dtype, "linear backward", [&](auto tag) {
+          using T = decltype(tag);
+          T* pdx = dx.defined() ? dx.data<T>() : nullptr;
+          T* pdw = dw.defined() ? dw.data<T>() : nullptr;
+          T* pdb = db.defined() ? db.data<T>() : nullptr;
+          if (!bf16)
+            cpu::linear_backward<T>(rows, out, in, dz.data<T>(), pdw ? saved_x.data<T>() : nullptr,
+                                    pdx ? saved_w.data<T>() : nullptr, pdx, pdw, pdb);
+          if constexpr (std::is_same_v<T, float>) {
+            if (bf16)
+              cpu::linear_backward_bf16(rows, out, in, dz.data<T>(),
+                                        pdw ? bf16_data(saved_x) : nullptr,
+                                        pdx ? bf16_data(saved_w) : nullptr, pdx, pdw, pdb);
+          }
+        });
+        return autograd::Grads{dx, dw, db};
+      });
   return y;
 }
 

@@ -6,6 +6,10 @@
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/adam_cpu.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/adam.h"
+#include "tfm/ops/cuda/reduce.h"
+#endif
 
 namespace tfm {
 
@@ -14,7 +18,7 @@ namespace {
 constexpr int64_t kNormChunk = int64_t{1} << 15;
 
 void check_flat(const Tensor& t, int64_t n, const char* name) {
-  check_on_cpu(t, "adam_step", name);
+  TFM_CHECK(t.defined()) << "adam_step: " << name << " is undefined";
   TFM_CHECK(t.dtype() == DType::f32 && t.dim() == 1 && t.numel() == n && t.is_contiguous())
       << "adam_step: " << name << " must be contiguous f32 (" << n << "), got " << t.describe();
 }
@@ -28,6 +32,7 @@ void adam_step(const kernels::AdamUpdate& a, const Tensor& pt, const Tensor& gt,
   check_flat(gt, n, "g");
   check_flat(mt, n, "m");
   check_flat(vt, n, "v");
+  for (const Tensor* t : {&gt, &mt, &vt}) check_same_device(pt, *t, "adam_step");
   int64_t end = 0;
   for (const FlatRange& r : ranges) {
     TFM_CHECK(r.offset >= end && r.numel >= 0 && r.offset + r.numel <= n)
@@ -38,6 +43,17 @@ void adam_step(const kernels::AdamUpdate& a, const Tensor& pt, const Tensor& gt,
   const float* g = gt.data<float>();
   float* m = mt.data<float>();
   float* v = vt.data<float>();
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(pt)) {  // one launch over every range
+    std::vector<cuda::AdamTensor> spans;
+    for (const FlatRange& r : ranges) {
+      if (r.numel == 0) continue;
+      spans.push_back({r.numel, p + r.offset, g + r.offset, m + r.offset, v + r.offset});
+    }
+    cuda::adam_step_multi(spans, a);
+    return;
+  }
+#endif
   // One pass over the buffers: each thread takes a span of elements and updates the part of
   // every range inside it (gaps are skipped). The arithmetic is per element, so the split does
   // not change a bit.
@@ -61,6 +77,18 @@ double sum_of_squares(const std::vector<Tensor>& xs) {
   };
   std::vector<Tensor> keep;  // contiguous copies of strided inputs
   std::vector<Chunk> chunks;
+#ifdef TFM_WITH_CUDA
+  if (!xs.empty() && on_cuda(xs.front())) {
+    double total = 0.0;
+    for (const Tensor& t : xs) {
+      check_same_device(xs.front(), t, "sum_of_squares");
+      TFM_CHECK(t.dtype() == DType::f32) << "sum_of_squares: expected f32, got " << t.describe();
+      const Tensor c = t.contiguous();
+      total += cuda::sum_of_squares(c.numel(), c.data<float>());
+    }
+    return total;
+  }
+#endif
   for (const Tensor& t : xs) {
     check_on_cpu(t, "sum_of_squares", "x");
     TFM_CHECK(t.dtype() == DType::f32) << "sum_of_squares: expected f32, got " << t.describe();

@@ -1,0 +1,239 @@
+// The op front ends on CUDA tensors against the same front ends on CPU tensors: one harness runs
+// each op forward and backward (through the autograd tape) on both devices from the same inputs
+// and upstream gradient, and compares the output and every input's gradient. The kernels
+// themselves are checked in test_cuda_kernels; this checks the dispatch on the tensors' device
+// above them (allocation on the right device, argument order, the backward's branch). Bitwise
+// where both sides do the same f32 operations; tolerances where reductions differ in order.
+// Every test skips with "no CUDA device" on machines without a GPU.
+#ifdef TFM_WITH_CUDA
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/test_util.h"
+#include "tfm/autograd/tape.h"
+#include "tfm/core/cuda/runtime.h"
+#include "tfm/core/device_copy.h"
+#include "tfm/ops/activation.h"
+#include "tfm/ops/attention.h"
+#include "tfm/ops/cross_entropy.h"
+#include "tfm/ops/dropout.h"
+#include "tfm/ops/elementwise.h"
+#include "tfm/ops/embedding.h"
+#include "tfm/ops/layer_norm.h"
+#include "tfm/ops/linear.h"
+#include "tfm/ops/optimizer.h"
+#include "tfm/ops/softmax.h"
+
+namespace tfm {
+namespace {
+
+using testing::all_close;
+using testing::bitwise_equal;
+using testing::random_ids;
+using testing::random_tensor;
+
+struct OpCase {
+  std::string name;
+  std::vector<Tensor> inputs;  // on the CPU; float ones get gradients
+  std::function<Tensor(const std::vector<Tensor>&)> f;
+  bool bitwise = false;
+  double rtol = 1e-5, atol = 1e-6;
+};
+
+// Runs c on `device`: the output and the gradient of every float input (undefined for ids).
+std::vector<Tensor> run(const OpCase& c, Device device, const Tensor& upstream) {
+  std::vector<Tensor> in;
+  for (const Tensor& t : c.inputs) {
+    Tensor d = to_device(t, device).detach();  // a leaf of its own on either device
+    if (d.dtype() == DType::f32) d.set_requires_grad(true);
+    in.push_back(d);
+  }
+  Tensor y = c.f(in);
+  autograd::backward(y, to_device(upstream, device));
+  std::vector<Tensor> out{to_device(y.detach(), Device::cpu)};
+  for (const Tensor& t : in)
+    out.push_back(t.requires_grad() && t.grad().defined() ? to_device(t.grad(), Device::cpu)
+                                                          : Tensor());
+  cuda::synchronize();
+  return out;
+}
+
+void check(const OpCase& c) {
+  SCOPED_TRACE(c.name);
+  std::vector<Tensor> cpu_in;
+  for (const Tensor& t : c.inputs) cpu_in.push_back(t.detach());
+  const Tensor y_shape = c.f(cpu_in);
+  const Tensor upstream = random_tensor(y_shape.shape(), DType::f32, 99);
+  const std::vector<Tensor> want = run(c, Device::cpu, upstream);
+  const std::vector<Tensor> got = run(c, Device::cuda, upstream);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(i == 0 ? std::string("output") : "gradient of input " + std::to_string(i - 1));
+    ASSERT_EQ(got[i].defined(), want[i].defined());
+    if (!want[i].defined()) continue;
+    if (c.bitwise) {
+      EXPECT_TRUE(bitwise_equal(got[i], want[i]));
+    } else {
+      EXPECT_TRUE(all_close(got[i], want[i], c.rtol, c.atol));
+    }
+  }
+}
+
+class CudaOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::has_device()) GTEST_SKIP() << "no CUDA device: " << cuda::no_device_reason();
+  }
+};
+
+TEST_F(CudaOps, ElementwiseAreBitwiseTheCpus) {
+  const Tensor a = random_tensor({37, 129}, DType::f32, 1),
+               b = random_tensor({37, 129}, DType::f32, 2);
+  check({"add", {a, b}, [](const auto& x) { return add(x[0], x[1]); }, true});
+  check({"sub", {a, b}, [](const auto& x) { return sub(x[0], x[1]); }, true});
+  check({"mul", {a, b}, [](const auto& x) { return mul(x[0], x[1]); }, true});
+  check({"scale", {a}, [](const auto& x) { return scale(x[0], 0.37); }, true});
+  check({"relu", {a}, [](const auto& x) { return relu(x[0]); }, true});
+  check({"dropout",
+         {a},
+         [](const auto& x) {
+           Generator gen(7);  // the same stream on both devices
+           return dropout(x[0], 0.3, true, &gen);
+         },
+         true});
+  // gelu's erf differs between the CUDA and glibc implementations in the last bits.
+  check({"gelu", {a}, [](const auto& x) { return gelu(x[0]); }, false, 1e-6, 1e-6});
+}
+
+TEST_F(CudaOps, RowOps) {
+  const Tensor x = random_tensor({6, 5, 203}, DType::f32, 3, -4, 4);
+  const Tensor r = random_tensor({6, 5, 203}, DType::f32, 4);
+  const Tensor g = random_tensor({203}, DType::f32, 5, 0.5, 1.5),
+               b = random_tensor({203}, DType::f32, 6);
+  check({"softmax", {x}, [](const auto& t) { return softmax(t[0]); }});
+  check({"log_softmax", {x}, [](const auto& t) { return log_softmax(t[0]); }});
+  check({"layer_norm",
+         {x, g, b},
+         [](const auto& t) { return layer_norm(t[0], t[1], t[2], 1e-5); },
+         false,
+         1e-5,
+         1e-5});
+  check({"add_layer_norm",
+         {x, r, g, b},
+         [](const auto& t) {
+           AddLayerNormResult o = add_layer_norm(t[0], t[1], t[2], t[3], 1e-5);
+           return add(o.y, scale(o.sum, 0.5));  // both outputs reach the loss
+         },
+         false,
+         1e-5,
+         1e-5});
+}
+
+TEST_F(CudaOps, EmbeddingAndCrossEntropy) {
+  const Tensor ids = random_ids({4, 9}, 50, 7);
+  const Tensor w = random_tensor({50, 24}, DType::f32, 8);
+  check({"embedding", {ids, w}, [](const auto& t) { return embedding(t[0], t[1], 3); }, true});
+  const Tensor logits = random_tensor({4, 9, 50}, DType::f32, 9, -3, 3);
+  Tensor targets = random_ids({4, 9}, 50, 10);
+  targets.data<int32_t>()[5] = -100;  // an ignored position
+  check({"softmax_cross_entropy",
+         {logits, targets},
+         [](const auto& t) { return softmax_cross_entropy(t[0], t[1], 0.1).loss; },
+         false,
+         1e-5,
+         1e-6});
+}
+
+TEST_F(CudaOps, LinearWithEachActivation) {
+  const Tensor x = random_tensor({3, 7, 64}, DType::f32, 11);
+  const Tensor w = random_tensor({96, 64}, DType::f32, 12, -0.2, 0.2);
+  const Tensor b = random_tensor({96}, DType::f32, 13);
+  for (Activation act : {Activation::none, Activation::relu, Activation::gelu}) {
+    check({std::string("linear ") + std::to_string(static_cast<int>(act)),
+           {x, w, b},
+           [act](const auto& t) { return linear(t[0], t[1], t[2], act); },
+           false,
+           1e-4,
+           1e-5});
+  }
+  check({"linear without bias",
+         {x, w},
+         [](const auto& t) { return linear(t[0], t[1]); },
+         false,
+         1e-4,
+         1e-5});
+}
+
+TEST_F(CudaOps, AttentionWithMasksAndDropout) {
+  const Tensor q = random_tensor({2, 5, 32}, DType::f32, 14),
+               k = random_tensor({2, 7, 32}, DType::f32, 15);
+  const Tensor v = random_tensor({2, 7, 32}, DType::f32, 16);
+  Tensor mask = Tensor::zeros({2, 7}, DType::u8);
+  mask.data<uint8_t>()[7 + 6] = 1;  // the second sentence's last key is padding
+  mask.data<uint8_t>()[7 + 5] = 1;
+  check({"cross attention, padding mask",
+         {q, k, v, mask},
+         [](const auto& t) { return attention(t[0], t[1], t[2], 4, t[3]).out; },
+         false,
+         1e-5,
+         1e-6});
+  check({"causal self-attention",
+         {k, v, v},
+         [](const auto& t) {
+           AttentionOptions o;
+           o.causal = true;
+           return attention(t[0], t[1], t[2], 4, Tensor(), o).out;
+         },
+         false,
+         1e-5,
+         1e-6});
+  check({"attention dropout",
+         {q, k, v},
+         [](const auto& t) {
+           Generator gen(42);  // the same stream on both devices: the same kept elements
+           AttentionOptions o;
+           o.dropout = 0.25;
+           o.generator = &gen;
+           return attention(t[0], t[1], t[2], 4, Tensor(), o).out;
+         },
+         false,
+         1e-5,
+         1e-6});
+}
+
+TEST_F(CudaOps, AdamStepOverRangesAndSumOfSquares) {
+  const int64_t n = 10007;
+  const std::vector<FlatRange> ranges{{0, 3000}, {3500, 3000}, {9000, 1007}};  // gaps untouched
+  Tensor p = random_tensor({n}, DType::f32, 20), g = random_tensor({n}, DType::f32, 21);
+  Tensor m = random_tensor({n}, DType::f32, 22, -0.1, 0.1);
+  Tensor v = random_tensor({n}, DType::f32, 23, 0.0, 0.1);
+  Tensor dp = to_device(p, Device::cuda), dg = to_device(g, Device::cuda);
+  Tensor dm = to_device(m, Device::cuda), dv = to_device(v, Device::cuda);
+  for (int64_t step = 1; step <= 3; ++step) {
+    const kernels::AdamUpdate a =
+        kernels::adam_update_for_step(step, 1e-3, 0.9, 0.98, 1e-9, 0.01, step == 2, 0.5);
+    adam_step(a, p, g, m, v, ranges);
+    adam_step(a, dp, dg, dm, dv, ranges);
+    EXPECT_TRUE(bitwise_equal(to_device(dp, Device::cpu), p)) << "step " << step;
+    EXPECT_TRUE(bitwise_equal(to_device(dm, Device::cpu), m)) << "step " << step;
+    EXPECT_TRUE(bitwise_equal(to_device(dv, Device::cpu), v)) << "step " << step;
+  }
+  const double want = sum_of_squares({p, g, m});
+  const double got = sum_of_squares({dp, dg, dm});
+  EXPECT_NEAR(got, want, 1e-9 * want);  // f64 sums in two orders
+}
+
+TEST_F(CudaOps, MixedDevicesAndF64AreClearErrors) {
+  const Tensor a = random_tensor({4}, DType::f32, 1);
+  const Tensor da = to_device(a, Device::cuda);
+  EXPECT_TFM_ERROR(add(a, da), "add: tensors on different devices");
+  EXPECT_TFM_ERROR(relu(to_device(random_tensor({4}, DType::f64, 2), Device::cuda)),
+                   "the CUDA kernels take f32");
+}
+
+}  // namespace
+}  // namespace tfm
+#endif  // TFM_WITH_CUDA
