@@ -108,6 +108,17 @@ TEST_F(CudaOps, ElementwiseAreBitwiseTheCpus) {
   check({"gelu", {a}, [](const auto& x) { return gelu(x[0]); }, false, 1e-6, 1e-6});
 }
 
+TEST_F(CudaOps, GradientsOfATensorUsedTwiceAccumulate) {
+  // x reaches the loss three times: the tape adds the second and third gradients into the first
+  // (Tensor::add_ on the device).
+  const Tensor x = random_tensor({33, 65}, DType::f32, 30),
+               y = random_tensor({33, 65}, DType::f32, 31);
+  check({"x·y + 2x + relu(x)",
+         {x, y},
+         [](const auto& t) { return add(add(mul(t[0], t[1]), scale(t[0], 2.0)), relu(t[0])); },
+         true});
+}
+
 TEST_F(CudaOps, RowOps) {
   const Tensor x = random_tensor({6, 5, 203}, DType::f32, 3, -4, 4);
   const Tensor r = random_tensor({6, 5, 203}, DType::f32, 4);

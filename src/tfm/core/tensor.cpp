@@ -7,6 +7,7 @@
 #include "tfm/core/autograd_meta.h"
 #include "tfm/core/parallel.h"
 #ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/accumulate.h"
 #include "tfm/core/cuda/memory.h"
 #endif
 
@@ -405,13 +406,21 @@ void add_into(T* dst, const T* src, int64_t n) {
 }  // namespace
 
 void Tensor::add_(const Tensor& g) {
-  TFM_CHECK(device() == Device::cpu && g.device() == Device::cpu)
-      << "add_: tensors on " << device_name(g.device()) << " cannot be accumulated yet";
+  TFM_CHECK(device() == g.device()) << "add_: " << g.describe() << " on " << device_name(g.device())
+                                    << " added to one on " << device_name(device());
   TFM_CHECK(dtype_ == g.dtype()) << "add_: " << g.describe() << " added to one of dtype "
                                  << dtype_name(dtype_);
   TFM_CHECK(shape_ == g.shape()) << "add_: " << g.describe() << " added to " << describe();
   TFM_CHECK(is_contiguous()) << "add_: destination " << describe() << " is not contiguous";
   const Tensor src = g.contiguous();
+  if (device() != Device::cpu) {
+    TFM_CHECK(dtype_ == DType::f32)
+        << "add_: on " << device_name(device()) << " f32 only, got " << describe();
+#ifdef TFM_WITH_CUDA
+    cuda::add_into(data<float>(), src.data<float>(), numel());
+#endif
+    return;
+  }
   if (dtype_ == DType::f32) {
     add_into(data<float>(), src.data<float>(), numel());
   } else {
