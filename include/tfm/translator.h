@@ -27,6 +27,8 @@
 namespace tfm {
 
 struct TranslatorOptions {
+  // cpu, or cuda in a build with the CUDA backend on a machine with a GPU: the model's f32
+  // weights on the device, compute_type fp32 (or auto), inter_threads 1.
   Device device = Device::cpu;
   // Resolved once, at load: automatic is bf16 where the CPU multiplies bf16, else fp32.
   ComputeType compute_type = ComputeType::float32;

@@ -8,7 +8,9 @@
 #ifdef TFM_WITH_CUDA
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,12 +21,19 @@
 #include "tfm/ops/activation.h"
 #include "tfm/ops/attention.h"
 #include "tfm/ops/cross_entropy.h"
+#include "tfm/ops/decode_attention.h"
+#include "tfm/ops/decode_steps.h"
 #include "tfm/ops/dropout.h"
 #include "tfm/ops/elementwise.h"
 #include "tfm/ops/embedding.h"
+#include "tfm/ops/index.h"
+#include "tfm/ops/init.h"
 #include "tfm/ops/layer_norm.h"
 #include "tfm/ops/linear.h"
+#include "tfm/ops/matmul.h"
 #include "tfm/ops/optimizer.h"
+#include "tfm/ops/reduce.h"
+#include "tfm/ops/shape.h"
 #include "tfm/ops/softmax.h"
 
 namespace tfm {
@@ -235,6 +244,148 @@ TEST_F(CudaOps, AdamStepOverRangesAndSumOfSquares) {
   const double want = sum_of_squares({p, g, m});
   const double got = sum_of_squares({dp, dg, dm});
   EXPECT_NEAR(got, want, 1e-9 * want);  // f64 sums in two orders
+}
+
+TEST_F(CudaOps, ShapeOpsAreBitwiseTheCpus) {
+  const Tensor x = random_tensor({3, 6, 10}, DType::f32, 40);
+  const Tensor y = random_tensor({3, 4, 10}, DType::f32, 41);
+  check({"transpose", {x}, [](const auto& t) { return transpose(t[0], 0, 2); }, true});
+  // A strided view (no autograd) packed by Tensor::contiguous's device kernel.
+  EXPECT_TRUE(bitwise_equal(
+      to_device(reshape(to_device(x, Device::cuda).transpose(1, 2), {3, 60}), Device::cpu),
+      reshape(x.transpose(1, 2), {3, 60})));
+  check({"narrow inside an axis", {x}, [](const auto& t) { return narrow(t[0], 1, 2, 3); }, true});
+  check({"concat", {x, y}, [](const auto& t) { return concat({t[0], t[1]}, 1); }, true});
+  check({"split",
+         {x},
+         [](const auto& t) {
+           std::vector<Tensor> p = split(t[0], {3, 7}, -1);
+           return concat({scale(p[1], 2.0), p[0]}, 2);  // both parts reach the loss
+         },
+         true});
+}
+
+TEST_F(CudaOps, MatmulAndReductions) {
+  const Tensor a = random_tensor({2, 3, 5, 7}, DType::f32, 42);
+  const Tensor b = random_tensor({2, 3, 7, 4}, DType::f32, 43);
+  check({"matmul", {a, b}, [](const auto& t) { return matmul(t[0], t[1]); }, false, 1e-5, 1e-6});
+  const Tensor at = random_tensor({2, 3, 7, 5}, DType::f32, 44);
+  const Tensor bt = random_tensor({2, 3, 4, 7}, DType::f32, 45);
+  check({"matmul, both transposed",
+         {at, bt},
+         [](const auto& t) { return matmul(t[0], t[1], true, true); },
+         false,
+         1e-5,
+         1e-6});
+  const Tensor x = random_tensor({9, 1000}, DType::f32, 46);
+  check({"sum", {x}, [](const auto& t) { return sum(t[0]); }, false, 1e-6, 1e-6});
+  check({"mean", {x}, [](const auto& t) { return mean(t[0]); }, false, 1e-6, 1e-6});
+  check({"sum_last", {x}, [](const auto& t) { return sum_last(t[0]); }, false, 1e-6, 1e-6});
+}
+
+TEST_F(CudaOps, IndexOpsAreBitwiseTheCpus) {
+  const Tensor x = random_tensor({5, 3, 7}, DType::f32, 50);
+  const std::vector<int64_t> rows{4, 0, 4, 2};
+  EXPECT_TRUE(bitwise_equal(to_device(index_rows(to_device(x, Device::cuda), rows), Device::cpu),
+                            index_rows(x, rows)));
+  // KV-cache style: rows of src into rows of dst, with and without an index.
+  const Tensor src = random_ids({6, 4, 8}, 1000, 51);  // i32
+  for (bool with_index : {true, false}) {
+    const std::vector<int64_t> idx{5, 1, 1};
+    Tensor dst = Tensor::zeros({3, 4, 8}, DType::i32);
+    Tensor ddst = to_device(dst, Device::cuda);
+    copy_rows(src, with_index ? &idx : nullptr, dst);
+    copy_rows(to_device(src, Device::cuda), with_index ? &idx : nullptr, ddst);
+    EXPECT_TRUE(bitwise_equal(to_device(ddst, Device::cpu), dst)) << "index " << with_index;
+  }
+  const Tensor lp = random_tensor({4, 50}, DType::f32, 52);
+  const Tensor cols = random_ids({4}, 50, 53);
+  EXPECT_TRUE(bitwise_equal(
+      to_device(pick_columns(to_device(lp, Device::cuda), to_device(cols, Device::cuda)),
+                Device::cpu),
+      pick_columns(lp, cols)));
+  const Tensor ids = random_ids({5, 9}, 4, 54);
+  EXPECT_TRUE(bitwise_equal(to_device(equal_mask(to_device(ids, Device::cuda), 2), Device::cpu),
+                            equal_mask(ids, 2)));
+  Tensor bad = Tensor::from_vector<int32_t>({4}, {0, 1, 50, 2});
+  EXPECT_TFM_ERROR(pick_columns(to_device(lp, Device::cuda), to_device(bad, Device::cuda)),
+                   "column 50 of row 2 outside");
+  const Tensor host_dst = Tensor::zeros({3, 4, 8}, DType::i32);
+  EXPECT_TFM_ERROR(copy_rows(to_device(src, Device::cuda), nullptr, host_dst),
+                   "copy_rows: tensors on different devices");
+}
+
+TEST_F(CudaOps, SearchStepsMatchTheCpus) {
+  // Ties on purpose (values on a grid of 1/4): the order must break them by id, as the CPU does.
+  Tensor x = random_tensor({6, 300}, DType::f32, 60, -3, 3);
+  for (float& v : std::span<float>(x.data<float>(), 1800)) v = std::round(v * 4) / 4;
+  const Tensor dx = to_device(x, Device::cuda);
+  for (int64_t k : {1, 5, 17}) {
+    const TopK want = top_k_rows(x, k), got = top_k_rows(dx, k);
+    EXPECT_TRUE(bitwise_equal(to_device(got.values, Device::cpu), want.values)) << "k " << k;
+    EXPECT_TRUE(bitwise_equal(to_device(got.ids, Device::cpu), want.ids)) << "k " << k;
+  }
+  const std::vector<StepRule> rules{StepRule::keep,     StepRule::normal, StepRule::no_eos,
+                                    StepRule::eos_only, StepRule::normal, StepRule::no_eos};
+  const SpecialIds special{0, 1, 2};
+  Tensor m = x.clone(), dm = to_device(x, Device::cuda);
+  mask_step_rows(m, rules, special);
+  mask_step_rows(dm, rules, special);
+  EXPECT_TRUE(bitwise_equal(to_device(dm, Device::cpu), m));
+  // The fused CPU path against log_softmax + mask + top-k on the device: the same picks, and
+  // log-probs within rounding (the two log_softmax kernels sum in different orders).
+  const Tensor logits = random_tensor({6, 300}, DType::f32, 61, -5, 5);
+  const TopK want = top_k_log_probs(logits, rules, special, 4);
+  const TopK got = top_k_log_probs(to_device(logits, Device::cuda), rules, special, 4);
+  EXPECT_TRUE(bitwise_equal(to_device(got.ids, Device::cpu), want.ids));
+  EXPECT_TRUE(all_close(to_device(got.values, Device::cpu), want.values, 1e-5, 1e-5));
+  const Tensor w = random_tensor({3, 4, 1, 11}, DType::f32, 62, 0, 1);
+  EXPECT_TRUE(bitwise_equal(to_device(mean_over_heads(to_device(w, Device::cuda)), Device::cpu),
+                            mean_over_heads(w)));
+}
+
+TEST_F(CudaOps, DecodeAttentionMatchesTheCpus) {
+  const int64_t B = 3, Bk = 5, S = 6, C = 32, H = 4;
+  const Tensor q = random_tensor({B, 1, C}, DType::f32, 70);
+  const Tensor k = random_tensor({Bk, S, C}, DType::f32, 71);
+  const Tensor v = random_tensor({Bk, S, C}, DType::f32, 72);
+  const auto dev = [](const Tensor& t) { return to_device(t, Device::cuda); };
+  const auto host = [](const Tensor& t) { return to_device(t, Device::cpu); };
+  {  // cross-attention of beams over their sentence's keys, with padding
+    Tensor mask = Tensor::zeros({Bk, S}, DType::u8);
+    mask.data<uint8_t>()[S + 5] = 1;
+    for (int64_t s = 0; s < S; ++s) mask.data<uint8_t>()[4 * S + s] = 1;  // row 4: all padding
+    const Tensor rows = Tensor::from_vector<int32_t>({B}, {1, 1, 4});
+    Tensor w_cpu, w_gpu;
+    const Tensor want = decode_attention(q, k, v, H, mask, 0.0, &w_cpu, rows);
+    const Tensor got =
+        decode_attention(dev(q), dev(k), dev(v), H, dev(mask), 0.0, &w_gpu, dev(rows));
+    EXPECT_TRUE(all_close(host(got), want, 1e-5, 1e-6));
+    EXPECT_TRUE(all_close(host(w_gpu), w_cpu, 1e-5, 1e-6));
+  }
+  {  // self-attention through KV-cache slots, read in place from rows of a wider slot buffer
+    const Tensor buf = random_ids({B, 10}, Bk, 73);
+    const auto view = [S](const Tensor& t) {
+      return t.transpose(0, 1).slice(0, S).transpose(0, 1);
+    };
+    const Tensor want = decode_attention(q, k, v, H, Tensor(), 0.0, nullptr, Tensor(), view(buf));
+    const Tensor got = decode_attention(dev(q), dev(k), dev(v), H, Tensor(), 0.0, nullptr, Tensor(),
+                                        view(dev(buf)));
+    EXPECT_TRUE(all_close(host(got), want, 1e-5, 1e-6));
+  }
+}
+
+TEST_F(CudaOps, InitAndDivideAreBitwiseTheCpus) {
+  Tensor a = Tensor::empty({7, 33}), da = Tensor::empty({7, 33}, DType::f32, Device::cuda);
+  Generator g1(5), g2(5);
+  xavier_uniform_(a, g1);
+  xavier_uniform_(da, g2);
+  normal_(a, 0.0, 0.3, g1);
+  normal_(da, 0.0, 0.3, g2);
+  EXPECT_TRUE(bitwise_equal(to_device(da, Device::cpu), a));
+  div_(a, 3.0);
+  div_(da, 3.0);
+  EXPECT_TRUE(bitwise_equal(to_device(da, Device::cpu), a));
 }
 
 TEST_F(CudaOps, MixedDevicesAndF64AreClearErrors) {

@@ -3,6 +3,8 @@
 // none does.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include <string>
 #include <vector>
 
@@ -186,9 +188,19 @@ TEST_F(CudaDevice, ZerosAndHostAccessErrors) {
             (std::vector<float>{2.5f, 2.5f, 2.5f}));
   Tensor strided = Tensor::zeros({4, 6}, DType::f32, Device::cuda).transpose(0, 1);
   EXPECT_TRUE(contains(error_of([&] { strided.fill_(1.0); }), "only a contiguous tensor"));
-  const Tensor dev = Tensor::zeros({4, 6}, DType::f32, Device::cuda);
-  EXPECT_TRUE(contains(error_of([&] { (void)to_device(dev.transpose(0, 1), Device::cpu); }),
-                       "need contiguous tensors"));
+  // A strided device view is packed on the device (core/cuda/strided_copy.cu) before the copy.
+  const Tensor a = testing::random_tensor({4, 6, 5}, DType::f32, 7);
+  const Tensor dev = to_device(a, Device::cuda);
+  for (const auto& [d0, d1] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 2}})
+    EXPECT_TRUE(testing::bitwise_equal(to_device(dev.transpose(d0, d1), Device::cpu),
+                                       a.transpose(d0, d1).contiguous()))
+        << d0 << " " << d1;
+  EXPECT_TRUE(testing::bitwise_equal(to_device(dev.slice(1, 3).transpose(0, 2), Device::cpu),
+                                     a.slice(1, 3).transpose(0, 2).contiguous()));
+  // A strided device destination has no kernel yet: a clear error.
+  Tensor dst = Tensor::zeros({6, 4}, DType::f32, Device::cuda).transpose(0, 1);
+  const Tensor src = Tensor::zeros({4, 6}, DType::f32, Device::cuda);
+  EXPECT_TRUE(contains(error_of([&] { dst.copy_(src); }), "need contiguous tensors"));
 }
 
 TEST_F(CudaDevice, AllocatorReusesBlocks) {

@@ -108,7 +108,7 @@ TEST(DecodeAttention, StridedCacheMaskedRowAndScale) {
   const Tensor q2 = random_tensor({b, 2, c}, DType::f32, 44);
   EXPECT_NE(testing::error_of([&] {
               decode_attention(q2, k, v, heads, Tensor());
-            }).find("q must be an f32 CPU tensor (B, 1, C)"),
+            }).find("q must be an f32 tensor (B, 1, C)"),
             std::string::npos);
 }
 

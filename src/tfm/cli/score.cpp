@@ -42,7 +42,7 @@ std::vector<std::vector<int64_t>> to_ids(const Translator& t, const std::vector<
 
 void add_score(CLI::App& app) {
   auto* cmd = app.add_subcommand("score", "Log-probability of each target given its source");
-  static std::string dir, src_path, trg_path, precision = "fp32";
+  static std::string dir, src_path, trg_path, precision = "fp32", device = "cpu";
   static bool ids = false;
   static int threads = 0;
   static int64_t batch_size = 32;
@@ -52,20 +52,22 @@ void add_score(CLI::App& app) {
   cmd->add_flag("--ids", ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", threads, "Threads (0: all cores)");
   cmd->add_option("--precision", precision, "Linear layers in fp32, bf16, int8 or auto");
+  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
   cmd->add_option("--batch-size", batch_size, "Sentences a batch");
   cmd->callback([] {
     check_thread_count("--threads", threads);
     require_in_range("--batch-size", batch_size, 1, 1 << 20);
     TranslatorOptions to;
     to.compute_type = parse_compute_type(precision);
+    to.device = parse_device(device);
     to.intra_threads = threads;
     to.max_batch_size = batch_size;
     Translator translator(dir, to);
     const ModelInfo& info = translator.model_info();
     if (!ids) {
       TFM_CHECK(!info.src_vocab_path.empty())
-          << "no SentencePiece vocabulary in the model directory (" << kSharedVocabFile
-          << ", or " << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
+          << "no SentencePiece vocabulary in the model directory (" << kSharedVocabFile << ", or "
+          << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
       translator.require_vocabularies();
     }
     const std::vector<std::string> trg_lines = read_lines(trg_path);

@@ -58,7 +58,7 @@ class OutputFileBuf : public std::streambuf {
 };
 
 struct Flags {
-  std::string dir, input, output, precision = "fp32";
+  std::string dir, input, output, precision = "fp32", device = "cpu";
   int64_t beam_size = 1, n_best = 0, batch_size = 32, batch_tokens = 0, sampling_topk = 0,
           min_length = 0;
   double length_penalty = 0.0, max_length_factor = 2.0, sampling_topp = 1.0, temperature = 1.0;
@@ -92,6 +92,7 @@ void add_translate(CLI::App& app) {
   cmd->add_option("--threads", f.threads, "Threads of each batch (0: all cores / inter-threads)");
   cmd->add_option("--inter-threads", f.inter_threads, "Batches translated at once");
   cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
+  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
   cmd->add_flag("--profile", f.profile,
@@ -113,6 +114,7 @@ void add_translate(CLI::App& app) {
     require_in_range("--sampling-topp", f.sampling_topp, 0.0, 1.0, /*lo_open=*/true);
     TranslatorOptions to;
     to.compute_type = parse_compute_type(f.precision);
+    to.device = parse_device(f.device);
     to.intra_threads = f.threads;
     to.inter_threads = f.inter_threads;
     to.max_batch_size = f.batch_size;

@@ -9,6 +9,7 @@
 #ifdef TFM_WITH_CUDA
 #include "tfm/core/cuda/accumulate.h"
 #include "tfm/core/cuda/memory.h"
+#include "tfm/core/cuda/strided_copy.h"
 #endif
 
 namespace tfm {
@@ -317,7 +318,19 @@ void Tensor::copy_(const Tensor& src) {
   TFM_CHECK(src.dtype_ == dtype_) << "copy_: dtype " << dtype_name(src.dtype_) << " into "
                                   << dtype_name(dtype_) << "; use to()";
   if (device() != Device::cpu || src.device() != Device::cpu) {
-    // Strided device copies need a kernel; contiguous ones are one cudaMemcpy.
+    if (is_contiguous() && !src.is_contiguous()) {
+#ifdef TFM_WITH_CUDA
+      if (device() == Device::cuda && src.device() == Device::cuda) {
+        // A device view packed on the device, one thread an element.
+        cuda::gather_strided(static_cast<int>(src.dim()), src.shape_.data(), src.strides_.data(),
+                             dtype_size(dtype_), src.raw_data(), raw_data());
+        return;
+      }
+#endif
+      copy_(src.contiguous());  // packed on its own device, then one cudaMemcpy
+      return;
+    }
+    // Strided device destinations need a scatter kernel; contiguous ones are one cudaMemcpy.
     TFM_CHECK(is_contiguous() && src.is_contiguous())
         << "copy_: copies that involve a device need contiguous tensors, got " << src.describe()
         << " on " << device_name(src.device()) << " into " << describe() << " on "

@@ -57,8 +57,15 @@ ComputeType parse_compute_type(std::string_view name) {
 }
 
 ComputeType resolve_compute_type(ComputeType requested, Device device, bool training) {
-  TFM_CHECK(device == Device::cpu)
-      << "compute types on " << device_name(device) << " are not available in this build";
+  if (device == Device::cuda) {
+    // The CUDA kernels compute in f32 (cuBLASLt without TF32); bf16 and int8 GEMMs on the GPU
+    // are not written yet.
+    TFM_CHECK(requested == ComputeType::automatic || requested == ComputeType::float32)
+        << "on cuda tfm computes in fp32 only, got " << compute_type_name(requested)
+        << " (use fp32 or auto)";
+    return ComputeType::float32;
+  }
+  TFM_CHECK(device == Device::cpu) << "no compute types on " << device_name(device);
   TFM_CHECK(!(training && requested == ComputeType::int8))
       << "int8 is an inference compute type; training takes fp32, bf16 or auto";
   if (requested != ComputeType::automatic) return requested;

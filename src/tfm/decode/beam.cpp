@@ -120,7 +120,8 @@ class BeamSearch : public Search {
         mask_step_rows(lp, rules, specials);
         top = top_k_rows(lp, k);
         forced_lp = to_host<float>(
-            pick_columns(lp, Tensor::from_vector<int32_t>({rows_now}, forced)));  // (rows)
+            pick_columns(lp, to_device(Tensor::from_vector<int32_t>({rows_now}, forced),
+                                       lp.device())));  // (rows)
       } else {
         top = top_k_log_probs(logits, rules, specials, k);
       }

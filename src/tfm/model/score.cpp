@@ -36,8 +36,8 @@ std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>
     const Tensor logp = log_softmax(model.forward(b.src, b.trg_in));  // (B, T, V)
     const int64_t T = b.trg_out.size(1), V = c.trg_vocab_size;
     // log p(reference token) at every position, (B·T): the only numbers the host needs.
-    const HostView<float> lp =
-        to_host<float>(pick_columns(reshape(logp, {-1, V}), reshape(b.trg_out, {-1})));
+    const HostView<float> lp = to_host<float>(
+        pick_columns(reshape(logp, {-1, V}), to_device(reshape(b.trg_out, {-1}), logp.device())));
     for (size_t i = 0; i < bt.size(); ++i) {
       double s = 0;
       const int64_t n = static_cast<int64_t>(bt[i]->size()) + 1;  // + EOS

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/core/device_copy.h"
 #include "tfm/core/profile.h"
 #include "tfm/nn/positional.h"
 #include "tfm/ops/dropout.h"
@@ -60,7 +61,9 @@ void DecoderState::reorder(const std::vector<int64_t>& rows) {
   }
   source_of_row = std::move(next);
   source_rows =
-      identity ? Tensor() : Tensor::from_vector<int32_t>({static_cast<int64_t>(map.size())}, map);
+      identity ? Tensor()
+               : to_device(Tensor::from_vector<int32_t>({static_cast<int64_t>(map.size())}, map),
+                           src_mask.defined() ? src_mask.device() : Device::cpu);
 }
 
 Transformer::Transformer(const ModelConfig& config, uint64_t seed)
@@ -152,6 +155,15 @@ void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> outpu
   if (!keep_f32 && !c_.tie_output && out != ComputeType::float32) output_weight_ = Tensor();
 }
 
+void Transformer::to(Device device) {
+  unbind_inference();
+  nn::Module::to(device);
+  if (c_.positions != Positions::learned) {
+    pos_trg_ = to_device(pos_trg_, device);
+    pos_src_ = pos_trg_;
+  }
+}
+
 void Transformer::unbind_inference() {
   for (nn::Linear* l : linears_) l->kernel().unbind();
   output_kernel_.unbind();
@@ -181,7 +193,7 @@ Tensor Transformer::embed(const Tensor& ids, const Tensor& table, const Tensor& 
       << "sequence of " << offset + l << " positions exceeds max_length " << c_.max_length;
   Tensor x = embedding(ids, table, c_.pad_id);  // (B, L, C)
   if (c_.embed_scale == EmbedScale::emb) x = scale(x, std::sqrt(static_cast<double>(c_.d_model)));
-  x = add(x, embedding(position_ids(b, l, offset), positions));
+  x = add(x, embedding(to_device(position_ids(b, l, offset), table.device()), positions));
   x = dropout(x, c_.dropout, training(), gen_);
   return norm ? (*norm)(x) : x;
 }
@@ -199,16 +211,19 @@ Tensor Transformer::encode(const Tensor& src, AttentionWeights* weights) const {
   return encode(src, padding_mask(src), weights);
 }
 
-Tensor Transformer::encode(const Tensor& src, const Tensor& mask, AttentionWeights* weights) const {
+Tensor Transformer::encode(const Tensor& src_in, const Tensor& mask,
+                           AttentionWeights* weights) const {
   TFM_CHECK(c_.has_encoder()) << "encode: this is a decoder-only model";
+  const Tensor src = to_device(src_in, embed_trg_.device());
   Tensor x = embed(src, src_table(), pos_src_, encoder_.embed_norm_.get(), 0);
   for (const auto& layer : encoder_.layers_)
     x = (*layer)(x, mask, gen_, weights ? &weights->encoder_self : nullptr);
   return encoder_.final_norm_ ? (*encoder_.final_norm_)(x) : x;
 }
 
-Tensor Transformer::decode(const Tensor& trg_in, const Tensor& memory, const Tensor& src_mask,
+Tensor Transformer::decode(const Tensor& trg_in_arg, const Tensor& memory, const Tensor& src_mask,
                            AttentionWeights* weights) const {
+  const Tensor trg_in = to_device(trg_in_arg, embed_trg_.device());
   Tensor trg_mask = padding_mask(trg_in);
   Tensor x = embed(trg_in, trg_table(), pos_trg_, decoder_.embed_norm_.get(), 0);
   for (const auto& layer : decoder_.layers_)
@@ -217,16 +232,18 @@ Tensor Transformer::decode(const Tensor& trg_in, const Tensor& memory, const Ten
   return project(x);
 }
 
-Tensor Transformer::forward(const Tensor& src, const Tensor& trg_in,
+Tensor Transformer::forward(const Tensor& src_in, const Tensor& trg_in,
                             AttentionWeights* weights) const {
   if (!c_.has_encoder()) return decode(trg_in, Tensor(), Tensor(), weights);
+  const Tensor src = to_device(src_in, embed_trg_.device());  // host ids to the model's device
   Tensor src_mask = padding_mask(src);
   Tensor memory = encode(src, src_mask, weights);
   return decode(trg_in, memory, src_mask, weights);
 }
 
-DecoderState Transformer::start(const Tensor& src) const {
+DecoderState Transformer::start(const Tensor& src_in) const {
   TFM_CHECK(c_.has_encoder()) << "start: decoder-only models use start_decoder_only";
+  const Tensor src = to_device(src_in, embed_trg_.device());  // host ids to the model's device
   DecoderState st;
   st.src_mask = padding_mask(src);
   Tensor memory = encode(src, st.src_mask, nullptr);
@@ -248,7 +265,8 @@ DecoderState Transformer::start_decoder_only(int64_t batch) const {
 
 Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeights* weights,
                          Tensor* last_cross_attention) const {
-  Tensor ids = tokens.dim() == 1 ? tokens.reshape({tokens.size(0), 1}) : tokens;
+  Tensor ids = to_device(tokens.dim() == 1 ? tokens.reshape({tokens.size(0), 1}) : tokens,
+                         embed_trg_.device());
   TFM_CHECK(ids.dim() == 2) << "step: expected tokens (B) or (B, t), got " << tokens.describe();
   TFM_CHECK(st.layers.size() == decoder_.layers_.size())
       << "step: state has " << st.layers.size() << " layers, the model " << decoder_.layers_.size();

@@ -80,6 +80,10 @@ class Transformer : public nn::Module {
               Tensor* last_cross_attention = nullptr) const;
 
   int64_t parameter_count() const;
+  // Moves the model to `device`: its parameters and its fixed position table. Inference bindings
+  // are dropped first (their packed weights are the CPU kernels'); the forward, the backward,
+  // the training step and decoding then run where the tensors are.
+  void to(Device device);
 
   // Binds every linear layer and the output projection for inference at `t` (resolved: fp32,
   // bf16 or int8; see nn::LinearKernel), now, once; `output` overrides it for the output

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tfm/autograd/tape.h"
+#include "tfm/core/device_copy.h"
 #include "tfm/ops/decode_attention.h"
 #include "tfm/ops/host.h"
 #include "tfm/ops/index.h"
@@ -25,15 +26,16 @@ Tensor window_of(const Tensor& buf, int64_t rows, int64_t at, int64_t len) {
 
 }  // namespace
 
-void KVCache::reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dtype) {
+void KVCache::reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dtype,
+                              Device device) {
   const bool fits = k_buf_.defined() && rows <= k_buf_.size(0) && cap <= k_buf_.size(1);
   if (fits) return;
   rows = std::max(rows, k_buf_.defined() ? k_buf_.size(0) : int64_t{0});
   cap = std::max(cap, capacity());
   const int64_t len = length();
-  Tensor kb = Tensor::empty({rows, cap, width}, dtype);
-  Tensor vb = Tensor::empty({rows, cap, width}, dtype);
-  Tensor sb = Tensor::empty({rows, cap, 1}, DType::i32);
+  Tensor kb = Tensor::empty({rows, cap, width}, dtype, device);
+  Tensor vb = Tensor::empty({rows, cap, width}, dtype, device);
+  Tensor sb = Tensor::empty({rows, cap, 1}, DType::i32, device);
   if (len > 0) {  // k spans the buffer rows in use, slots the rows
     const int64_t held = k.size(0), b = slots.size(0);
     copy_rows(view_of(k_buf_, held, len), nullptr, view_of(kb, held, len));
@@ -43,10 +45,10 @@ void KVCache::reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dt
   k_buf_ = kb;
   v_buf_ = vb;
   slot_buf_ = sb;
-  slot_spare_ = Tensor::empty({rows, cap, 1}, DType::i32);
+  slot_spare_ = Tensor::empty({rows, cap, 1}, DType::i32, device);
   std::vector<int32_t> ids(static_cast<size_t>(rows));
   for (int64_t i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  row_ids_ = Tensor::from_vector<int32_t>({rows, 1, 1}, ids);
+  row_ids_ = to_device(Tensor::from_vector<int32_t>({rows, 1, 1}, ids), device);
 }
 
 void KVCache::set_views(int64_t held, int64_t rows, int64_t len) {
@@ -60,7 +62,7 @@ void KVCache::adopt() {
   const Tensor k0 = k.contiguous(), v0 = v.contiguous();  // (B, L, C)
   const int64_t b = k0.size(0), len = k0.size(1);
   k = v = Tensor();
-  reserve_buffers(b, len, k0.size(2), k0.dtype());
+  reserve_buffers(b, len, k0.size(2), k0.dtype(), k0.device());
   copy_rows(k0, nullptr, view_of(k_buf_, b, len));
   copy_rows(v0, nullptr, view_of(v_buf_, b, len));
   for (int64_t p = 0; p < len; ++p)
@@ -83,7 +85,7 @@ void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t res
         << " rows, new keys are " << k_new.describe();
   if (len > 0 && !k_buf_.defined()) adopt();  // set directly (cross-attention style)
   const int64_t grown = len + t > capacity() ? std::max({reserve, len + t, 2 * capacity()}) : 0;
-  reserve_buffers(b, grown, width, k_new.dtype());
+  reserve_buffers(b, grown, width, k_new.dtype(), k_new.device());
   copy_rows(k_new, nullptr, window_of(k_buf_, b, len, t));
   copy_rows(v_new, nullptr, window_of(v_buf_, b, len, t));
   for (int64_t p = len; p < len + t; ++p)  // row i's new positions are in buffer row i
@@ -98,7 +100,7 @@ void KVCache::reorder(const std::vector<int64_t>& rows) {
   const int64_t n = static_cast<int64_t>(rows.size());
   for (int64_t r : rows)
     TFM_CHECK(r >= 0 && r < b) << "KVCache::reorder: row " << r << " out of range for batch " << b;
-  reserve_buffers(n, 0, k.size(2), k.dtype());
+  reserve_buffers(n, 0, k.size(2), k.dtype(), k.device());
   copy_rows(view_of(slot_buf_, b, len), &rows, view_of(slot_spare_, n, len));
   std::swap(slot_buf_, slot_spare_);
   set_views(k.size(0), n, len);
@@ -160,9 +162,9 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& k
   // The choice is made here, not inside attention(): each op keeps one kernel per call so its
   // output is bitwise the same whether or not the weights are asked for (test_attention,
   // test_decode_attention); a search returning attention thus finds what one without does.
-  if (q.dim() == 3 && q.size(1) == 1 && q.dtype() == DType::f32 && q.device() == Device::cpu &&
-      kv.k.dtype() == DType::f32 && kv.v.dtype() == DType::f32 && kv.k.device() == Device::cpu &&
-      opt.dropout == 0.0 && !autograd::needs_grad({&q, &kv.k, &kv.v}))
+  if (q.dim() == 3 && q.size(1) == 1 && q.dtype() == DType::f32 && kv.k.dtype() == DType::f32 &&
+      kv.v.dtype() == DType::f32 && kv.k.device() == q.device() && opt.dropout == 0.0 &&
+      !autograd::needs_grad({&q, &kv.k, &kv.v}))
     r.out = decode_attention(q, kv.k, kv.v, heads_, key_padding_mask, 0.0,
                              return_weights ? &r.weights : nullptr, kv_rows, kv.slots);
   else if (kv.slots.defined()) {  // the general kernel reads rows in order

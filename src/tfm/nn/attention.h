@@ -45,7 +45,7 @@ struct KVCache {
  private:
   void adopt();  // makes a cache set directly (contiguous k/v) appendable
   // Buffers of at least `rows` rows and `cap` positions, holding what they held.
-  void reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dtype);
+  void reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dtype, Device device);
   // k, v over `held` buffer rows and slots over `rows` rows, `len` positions each.
   void set_views(int64_t held, int64_t rows, int64_t len);
   Tensor k_buf_, v_buf_;          // (row capacity, capacity, C)

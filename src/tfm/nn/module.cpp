@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tfm/core/device_copy.h"
 #include "tfm/nn/linear.h"
 
 namespace tfm::nn {
@@ -21,6 +22,15 @@ void Module::collect(const std::string& prefix, NamedTensors& out) const {
 void Module::set_training(bool on) {
   training_ = on;
   for (auto& [name, m] : children_) m->set_training(on);
+}
+
+void Module::to(Device device) {
+  for (const auto& [name, p] : named_parameters()) {
+    if (!p->defined() || p->device() == device) continue;
+    Tensor moved = to_device(p->detach(), device);
+    moved.set_requires_grad(p->requires_grad());
+    *p = moved;
+  }
 }
 
 void Module::apply(const std::function<void(Module&)>& fn) {

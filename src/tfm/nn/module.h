@@ -26,6 +26,9 @@ class Module {
   // Every parameter below this module, in registration order, named "prefix.child.name".
   NamedTensors named_parameters(const std::string& prefix = "") const;
   void set_training(bool on);
+  // Moves every parameter to `device` (a copy there, still requiring grad; gradients dropped).
+  // Tensors a module holds besides its parameters are its own to move (Transformer::to).
+  void to(Device device);
   // Calls fn on this module and every module below it, parents first.
   void apply(const std::function<void(Module&)>& fn);
   // Every Linear below this module, in registration order (what a model binds for inference and

@@ -2,11 +2,17 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/decode_steps_cpu.h"
 #include "tfm/ops/cpu/softmax_cpu.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/device_copy.h"
+#include "tfm/ops/cuda/decode_steps.h"
+#include "tfm/ops/softmax.h"
+#endif
 
 namespace tfm {
 
@@ -15,9 +21,10 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 void check_rows(const Tensor& x, const char* op) {
-  check_on_cpu(x, op, "x");
-  TFM_CHECK(x.dtype() == DType::f32 && x.dim() == 2 && x.is_contiguous())
-      << op << ": expected contiguous f32 (R, V), got " << x.describe();
+  TFM_CHECK(x.defined() && x.dtype() == DType::f32 && x.dim() == 2 && x.is_contiguous())
+      << op << ": expected contiguous f32 (R, V), got "
+      << (x.defined() ? x.describe() : std::string("an undefined tensor"));
+  if (!on_cuda(x)) check_on_cpu(x, op, "x");
 }
 
 // Row r of a (R, V) block under its rule.
@@ -41,11 +48,21 @@ void mask_row(float* row, int64_t v, StepRule rule, const SpecialIds& s) {
   }
 }
 
-// The (rows, k) result of a top-k over rows of v values, k checked.
-TopK top_k_result(int64_t rows, int64_t v, int64_t k, const char* op) {
+// The (rows, k) result of a top-k over rows of v values on `device`, k checked.
+TopK top_k_result(int64_t rows, int64_t v, int64_t k, const char* op, Device device = Device::cpu) {
   TFM_CHECK(k > 0 && k <= v) << op << ": k = " << k << " outside [1, " << v << "]";
-  return TopK{Tensor::empty({rows, k}), Tensor::empty({rows, k}, DType::i32)};
+  return TopK{Tensor::empty({rows, k}, DType::f32, device),
+              Tensor::empty({rows, k}, DType::i32, device)};
 }
+
+#ifdef TFM_WITH_CUDA
+// The rules as a u8 tensor on the device (StepRule's values).
+Tensor rules_on_device(const std::vector<StepRule>& rules) {
+  std::vector<uint8_t> r(rules.size());
+  for (size_t i = 0; i < rules.size(); ++i) r[i] = static_cast<uint8_t>(rules[i]);
+  return to_device(Tensor::from_vector({static_cast<int64_t>(r.size())}, r), Device::cuda);
+}
+#endif
 
 void check_rules(const Tensor& x, const std::vector<StepRule>& rules, const SpecialIds& s,
                  const char* op) {
@@ -62,6 +79,13 @@ void mask_step_rows(const Tensor& lp, const std::vector<StepRule>& rules, const 
   check_rows(lp, "mask_step_rows");
   check_rules(lp, rules, s, "mask_step_rows");
   const int64_t rows = lp.size(0), v = lp.size(1);
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(lp)) {
+    const Tensor r = rules_on_device(rules);
+    cuda::mask_step_rows(rows, v, lp.data<float>(), r.data<uint8_t>(), s.pad, s.bos, s.eos);
+    return;
+  }
+#endif
   float* base = lp.data<float>();
   for (int64_t r = 0; r < rows; ++r) mask_row(base + r * v, v, rules[r], s);
 }
@@ -71,6 +95,15 @@ TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, c
   check_rows(logits, "top_k_log_probs");
   check_rules(logits, rules, s, "top_k_log_probs");
   const int64_t rows = logits.size(0), v = logits.size(1);
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(logits)) {
+    // Three passes on the device (the log-probs are written once): the fusion that pays on the
+    // CPU's caches buys little against a GPU's bandwidth.
+    const Tensor lp = log_softmax(logits.detach());
+    mask_step_rows(lp, rules, s);
+    return top_k_rows(lp, k);
+  }
+#endif
   TopK out = top_k_result(rows, v, k, "top_k_log_probs");
   const float* x = logits.data<float>();
   float* vals = out.values.data<float>();
@@ -90,7 +123,14 @@ TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, c
 TopK top_k_rows(const Tensor& x, int64_t k) {
   check_rows(x, "top_k_rows");
   const int64_t rows = x.size(0), v = x.size(1);
-  TopK out = top_k_result(rows, v, k, "top_k_rows");
+  TopK out = top_k_result(rows, v, k, "top_k_rows", x.device());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x)) {
+    cuda::top_k_rows(rows, v, k, x.data<float>(), out.ids.data<int32_t>(),
+                     out.values.data<float>());
+    return out;
+  }
+#endif
   const float* p = x.data<float>();
   float* vals = out.values.data<float>();
   int32_t* ids = out.ids.data<int32_t>();
@@ -99,11 +139,19 @@ TopK top_k_rows(const Tensor& x, int64_t k) {
 }
 
 Tensor mean_over_heads(const Tensor& w_in) {
-  check_on_cpu(w_in, "mean_over_heads", "w");
-  TFM_CHECK(w_in.dtype() == DType::f32 && w_in.dim() == 4 && w_in.size(2) == 1)
-      << "mean_over_heads: expected f32 (R, H, 1, S), got " << w_in.describe();
+  TFM_CHECK(w_in.defined() && w_in.dtype() == DType::f32 && w_in.dim() == 4 && w_in.size(2) == 1)
+      << "mean_over_heads: expected f32 (R, H, 1, S), got "
+      << (w_in.defined() ? w_in.describe() : std::string("an undefined tensor"));
   const Tensor w = w_in.contiguous();
   const int64_t n = w.size(0), H = w.size(1), S = w.size(3);
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(w)) {
+    Tensor out = Tensor::empty({n, S}, DType::f32, Device::cuda);
+    cuda::mean_over_heads(n, H, S, w.data<float>(), out.data<float>());
+    return out;
+  }
+#endif
+  check_on_cpu(w, "mean_over_heads", "w");
   Tensor out = Tensor::zeros({n, S});
   const float* p = w.data<float>();
   float* a = out.data<float>();

@@ -124,8 +124,13 @@ void add_(Tensor& a, const Tensor& b_in, double alpha) {
 
 void div_(Tensor& a, double d) {
   TFM_CHECK(a.is_contiguous()) << "div_: destination must be contiguous, got " << a.describe();
-  check_on_cpu(a, "div_", "a");
   check_float_input(a, "div_", "a");
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(a)) {
+    cuda::divide(a.numel(), static_cast<float>(d), a.data<float>(), a.data<float>());
+    return;
+  }
+#endif
   dispatch_floating(a.dtype(), "div_", [&](auto z) {
     using T = decltype(z);
     T* x = a.data<T>();

@@ -5,6 +5,9 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/primitives.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/gemm.h"
+#endif
 
 namespace tfm {
 
@@ -20,6 +23,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
   Tensor a = check_float_input(a_in, "matmul", "a");
   Tensor b = check_float_input(b_in, "matmul", "b");
   check_same_dtype(a, b, "matmul");
+  check_same_device(a, b, "matmul");
   TFM_CHECK(a.dim() >= 2 && b.dim() >= 2)
       << "matmul: operands must have at least 2 dimensions, got a " << a.describe() << " and b "
       << b.describe();
@@ -39,8 +43,18 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
   out_shape.push_back(m);
   out_shape.push_back(n);
   const int64_t batch = shape_numel(batch_a);
-  Tensor c = k > 0 ? Tensor::empty(out_shape, a.dtype()) : Tensor::zeros(out_shape, a.dtype());
-  if (c.numel() > 0 && k > 0) {
+  Tensor c = k > 0 ? Tensor::empty(out_shape, a.dtype(), a.device())
+                   : Tensor::zeros(out_shape, a.dtype(), a.device());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(a) && c.numel() > 0 && k > 0) {
+    // One cuBLASLt call a matrix of the batch (the batches above ops are a handful).
+    const int64_t lda = std::max<int64_t>(a.size(-1), 1), ldb = std::max<int64_t>(b.size(-1), 1);
+    for (int64_t i = 0; i < batch; ++i)
+      cuda::gemm(trans_a, trans_b, m, n, k, 1.f, a.data<float>() + i * m * k, lda,
+                 b.data<float>() + i * k * n, ldb, 0.f, c.data<float>() + i * m * n, n);
+  } else
+#endif
+      if (c.numel() > 0 && k > 0) {
     dispatch_floating(a.dtype(), "matmul", [&](auto tag) {
       using T = decltype(tag);
       // Row strides of the stored matrices; a 0 column count still needs a legal stride of 1.

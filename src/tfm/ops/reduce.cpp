@@ -3,6 +3,9 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/reduce_cpu.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/reduce.h"
+#endif
 
 namespace tfm {
 
@@ -11,7 +14,13 @@ namespace {
 // A tensor of `shape` whose every element is s * g, for the scalar gradient g.   g () → (shape)
 Tensor broadcast_scalar(const Tensor& g_in, const Shape& shape, double s, const char* op) {
   Tensor g = g_in.contiguous();
-  Tensor out = Tensor::empty(shape, g.dtype());
+  Tensor out = Tensor::empty(shape, g.dtype(), g.device());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(g)) {
+    cuda::broadcast_rows(1, out.numel(), g.data<float>(), static_cast<float>(s), out.data<float>());
+    return out;
+  }
+#endif
   dispatch_floating(g.dtype(), op, [&](auto z) {
     using T = decltype(z);
     cpu::broadcast_rows<T>(1, out.numel(), g.data<T>(), T(s), out.data<T>());
@@ -21,7 +30,13 @@ Tensor broadcast_scalar(const Tensor& g_in, const Shape& shape, double s, const 
 
 // Scalar (shape {}) s * sum(x).
 Tensor scaled_total(const Tensor& x, double s, const char* op) {
-  Tensor out = Tensor::empty({}, x.dtype());
+  Tensor out = Tensor::empty({}, x.dtype(), x.device());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x)) {
+    cuda::sum_scaled(x.numel(), x.data<float>(), s, out.data<float>());
+    return out;
+  }
+#endif
   dispatch_floating(x.dtype(), op, [&](auto z) {
     using T = decltype(z);
     out.data<T>()[0] = static_cast<T>(s * cpu::sum_all<T>(x.numel(), x.data<T>()));
@@ -63,17 +78,29 @@ Tensor sum_last(const Tensor& x_in) {
   const int64_t cols = x.size(-1);
   const Shape out_shape(x.shape().begin(), x.shape().end() - 1);  // (...)
   const int64_t rows = shape_numel(out_shape);
-  Tensor out = Tensor::empty(out_shape, x.dtype());
-  dispatch_floating(x.dtype(), "sum_last", [&](auto z) {
-    using T = decltype(z);
-    cpu::sum_rows<T>(rows, cols, x.data<T>(), out.data<T>());
-  });
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+  if (on_cuda(x)) {
+#ifdef TFM_WITH_CUDA
+    cuda::sum_rows(rows, cols, x.data<float>(), out.data<float>());
+#endif
+  } else {
+    dispatch_floating(x.dtype(), "sum_last", [&](auto z) {
+      using T = decltype(z);
+      cpu::sum_rows<T>(rows, cols, x.data<T>(), out.data<T>());
+    });
+  }
   if (autograd::needs_grad({&x_in})) {
     autograd::record(
         "sum_last", {&x_in}, {&out},
         [shape = x.shape(), rows, cols](const autograd::Grads& g, const autograd::Needs&) {
-          Tensor gy = g[0].contiguous();                 // (...)
-          Tensor gx = Tensor::empty(shape, gy.dtype());  // (..., C)
+          Tensor gy = g[0].contiguous();                              // (...)
+          Tensor gx = Tensor::empty(shape, gy.dtype(), gy.device());  // (..., C)
+#ifdef TFM_WITH_CUDA
+          if (on_cuda(gy)) {
+            cuda::broadcast_rows(rows, cols, gy.data<float>(), 1.f, gx.data<float>());
+            return autograd::Grads{gx};
+          }
+#endif
           dispatch_floating(gy.dtype(), "sum_last", [&](auto z) {
             using T = decltype(z);
             cpu::broadcast_rows<T>(rows, cols, gy.data<T>(), T(1), gx.data<T>());

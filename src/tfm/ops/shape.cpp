@@ -6,6 +6,9 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/ops/cpu/shape_cpu.h"
 #include "tfm/ops/dispatch.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/strided_copy.h"
+#endif
 
 namespace tfm {
 
@@ -19,8 +22,6 @@ bool any_needs_grad(const std::vector<Tensor>& xs) {
 
 void check_input(const Tensor& t, const char* op, const char* name) {
   TFM_CHECK(t.defined()) << op << ": " << name << " is undefined";
-  TFM_CHECK(t.device() == Device::cpu)
-      << op << ": " << name << " is on " << device_name(t.device()) << "; only cpu is built";
 }
 
 int64_t normalize_axis(int64_t axis, const Tensor& x, const char* op) {
@@ -30,12 +31,29 @@ int64_t normalize_axis(int64_t axis, const Tensor& x, const char* op) {
   return axis < 0 ? axis + nd : axis;
 }
 
-// x as a contiguous tensor: itself when it already is, else a parallel strided gather.
+// x as a contiguous tensor: itself when it already is, else a parallel strided gather (on the
+// device, Tensor::contiguous's kernel).
 Tensor materialise(const Tensor& x) {
   if (x.is_contiguous()) return x;
+  if (x.device() != Device::cpu) return x.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   cpu::gather_strided(x.shape(), x.strides(), dtype_size(x.dtype()), x.raw_data(), out.raw_data());
   return out;
+}
+
+// outer blocks of len elements of es bytes, src and dst rows src_stride / dst_stride elements
+// apart, on `device` (both ends there).
+void copy_blocks(Device device, int64_t outer, int64_t len, size_t es, const void* src,
+                 int64_t src_stride, void* dst, int64_t dst_stride) {
+#ifdef TFM_WITH_CUDA
+  if (device == Device::cuda) {
+    cuda::copy_2d(outer, static_cast<size_t>(len) * es, src, static_cast<size_t>(src_stride) * es,
+                  dst, static_cast<size_t>(dst_stride) * es);
+    return;
+  }
+#endif
+  TFM_CHECK(device == Device::cpu) << "shape ops: no kernel on " << device_name(device);
+  cpu::copy_blocks(outer, len, es, src, src_stride, dst, dst_stride);
 }
 
 // Sizes of a contiguous x seen as (outer, x.size(axis), inner).
@@ -64,25 +82,25 @@ Tensor narrow_raw(const Tensor& x, int64_t axis, int64_t start, int64_t length) 
     return x.reshape({v.outer * v.size, v.inner})
         .slice(v.outer == 1 ? start : 0, v.outer == 1 ? start + length : v.size * v.outer)
         .reshape(out_shape);
-  Tensor out = Tensor::empty(out_shape, x.dtype());
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   const size_t es = dtype_size(x.dtype());
-  cpu::copy_blocks(v.outer, length * v.inner, es,
-                   static_cast<const char*>(x.raw_data()) + start * v.inner * es, v.size * v.inner,
-                   out.raw_data(), length * v.inner);
+  copy_blocks(x.device(), v.outer, length * v.inner, es,
+              static_cast<const char*>(x.raw_data()) + start * v.inner * es, v.size * v.inner,
+              out.raw_data(), length * v.inner);
   return out;
 }
 
 // Raw concat of contiguous parts along axis into a new tensor of shape out_shape.
 Tensor concat_raw(const std::vector<Tensor>& parts, int64_t axis, const Shape& out_shape,
                   DType dtype) {
-  Tensor out = Tensor::empty(out_shape, dtype);
+  Tensor out = Tensor::empty(out_shape, dtype, parts[0].device());
   const AxisView ov = axis_view(out_shape, axis);
   const size_t es = dtype_size(dtype);
   int64_t at = 0;
   for (const Tensor& p : parts) {
     const int64_t len = p.size(axis) * ov.inner;
-    cpu::copy_blocks(ov.outer, len, es, p.raw_data(), len,
-                     static_cast<char*>(out.raw_data()) + at * ov.inner * es, ov.size * ov.inner);
+    copy_blocks(out.device(), ov.outer, len, es, p.raw_data(), len,
+                static_cast<char*>(out.raw_data()) + at * ov.inner * es, ov.size * ov.inner);
     at += p.size(axis);
   }
   return out;
@@ -130,13 +148,12 @@ Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
         "narrow", {&x}, {&y},
         [in_shape = x.shape(), axis, start](const autograd::Grads& g, const autograd::Needs&) {
           Tensor gy = materialise(g[0]);
-          Tensor gx = Tensor::zeros(in_shape, gy.dtype());
+          Tensor gx = Tensor::zeros(in_shape, gy.dtype(), gy.device());
           const AxisView v = axis_view(in_shape, axis);
           const int64_t len = gy.size(axis) * v.inner;
           const size_t es = dtype_size(gy.dtype());
-          cpu::copy_blocks(v.outer, len, es, gy.raw_data(), len,
-                           static_cast<char*>(gx.raw_data()) + start * v.inner * es,
-                           v.size * v.inner);
+          copy_blocks(gx.device(), v.outer, len, es, gy.raw_data(), len,
+                      static_cast<char*>(gx.raw_data()) + start * v.inner * es, v.size * v.inner);
           return autograd::Grads{gx};
         });
   }
@@ -157,6 +174,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     check_input(x, "concat", "an input");
     TFM_CHECK(x.dtype() == x0.dtype()) << "concat: input " << i << " " << x.describe()
                                        << " has another dtype than input 0 " << x0.describe();
+    check_same_device(x0, x, "concat");
     bool match = x.dim() == x0.dim();
     for (int64_t d = 0; match && d < x.dim(); ++d) match = d == axis || x.size(d) == x0.size(d);
     TFM_CHECK(match) << "concat: input " << i << " " << x.describe() << " does not match input 0 "

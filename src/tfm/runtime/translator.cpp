@@ -13,6 +13,9 @@
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/profile.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/runtime.h"
+#endif
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/score.h"
@@ -80,17 +83,31 @@ std::string join_ids(const std::vector<int64_t>& ids) {
   return s;
 }
 
+// Fails unless o.device can run here: the CPU always, cuda with the backend built and a GPU.
+void check_device(const TranslatorOptions& o) {
+  if (o.device == Device::cpu) return;
+#ifdef TFM_WITH_CUDA
+  TFM_CHECK(o.device == Device::cuda && cuda::has_device())
+      << "Translator: device " << device_name(o.device)
+      << " is not available: " << cuda::no_device_reason();
+#else
+  TFM_FAIL() << "Translator: device " << device_name(o.device)
+             << " is not available (this build has no CUDA backend: -DTFM_WITH_CUDA=ON)";
+#endif
+}
+
 }  // namespace
 
 class Translator::Impl {
  public:
   Impl(const std::string& dir, TranslatorOptions o) : options_(o) {
     profile::Scope scope(profile::Phase::load);
-    TFM_CHECK(o.device == Device::cpu)
-        << "Translator: device " << device_name(o.device)
-        << " is not available (this build translates on the CPU only)";
+    check_device(o);
     TFM_CHECK(o.inter_threads >= 1)
         << "inter_threads must be at least 1 (got " << o.inter_threads << ")";
+    TFM_CHECK(o.device == Device::cpu || o.inter_threads == 1)
+        << "inter_threads must be 1 on " << device_name(o.device) << " (got " << o.inter_threads
+        << "): batches run one at a time on the device's stream";
     TFM_CHECK(o.intra_threads >= 0)
         << "intra_threads must be at least 0 (0: all cores; got " << o.intra_threads << ")";
     TFM_CHECK(o.max_batch_size >= 1)
@@ -111,7 +128,10 @@ class Translator::Impl {
           model_ = load_model(dir);
           // Counted before binding: a bf16 or int8 binding releases the f32 weights it packed.
           parameter_count = model_->parameter_count();
-          model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
+          if (options_.device == Device::cpu)
+            model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
+          else
+            model_->to(options_.device);  // f32 weights, the CUDA kernels' GEMMs
         })
         .get();
     const ModelConfig& c = model_->config();
@@ -174,7 +194,10 @@ class Translator::Impl {
                                     const std::vector<Ids>& prefixes,
                                     const decode::SearchOptions& so,
                                     const runtime::BatchDone& on_batch = {}) const {
-    auto s = decode::make_search(so);
+    decode::SearchOptions o = so;
+    // A device runs one search at a time on its stream: no shards on host threads.
+    if (options_.device != Device::cpu) o.shard_size = 0;
+    auto s = decode::make_search(o);
     BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
     return runtime::search_in_batches(*model_, *s, sources, ids, prefixes, limits, pool_.get(),
                                       on_batch);

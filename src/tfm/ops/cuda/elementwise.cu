@@ -48,6 +48,10 @@ void scale(int64_t n, float s, const float* x, float* out, const Stream& stream)
   launch_pointwise(n, stream, [=] __device__(int64_t i) { out[i] = s * x[i]; });
 }
 
+void divide(int64_t n, float d, const float* x, float* out, const Stream& stream) {
+  launch_pointwise(n, stream, [=] __device__(int64_t i) { out[i] = __fdiv_rn(x[i], d); });
+}
+
 void relu_forward(int64_t n, const float* x, float* y, const Stream& stream) {
   launch_pointwise(n, stream, [=] __device__(int64_t i) {
     const float v = x[i];

@@ -14,6 +14,8 @@ void axpby(int64_t n, float alpha, const float* x, float beta, const float* y, f
 void mul(int64_t n, const float* a, const float* b, float* out,
          const Stream& stream = default_stream());
 void scale(int64_t n, float s, const float* x, float* out, const Stream& stream = default_stream());
+void divide(int64_t n, float d, const float* x, float* out,
+            const Stream& stream = default_stream());  // out = x / d, correctly rounded
 
 // relu keeps NaN (x < 0 ? 0 : x); its backward passes gy where the output y > 0.
 void relu_forward(int64_t n, const float* x, float* y, const Stream& stream = default_stream());

@@ -1,0 +1,180 @@
+// The whole model on the GPU against the same model on the CPU: a training step (forward with
+// dropout, label-smoothed loss, backward to every parameter) and greedy and beam search through
+// the KV cache. Built from the same seed, the two models hold the same weights; the GPU's sums run
+// in other orders, so values agree to rounding and the searches pick the same tokens. Every test
+// skips with "no CUDA device" on machines without a GPU.
+#ifdef TFM_WITH_CUDA
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/test_util.h"
+#include "tfm/autograd/tape.h"
+#include "tfm/core/cuda/runtime.h"
+#include "tfm/core/device_copy.h"
+#include "tfm/decode/search.h"
+#include "tfm/model/transformer.h"
+#include "tfm/ops/cross_entropy.h"
+#include "tfm/translator.h"
+
+namespace tfm {
+namespace {
+
+using testing::all_close;
+
+ModelConfig config(bool pre) {
+  ModelConfig c = ModelConfig::preset("tiny");
+  c.d_model = 32, c.heads = 4, c.d_ff = 64, c.encoder_layers = 2, c.decoder_layers = 2;
+  c.norm = pre ? NormPlacement::pre : NormPlacement::post;
+  c.final_norm = pre;
+  c.dropout = 0.1;
+  c.attention_dropout = 0.1;
+  c.src_vocab_size = c.trg_vocab_size = 29;
+  c.share_embeddings = true;
+  c.max_length = 64;
+  return c;
+}
+
+// (B, L) ids in [3, V) with the last `pad[b]` positions of row b PAD (0).
+Tensor ids(int64_t b, int64_t l, const std::vector<int64_t>& pad, uint64_t seed) {
+  Tensor t = testing::random_ids({b, l}, 26, seed);
+  for (int64_t r = 0; r < b; ++r)
+    for (int64_t p = 0; p < l; ++p) {
+      int32_t& v = t.data<int32_t>()[r * l + p];
+      v = p >= l - pad[static_cast<size_t>(r)] ? 0 : v + 3;
+    }
+  return t;
+}
+
+class CudaModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::has_device()) GTEST_SKIP() << "no CUDA device: " << cuda::no_device_reason();
+  }
+};
+
+TEST_F(CudaModel, TrainingStepMatchesTheCpus) {
+  for (bool pre : {false, true}) {
+    SCOPED_TRACE(pre ? "pre-norm" : "post-norm");
+    const ModelConfig c = config(pre);
+    Transformer cpu(c, 7), gpu(c, 7);
+    gpu.to(Device::cuda);
+    cpu.set_training(true);
+    gpu.set_training(true);
+    Generator g_cpu(3), g_gpu(3);  // the same dropout streams on both devices
+    cpu.set_generator(&g_cpu);
+    gpu.set_generator(&g_gpu);
+    const Tensor src = ids(4, 9, {0, 2, 5, 1}, 1);
+    const Tensor trg_in = ids(4, 7, {0, 3, 1, 2}, 2);
+    Tensor targets = ids(4, 7, {0, 3, 1, 2}, 3);
+    for (int64_t i = 0; i < targets.numel(); ++i)
+      if (trg_in.data<int32_t>()[i] == 0) targets.data<int32_t>()[i] = -100;
+    const Tensor loss_cpu = softmax_cross_entropy(cpu.forward(src, trg_in), targets, 0.1).loss;
+    autograd::backward(loss_cpu);
+    const Tensor loss_gpu = softmax_cross_entropy(gpu.forward(to_device(src, Device::cuda),
+                                                              to_device(trg_in, Device::cuda)),
+                                                  to_device(targets, Device::cuda), 0.1)
+                                .loss;
+    autograd::backward(loss_gpu);
+    EXPECT_EQ(loss_gpu.device(), Device::cuda);
+    EXPECT_NEAR(to_device(loss_gpu, Device::cpu).item(), loss_cpu.item(), 1e-5);
+    const auto p_cpu = cpu.named_parameters(), p_gpu = gpu.named_parameters();
+    ASSERT_EQ(p_cpu.size(), p_gpu.size());
+    for (size_t i = 0; i < p_cpu.size(); ++i) {
+      SCOPED_TRACE(p_cpu[i].first);
+      ASSERT_EQ(p_gpu[i].second->device(), Device::cuda);
+      ASSERT_TRUE(p_gpu[i].second->grad().defined());
+      EXPECT_TRUE(all_close(to_device(p_gpu[i].second->grad(), Device::cpu),
+                            p_cpu[i].second->grad(), 1e-3, 1e-5));
+    }
+  }
+}
+
+TEST_F(CudaModel, GreedyAndBeamSearchMatchTheCpus) {
+  ModelConfig c = config(true);
+  c.dropout = c.attention_dropout = 0.0;
+  Transformer cpu(c, 11), gpu(c, 11);
+  gpu.to(Device::cuda);
+  std::vector<Ids> sources;
+  for (int64_t n : {5, 9, 2, 12, 7}) {
+    const Tensor t = testing::random_ids({n}, 26, static_cast<uint64_t>(40 + n));
+    Ids s;
+    for (int64_t i = 0; i < n; ++i) s.push_back(t.data<int32_t>()[i] + 3);
+    sources.push_back(s);
+  }
+  for (int64_t beam : {1, 4}) {
+    SCOPED_TRACE("beam " + std::to_string(beam));
+    decode::SearchOptions o;
+    o.beam_size = beam;
+    o.n_best = beam;
+    o.shard_size = 0;  // one batch: the shards' host threads are the CPU's way
+    o.return_attention = true;
+    const auto want = decode::make_search(o)->run(cpu, sources);
+    const auto got = decode::make_search(o)->run(gpu, sources);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t s = 0; s < want.size(); ++s) {
+      ASSERT_EQ(got[s].size(), want[s].size()) << "sentence " << s;
+      for (size_t h = 0; h < want[s].size(); ++h) {
+        EXPECT_EQ(got[s][h].tokens, want[s][h].tokens) << "sentence " << s << ", hypothesis " << h;
+        EXPECT_NEAR(got[s][h].log_prob, want[s][h].log_prob, 1e-4);
+        ASSERT_EQ(got[s][h].attention.size(), want[s][h].attention.size());
+        for (size_t i = 0; i < want[s][h].attention.size(); ++i)
+          EXPECT_NEAR(got[s][h].attention[i], want[s][h].attention[i], 1e-5);
+      }
+    }
+  }
+}
+
+TEST_F(CudaModel, TranslatorOnTheGpuTranslatesAsOnTheCpu) {
+  // A trained fixture model through the public API: text-free ids, several batches of varied
+  // lengths, beam and greedy, and scores of the CPU's translations.
+  const std::string dir = std::string(TFM_FIXTURES_DIR) + "/convert/seed004";
+  std::vector<std::vector<int64_t>> sources;
+  std::ifstream in(dir + "/src.ids");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ls(line);
+    std::vector<int64_t> ids;
+    for (int64_t v; ls >> v;) ids.push_back(v);
+    sources.push_back(ids);
+  }
+  ASSERT_GT(sources.size(), 3u);
+  Translator cpu(dir), gpu(dir, {.device = Device::cuda, .max_batch_size = 3});
+  EXPECT_EQ(gpu.options().compute_type, ComputeType::float32);
+  for (int64_t beam : {1, 4}) {
+    SCOPED_TRACE("beam " + std::to_string(beam));
+    TranslationOptions o;
+    o.beam_size = beam;
+    o.num_hypotheses = beam == 1 ? 1 : 2;
+    const auto want = cpu.translate_batch(sources, o);
+    const auto got = gpu.translate_batch(sources, o);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[i].hypotheses.size(), want[i].hypotheses.size()) << "sentence " << i;
+      for (size_t k = 0; k < want[i].hypotheses.size(); ++k) {
+        EXPECT_EQ(got[i].hypotheses[k].ids, want[i].hypotheses[k].ids) << "sentence " << i;
+        EXPECT_NEAR(got[i].hypotheses[k].log_prob, want[i].hypotheses[k].log_prob,
+                    1e-4 * (1 + std::abs(want[i].hypotheses[k].log_prob)));
+      }
+    }
+    std::vector<std::vector<int64_t>> targets;
+    for (const auto& r : want) targets.push_back(r.hypotheses[0].ids);
+    const std::vector<double> s_cpu = cpu.score_batch(sources, targets);
+    const std::vector<double> s_gpu = gpu.score_batch(sources, targets);
+    ASSERT_EQ(s_gpu.size(), s_cpu.size());
+    for (size_t i = 0; i < s_cpu.size(); ++i)
+      EXPECT_NEAR(s_gpu[i], s_cpu[i], 1e-4 * (1 + std::abs(s_cpu[i]))) << "sentence " << i;
+  }
+  EXPECT_NE(testing::error_of([&] {
+              Translator(dir, {.device = Device::cuda, .compute_type = ComputeType::int8});
+            }).find("on cuda tfm computes in fp32 only"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tfm
+#endif  // TFM_WITH_CUDA
