@@ -62,17 +62,19 @@ struct TrainOptions {
   double max_minutes = 0;  // wall time of this run
 
   // Optimisation.
-  std::string lr_schedule = "inverse_sqrt";  // noam | inverse_sqrt | constant | linear (to max_updates)
-  double lr = 5e-4;                          // the peak (inverse_sqrt, constant)
-  double lr_factor = 1.0;                    // noam's factor
-  int64_t warmup = 4000;                     // updates
-  std::string optimizer = "adam";            // adam | adamw (decoupled weight decay)
+  std::string lr_schedule =
+      "inverse_sqrt";              // noam | inverse_sqrt | constant | linear (to max_updates)
+  double lr = 5e-4;                // the peak (inverse_sqrt, constant)
+  double lr_factor = 1.0;          // noam's factor
+  int64_t warmup = 4000;           // updates
+  std::string optimizer = "adam";  // adam | adamw (decoupled weight decay)
   double weight_decay = 0.0;
   double label_smoothing = 0.1;
   double clip_norm = 0.0;  // max global gradient norm; 0: no clipping
 
   // Where and in what arithmetic: training takes float32, bfloat16 (mixed precision: f32
   // parameters, gradients and optimiser) or automatic (bf16 where the CPU multiplies bf16).
+  // device cuda (a build with the CUDA backend, a GPU, one process) trains in float32.
   Device device = Device::cpu;
   ComputeType compute_type = ComputeType::float32;
   int threads = 0;  // 0: all cores

@@ -188,7 +188,7 @@ void add_train(CLI::App& app) {
   cmd->add_option("--max-ratio", f.max_ratio, "Skip pairs whose length ratio exceeds R (0: off)");
   cmd->add_option("--seed", f.seed, "Seed of initialisation, batching and dropout");
   cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
-  cmd->add_option("--device", fl.device, "cpu (cuda: not in this build)");
+  cmd->add_option("--device", fl.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
   cmd->add_option("--precision", fl.precision,
                   "GEMMs of training: fp32, bf16 mixed precision (f32 master weights), or auto "
                   "(bf16 where the CPU has AVX512-BF16, fp32 elsewhere)")

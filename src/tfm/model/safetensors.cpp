@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tfm/core/check.h"
+#include "tfm/core/device_copy.h"
 #include "tfm/core/file_util.h"
 
 namespace tfm {
@@ -265,8 +266,6 @@ Plan plan_file(const std::vector<std::pair<std::string, Tensor>>& tensors,
         << what << ": \"__metadata__\" is reserved, not a tensor name";
     TFM_CHECK(names.insert(name).second) << what << ": duplicate " << tn;
     TFM_CHECK(t.defined()) << what << ": " << tn << " is undefined";
-    TFM_CHECK(t.device() == Device::cpu)
-        << what << ": " << tn << " is on " << device_name(t.device()) << "; move it to the cpu";
   }
   for (const auto& [k, v] : metadata)
     TFM_CHECK(valid_utf8(k) && valid_utf8(v))
@@ -288,7 +287,7 @@ Plan plan_file(const std::vector<std::pair<std::string, Tensor>>& tensors,
   }
   for (size_t i : order) {
     const auto& [name, t] = tensors[i];
-    Tensor c = t.contiguous();
+    Tensor c = to_device(t, Device::cpu).contiguous();  // a device tensor through one copy
     const uint64_t begin = plan.data_bytes, end = begin + c.nbytes();
     header[name] = Json{{"dtype", safetensors_name(c.dtype())},
                         {"shape", c.shape()},

@@ -137,6 +137,13 @@ int64_t Transformer::parameter_count() const {
 }
 
 void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> output, bool keep_f32) {
+  if (embed_trg_.device() != Device::cpu) {
+    // The packed kernels are the CPU's; on a device the f32 parameters' GEMMs are the path.
+    TFM_CHECK(t == ComputeType::float32 && output.value_or(t) == ComputeType::float32)
+        << "bind_inference: on " << device_name(embed_trg_.device())
+        << " tfm computes in fp32 only, got " << compute_type_name(t);
+    return;
+  }
   // fp32 panels serve only few-row products (decoding steps); the encoder's run over whole
   // sources, on the parameters' own GEMM, so packing them would only add a copy of each weight.
   std::vector<nn::Linear*> skip;

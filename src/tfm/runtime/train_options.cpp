@@ -62,9 +62,11 @@ void check_train_options(const TrainOptions& o, const OptionSpeller& name) {
   TFM_CHECK(o.compute_type != ComputeType::int8)
       << n("compute_type") << " int8 is an inference compute type; training takes fp32, bf16 or "
       << "auto";
+#ifndef TFM_WITH_CUDA
   TFM_CHECK(o.device == Device::cpu)
       << n("device") << " " << device_name(o.device)
-      << ": this build trains on the CPU only (no CUDA training yet)";
+      << " is not available (this build has no CUDA backend: -DTFM_WITH_CUDA=ON)";
+#endif
 
   const bool tsv = !o.train_tsv.empty();
   TFM_CHECK(tsv != (!o.train_src.empty() || !o.train_trg.empty()))

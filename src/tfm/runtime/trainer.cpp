@@ -18,6 +18,9 @@
 #include "tfm/data/vocab.h"
 #include "tfm/decode/search.h"
 #include "tfm/dist/world.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/runtime.h"
+#endif
 #include "tfm/eval/bleu.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/runtime/batch_search.h"
@@ -262,6 +265,16 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   lo.world = &world;
 
   model_ = std::make_unique<Transformer>(config, o_.seed);
+  if (o_.device != Device::cpu) {
+    TFM_CHECK(world.size() == 1) << "training on " << device_name(o_.device)
+                                 << " runs in one process (data-parallel training is the CPU's)";
+#ifdef TFM_WITH_CUDA
+    cuda::require_device("training on cuda");
+    log.line("training on cuda: " + cuda::describe(cuda::device_info()) + " (fp32)");
+#endif
+    // Drawn on the host from the same seed, then moved: the CPU's initial weights.
+    model_->to(o_.device);
+  }
   model_->set_train_compute(o_.compute_type);
   if (model_->train_compute() == ComputeType::bfloat16) {
     log.line("training GEMMs in bf16 (mixed precision: f32 parameters, gradients and optimiser)");

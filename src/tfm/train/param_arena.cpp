@@ -1,6 +1,7 @@
 #include "tfm/train/param_arena.h"
 
 #include <set>
+#include <string>
 
 #include "tfm/autograd/tape.h"
 
@@ -11,10 +12,13 @@ ParameterArena::ParameterArena(const std::vector<std::pair<std::string, Tensor>>
   std::set<const Storage*> storages;
   for (const auto& [name, p] : params) {
     TFM_CHECK(names.insert(name).second) << "parameter arena: parameter " << name << " twice";
-    TFM_CHECK(p.defined() && p.dtype() == DType::f32 && p.device() == Device::cpu &&
-              p.is_contiguous())
-        << "parameter arena: parameter " << name << " must be a contiguous f32 CPU tensor, got "
-        << p.describe();
+    TFM_CHECK(p.defined() && p.dtype() == DType::f32 && p.is_contiguous())
+        << "parameter arena: parameter " << name << " must be a contiguous f32 tensor, got "
+        << (p.defined() ? p.describe() : std::string("an undefined tensor"));
+    if (slots_.empty()) device_ = p.device();
+    TFM_CHECK(p.device() == device_)
+        << "parameter arena: parameter " << name << " is on " << device_name(p.device())
+        << ", the ones before it on " << device_name(device_);
     TFM_CHECK(p.offset() == 0 && p.storage()->nbytes == p.nbytes())
         << "parameter arena: parameter " << name << " " << p.describe()
         << " is a view into a larger block; it cannot be moved on its own";
@@ -34,8 +38,8 @@ ParameterArena::ParameterArena(const std::vector<std::pair<std::string, Tensor>>
     slot_of_meta_[metas_.back().get()] = static_cast<int64_t>(metas_.size()) - 1;
   }
   // Values copied in below; the gaps zeroed so that flat passes read only finite numbers.
-  params_flat_ = Tensor::zeros({size_});
-  grads_flat_ = Tensor::zeros({size_});
+  params_flat_ = Tensor::zeros({size_}, DType::f32, device_);
+  grads_flat_ = Tensor::zeros({size_}, DType::f32, device_);
   for (size_t k = 0; k < slots_.size(); ++k) {
     move_storage_into(tensors_[k], view(params_flat_, k));
     AutogradMeta& meta = *metas_[k];

@@ -82,10 +82,12 @@ class ParameterArena {
 
   // A zero-filled f32 tensor of the arenas' layout (an optimiser's moments), and the view of
   // slot k in such a tensor.
-  Tensor zeros_like() const { return Tensor::zeros({size_}); }
+  Tensor zeros_like() const { return Tensor::zeros({size_}, DType::f32, device_); }
+  Device device() const { return device_; }  // where the parameters live
   Tensor view(const Tensor& flat, size_t k) const;
 
  private:
+  Device device_ = Device::cpu;
   std::vector<ArenaSlot> slots_;
   std::vector<Tensor> tensors_;  // the parameters (handles sharing their storage)
   std::vector<std::shared_ptr<AutogradMeta>> metas_;

@@ -13,6 +13,7 @@
 #include "tfm/core/file_util.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/ops/cross_entropy.h"
+#include "tfm/ops/host.h"
 #include "tfm/train/data_parallel.h"
 #include "tfm/train/grad_norm.h"
 #include "tfm/train/validate.h"
@@ -206,8 +207,8 @@ bool TrainLoop::train_update() {
     dropout_gen_.set_state(dropout_gen_.seed(), first);
     const Batch b = train_.next();
     const Tensor logits = model_.forward(b.src, b.trg_in);  // (B, T, V)
-    const CrossEntropyResult ce =
-        softmax_cross_entropy(logits, b.trg_out, o_.label_smoothing, c.pad_id);
+    const CrossEntropyResult ce = softmax_cross_entropy(
+        logits, to_device(b.trg_out, logits.device()), o_.label_smoothing, c.pad_id);
     sentences += b.trg_in.shape()[0];
     src_tokens += b.src_tokens;
     if (ce.tokens == 0) {
@@ -216,14 +217,15 @@ bool TrainLoop::train_update() {
     }
     // The loss is a mean over this batch's tokens; backpropagating tokens × loss sums the
     // per-token gradients, and the update divides by all tokens of the update.
-    const Tensor seed = Tensor::full({}, static_cast<double>(ce.tokens));
+    const Tensor seed =
+        Tensor::full({}, static_cast<double>(ce.tokens), DType::f32, ce.loss.device());
     if (gradient_sum && i == my_last)
       autograd::backward(ce.loss, seed, gradient_sum->hooks());
     else
       autograd::backward(ce.loss, seed);
     TFM_CHECK(dropout_gen_.position() - first <= kStreamsPerBatch)
         << "a batch drew more than " << kStreamsPerBatch << " dropout streams";
-    loss_sum += ce.loss.item() * static_cast<double>(ce.tokens);
+    loss_sum += to_host<float>(ce.loss)[0] * static_cast<double>(ce.tokens);
     nll_sum += ce.nll_sum;
     tokens += ce.tokens;
     correct += ce.correct;

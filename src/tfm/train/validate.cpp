@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/core/device_copy.h"
 #include "tfm/data/batcher.h"
 #include "tfm/ops/cross_entropy.h"
 
@@ -29,7 +30,8 @@ ValidLoss validation_loss(Transformer& model, const std::vector<Example>& exampl
   for (const auto& indices : batcher.plan(0)) {
     const Batch b = batcher.make(indices);
     const Tensor logits = model.forward(b.src, b.trg_in);  // (B, T, V)
-    const CrossEntropyResult ce = softmax_cross_entropy(logits, b.trg_out, 0.0, c.pad_id);
+    const CrossEntropyResult ce =
+        softmax_cross_entropy(logits, to_device(b.trg_out, logits.device()), 0.0, c.pad_id);
     r.sentences += static_cast<int64_t>(indices.size());
     r.tokens += ce.tokens;
     r.correct += ce.correct;
