@@ -380,11 +380,14 @@ TEST(Translator, ErrorsNameTheProblemInTheApisWords) {
               Translator(kModel, {.inter_threads = 0});
             }).find("inter_threads must be at least 1"),
             std::string::npos);
+  bool gpu = false;  // with a GPU, tests/cuda/test_cuda_model.cpp translates there
 #ifdef TFM_WITH_CUDA
-  if (!cuda::has_device())  // with a GPU, tests/cuda/test_cuda_model.cpp translates there
+  gpu = cuda::has_device();
 #endif
+  if (!gpu) {
     EXPECT_NE(message([&] { Translator(kModel, {.device = Device::cuda}); }).find("device cuda"),
               std::string::npos);
+  }
 }
 
 TEST(Translator, ModelInfoDescribesTheDirectory) {

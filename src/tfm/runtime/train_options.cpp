@@ -7,6 +7,9 @@
 #include "tfm/core/file_util.h"
 #include "tfm/core/parallel.h"
 #include "tfm/core/validate.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/runtime.h"
+#endif
 #include "tfm/train/schedule.h"
 #include "tfm/train/train_loop.h"
 #include "tfm/train/train_state.h"
@@ -62,7 +65,11 @@ void check_train_options(const TrainOptions& o, const OptionSpeller& name) {
   TFM_CHECK(o.compute_type != ComputeType::int8)
       << n("compute_type") << " int8 is an inference compute type; training takes fp32, bf16 or "
       << "auto";
-#ifndef TFM_WITH_CUDA
+#ifdef TFM_WITH_CUDA
+  TFM_CHECK(o.device == Device::cpu || cuda::has_device())
+      << n("device") << " " << device_name(o.device)
+      << " is not available: " << cuda::no_device_reason();
+#else
   TFM_CHECK(o.device == Device::cpu)
       << n("device") << " " << device_name(o.device)
       << " is not available (this build has no CUDA backend: -DTFM_WITH_CUDA=ON)";
