@@ -45,23 +45,23 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool trans_a, bool trans_b
   const int64_t batch = shape_numel(batch_a);
   Tensor c = k > 0 ? Tensor::empty(out_shape, a.dtype(), a.device())
                    : Tensor::zeros(out_shape, a.dtype(), a.device());
-#ifdef TFM_WITH_CUDA
-  if (on_cuda(a) && c.numel() > 0 && k > 0) {
-    // One cuBLASLt call a matrix of the batch (the batches above ops are a handful).
+  if (c.numel() > 0 && k > 0) {
+    // Row strides of the stored matrices; a 0 column count still needs a legal stride of 1.
     const int64_t lda = std::max<int64_t>(a.size(-1), 1), ldb = std::max<int64_t>(b.size(-1), 1);
-    for (int64_t i = 0; i < batch; ++i)
-      cuda::gemm(trans_a, trans_b, m, n, k, 1.f, a.data<float>() + i * m * k, lda,
-                 b.data<float>() + i * k * n, ldb, 0.f, c.data<float>() + i * m * n, n);
-  } else
+    if (on_cuda(a)) {
+#ifdef TFM_WITH_CUDA
+      // One cuBLASLt call a matrix of the batch (the batches above ops are a handful).
+      for (int64_t i = 0; i < batch; ++i)
+        cuda::gemm(trans_a, trans_b, m, n, k, 1.f, a.data<float>() + i * m * k, lda,
+                   b.data<float>() + i * k * n, ldb, 0.f, c.data<float>() + i * m * n, n);
 #endif
-      if (c.numel() > 0 && k > 0) {
-    dispatch_floating(a.dtype(), "matmul", [&](auto tag) {
-      using T = decltype(tag);
-      // Row strides of the stored matrices; a 0 column count still needs a legal stride of 1.
-      const int64_t lda = std::max<int64_t>(a.size(-1), 1), ldb = std::max<int64_t>(b.size(-1), 1);
-      cpu::gemm_batched<T>(trans_a, trans_b, batch, m, n, k, T(1), a.data<T>(), lda, m * k,
-                           b.data<T>(), ldb, k * n, T(0), c.data<T>(), n, m * n);
-    });
+    } else {
+      dispatch_floating(a.dtype(), "matmul", [&](auto tag) {
+        using T = decltype(tag);
+        cpu::gemm_batched<T>(trans_a, trans_b, batch, m, n, k, T(1), a.data<T>(), lda, m * k,
+                             b.data<T>(), ldb, k * n, T(0), c.data<T>(), n, m * n);
+      });
+    }
   }
   if (autograd::needs_grad({&a_in, &b_in})) {
     // Each gradient is itself a matmul of the incoming gradient gc (..., M, N) with the other
