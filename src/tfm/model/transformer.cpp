@@ -137,11 +137,11 @@ int64_t Transformer::parameter_count() const {
 }
 
 void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> output, bool keep_f32) {
-  if (embed_trg_.device() != Device::cpu) {
+  if (device() != Device::cpu) {
     // The packed kernels are the CPU's; on a device the f32 parameters' GEMMs are the path.
     TFM_CHECK(t == ComputeType::float32 && output.value_or(t) == ComputeType::float32)
-        << "bind_inference: on " << device_name(embed_trg_.device())
-        << " tfm computes in fp32 only, got " << compute_type_name(t);
+        << "bind_inference: on " << device_name(device()) << " tfm computes in fp32 only, got "
+        << compute_type_name(t);
     return;
   }
   // fp32 panels serve only few-row products (decoding steps); the encoder's run over whole
@@ -221,7 +221,7 @@ Tensor Transformer::encode(const Tensor& src, AttentionWeights* weights) const {
 Tensor Transformer::encode(const Tensor& src_in, const Tensor& mask,
                            AttentionWeights* weights) const {
   TFM_CHECK(c_.has_encoder()) << "encode: this is a decoder-only model";
-  const Tensor src = to_device(src_in, embed_trg_.device());
+  const Tensor src = to_device(src_in, device());
   Tensor x = embed(src, src_table(), pos_src_, encoder_.embed_norm_.get(), 0);
   for (const auto& layer : encoder_.layers_)
     x = (*layer)(x, mask, gen_, weights ? &weights->encoder_self : nullptr);
@@ -230,7 +230,7 @@ Tensor Transformer::encode(const Tensor& src_in, const Tensor& mask,
 
 Tensor Transformer::decode(const Tensor& trg_in_arg, const Tensor& memory, const Tensor& src_mask,
                            AttentionWeights* weights) const {
-  const Tensor trg_in = to_device(trg_in_arg, embed_trg_.device());
+  const Tensor trg_in = to_device(trg_in_arg, device());
   Tensor trg_mask = padding_mask(trg_in);
   Tensor x = embed(trg_in, trg_table(), pos_trg_, decoder_.embed_norm_.get(), 0);
   for (const auto& layer : decoder_.layers_)
@@ -242,7 +242,7 @@ Tensor Transformer::decode(const Tensor& trg_in_arg, const Tensor& memory, const
 Tensor Transformer::forward(const Tensor& src_in, const Tensor& trg_in,
                             AttentionWeights* weights) const {
   if (!c_.has_encoder()) return decode(trg_in, Tensor(), Tensor(), weights);
-  const Tensor src = to_device(src_in, embed_trg_.device());  // host ids to the model's device
+  const Tensor src = to_device(src_in, device());  // host ids to the model's device
   Tensor src_mask = padding_mask(src);
   Tensor memory = encode(src, src_mask, weights);
   return decode(trg_in, memory, src_mask, weights);
@@ -250,7 +250,7 @@ Tensor Transformer::forward(const Tensor& src_in, const Tensor& trg_in,
 
 DecoderState Transformer::start(const Tensor& src_in) const {
   TFM_CHECK(c_.has_encoder()) << "start: decoder-only models use start_decoder_only";
-  const Tensor src = to_device(src_in, embed_trg_.device());  // host ids to the model's device
+  const Tensor src = to_device(src_in, device());  // host ids to the model's device
   DecoderState st;
   st.src_mask = padding_mask(src);
   Tensor memory = encode(src, st.src_mask, nullptr);
@@ -272,8 +272,8 @@ DecoderState Transformer::start_decoder_only(int64_t batch) const {
 
 Tensor Transformer::step(DecoderState& st, const Tensor& tokens, AttentionWeights* weights,
                          Tensor* last_cross_attention) const {
-  Tensor ids = to_device(tokens.dim() == 1 ? tokens.reshape({tokens.size(0), 1}) : tokens,
-                         embed_trg_.device());
+  Tensor ids =
+      to_device(tokens.dim() == 1 ? tokens.reshape({tokens.size(0), 1}) : tokens, device());
   TFM_CHECK(ids.dim() == 2) << "step: expected tokens (B) or (B, t), got " << tokens.describe();
   TFM_CHECK(st.layers.size() == decoder_.layers_.size())
       << "step: state has " << st.layers.size() << " layers, the model " << decoder_.layers_.size();

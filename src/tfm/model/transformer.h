@@ -84,6 +84,7 @@ class Transformer : public nn::Module {
   // are dropped first (their packed weights are the CPU kernels'); the forward, the backward,
   // the training step and decoding then run where the tensors are.
   void to(Device device);
+  Device device() const { return embed_trg_.device(); }  // where the parameters are
 
   // Binds every linear layer and the output projection for inference at `t` (resolved: fp32,
   // bf16 or int8; see nn::LinearKernel), now, once; `output` overrides it for the output

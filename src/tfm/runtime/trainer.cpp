@@ -268,8 +268,7 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   if (o_.device != Device::cpu) {
     TFM_CHECK(world.size() == 1) << "training on " << device_name(o_.device)
                                  << " runs in one process (data-parallel training is the CPU's)";
-#ifdef TFM_WITH_CUDA
-    cuda::require_device("training on cuda");
+#ifdef TFM_WITH_CUDA  // a device is there: validate_train_options checked
     log.line("training on cuda: " + cuda::describe(cuda::device_info()) + " (fp32)");
 #endif
     // Drawn on the host from the same seed, then moved: the CPU's initial weights.
