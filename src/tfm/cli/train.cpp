@@ -40,7 +40,9 @@ void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;  // a second signal takes the default action: an impatient user wins
+  // A second signal takes the default action: an impatient user wins. On the alternate stack:
+  // the signal may land while oneDNN's GEMM has rsp in the heap (core/signal_stack.h).
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 }

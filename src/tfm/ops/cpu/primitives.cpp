@@ -15,6 +15,7 @@
 #include "tfm/core/check.h"
 #include "tfm/core/cpu_isa.h"
 #include "tfm/core/parallel.h"
+#include "tfm/core/signal_stack.h"
 #include "tfm/ops/cpu/dnnl_context.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 
@@ -114,6 +115,7 @@ void gemm<float>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
     return;
   }
+  ensure_signal_stacks();  // its JIT kernels move rsp into the heap (core/signal_stack.h)
   const dnnl_status_t st =
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   TFM_CHECK(st == dnnl_success) << "dnnl_sgemm failed with status " << static_cast<int>(st)
@@ -348,6 +350,7 @@ void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const 
       scratch = cpu_allocator().allocate(entry->scratchpad_bytes);
       args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(entry->scratchpad, eng, scratch.get()));
     }
+    ensure_signal_stacks();  // it may run oneDNN's JIT GEMM (core/signal_stack.h)
     entry->primitive.execute(dnnl_stream(), args);
     dnnl_stream().wait();
   } catch (const dnnl::error& e) {
@@ -400,15 +403,15 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
     return buf;
   };
   const auto af = widen(m * k, a), bf = widen(k * n, b);
-  run_primitive({m, n, k, bias != nullptr, post, primitive_threads(), MatmulOperands::f32,
-                 trans_a, trans_b},
-                af.get(), bf.get(), bias, c);
+  run_primitive(
+      {m, n, k, bias != nullptr, post, primitive_threads(), MatmulOperands::f32, trans_a, trans_b},
+      af.get(), bf.get(), bias, c);
 }
 
 S8MatmulWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q) {
   TFM_CHECK(n > 0 && k > 0) << "pack_s8_matmul_weights: empty weight (" << n << ", " << k << ")";
-  TFM_CHECK(cpu_has_vnni()) << "int8 matmuls on oneDNN need VNNI (CPU level "
-                            << cpu_isa_summary() << "); packed_int8_cpu.h serves other CPUs";
+  TFM_CHECK(cpu_has_vnni()) << "int8 matmuls on oneDNN need VNNI (CPU level " << cpu_isa_summary()
+                            << "); packed_int8_cpu.h serves other CPUs";
   S8MatmulWeights w;
   w.n = n;
   w.k = k;
@@ -427,8 +430,7 @@ S8MatmulWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q) {
     dnnl_stream().wait();
     w.desc = desc;
   } catch (const dnnl::error& e) {
-    TFM_FAIL() << "packing int8 weights (" << n << ", " << k << ") for oneDNN failed: "
-               << e.what();
+    TFM_FAIL() << "packing int8 weights (" << n << ", " << k << ") for oneDNN failed: " << e.what();
   }
   return w;
 }
