@@ -168,7 +168,8 @@ class Translator:
     Arguments:
       model_dir: a tfm model directory (config.json, model.safetensors and, for text, the
         SentencePiece vocabularies: vocab.model, or vocab.src.model + vocab.trg.model).
-      device: "cpu" ("cuda" is refused: this build translates on the CPU).
+      device: "cpu", or "cuda" with a libtfm built with the CUDA backend on a machine with a
+        GPU (fp32, inter_threads=1; docs/cuda.md); elsewhere "cuda" raises a tfm.Error.
       compute_type: of the linear layers: "auto" (bf16 where the CPU multiplies bf16, else
         float32), "float32"/"fp32", "bfloat16"/"bf16", "int8"; "default" is "auto".
       intra_threads: threads of each batch's ops; 0: all cores / inter_threads.
