@@ -264,7 +264,7 @@ TEST_F(CudaKernels, EmbeddingForwardAndDeterministicBackward) {
   Tensor out = Tensor::empty({n, c});
   cpu::embedding_forward(n, tid.data<int32_t>(), c, f(w), f(out));
   const Tensor gid = dev(tid), gout = dev_empty({n, c});
-  cuda::embedding_forward(n, gid.data<int32_t>(), c, f(dev(w)), f(gout));
+  cuda::embedding_forward(n, gid.data<int32_t>(), v, c, f(dev(w)), f(gout));
   EXPECT_TRUE(bitwise_equal(host(gout), out));
 
   Tensor gw = Tensor::empty({v, c});

@@ -375,6 +375,41 @@ TEST_F(CudaOps, DecodeAttentionMatchesTheCpus) {
   }
 }
 
+// Indices on the device are checked by the kernels that read them, and a bad one is thrown at
+// the next copy to the host (core/cuda/device_fault.h): with the op's words, once; the next
+// good call is not blamed for it, and nothing out of range is read (memcheck runs this too).
+TEST_F(CudaOps, BadDeviceIndicesAreThrownAtTheNextCopyToTheHost) {
+  const auto dev = [](const Tensor& t) { return to_device(t, Device::cuda); };
+  const auto host = [](const Tensor& t) { return to_device(t, Device::cpu); };
+  const Tensor table = random_tensor({6, 8}, DType::f32, 80);
+  const Tensor good = Tensor::from_vector<int32_t>({3}, {0, 5, 2});
+  const Tensor bad = Tensor::from_vector<int32_t>({3}, {0, 6, 2});
+  const Tensor e = embedding(dev(bad), dev(table));  // no throw yet: nothing synchronised
+  EXPECT_TFM_ERROR(host(e),
+                   "embedding: id 6 at flat position 1 of ids is outside [0, V) for V = 6");
+  EXPECT_TRUE(bitwise_equal(host(embedding(dev(good), dev(table))), embedding(good, table)));
+  EXPECT_TFM_ERROR(embedding(bad, table), "embedding: id 6 at position");  // the CPU: at once
+
+  const int64_t B = 2, Bk = 3, S = 4, C = 16, H = 2;
+  const Tensor q = random_tensor({B, 1, C}, DType::f32, 81);
+  const Tensor k = random_tensor({Bk, S, C}, DType::f32, 82);
+  const Tensor v = random_tensor({Bk, S, C}, DType::f32, 83);
+  const Tensor rows = Tensor::from_vector<int32_t>({B}, {2, 3});
+  const Tensor r = decode_attention(dev(q), dev(k), dev(v), H, Tensor(), 0.0, nullptr, dev(rows));
+  EXPECT_TFM_ERROR(cuda::synchronize(), "decode_attention: kv_rows[1] = 3 outside the 3 key rows");
+  EXPECT_TFM_ERROR(decode_attention(q, k, v, H, Tensor(), 0.0, nullptr, rows),
+                   "kv_rows[1] = 3 outside the 3 key rows");
+  const Tensor slots = Tensor::from_vector<int32_t>({B, S}, {0, 1, 2, 0, 1, -1, 0, 2});
+  const Tensor s =
+      decode_attention(dev(q), dev(k), dev(v), H, Tensor(), 0.0, nullptr, Tensor(), dev(slots));
+  EXPECT_TFM_ERROR(host(s), "decode_attention: kv_slots at flat position 5 = -1 outside the 3");
+  const Tensor fine = Tensor::from_vector<int32_t>({B, S}, {0, 1, 2, 0, 1, 1, 0, 2});
+  EXPECT_TRUE(all_close(host(decode_attention(dev(q), dev(k), dev(v), H, Tensor(), 0.0, nullptr,
+                                              Tensor(), dev(fine))),
+                        decode_attention(q, k, v, H, Tensor(), 0.0, nullptr, Tensor(), fine), 1e-5,
+                        1e-6));
+}
+
 TEST_F(CudaOps, InitAndDivideAreBitwiseTheCpus) {
   Tensor a = Tensor::empty({7, 33}), da = Tensor::empty({7, 33}, DType::f32, Device::cuda);
   Generator g1(5), g2(5);

@@ -40,21 +40,24 @@ Tensor embedding(const Tensor& ids_in, const Tensor& weight_in, int64_t padding_
 
   Tensor ids = ids_in.contiguous();
   const int64_t n = ids.numel();
-  // Checked on the host (a device's ids are copied once), so the kernels can trust every id.
-  const HostView<int32_t> host_ids = to_host<int32_t>(ids);
-  const int32_t* id = host_ids.data();
-  const int64_t bad = cpu::find_bad_id(n, id, v);
-  TFM_CHECK(bad < 0) << "embedding: id " << id[bad] << " at position "
-                     << position_str(bad, ids.shape()) << " of ids " << ids.describe()
-                     << " is outside [0, V) for V = " << v << " (weight " << weight.describe()
-                     << ")";
+  // Checked here on the CPU, so its kernels trust every id. A device's ids are checked by its
+  // kernel, which reports a bad one at the next copy to the host (core/cuda/device_fault.h):
+  // copying them here would wait for the GPU at every decoding step.
+  const int32_t* id = on_cuda(weight) ? nullptr : ids.data<int32_t>();
+  if (id != nullptr) {
+    const int64_t bad = cpu::find_bad_id(n, id, v);
+    TFM_CHECK(bad < 0) << "embedding: id " << id[bad] << " at position "
+                       << position_str(bad, ids.shape()) << " of ids " << ids.describe()
+                       << " is outside [0, V) for V = " << v << " (weight " << weight.describe()
+                       << ")";
+  }
 
   Shape out_shape = ids.shape();  // (..., C)
   out_shape.push_back(c);
   Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());
 #ifdef TFM_WITH_CUDA
   if (on_cuda(weight))
-    cuda::embedding_forward(n, ids.data<int32_t>(), c, weight.data<float>(), out.data<float>());
+    cuda::embedding_forward(n, ids.data<int32_t>(), v, c, weight.data<float>(), out.data<float>());
 #endif
   if (!on_cuda(weight)) {
     dispatch_floating(weight.dtype(), "embedding", [&](auto z) {

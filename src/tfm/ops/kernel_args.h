@@ -44,12 +44,14 @@ struct DecodeAttentionArgs {
   const float* k = nullptr;     // (B, S, H·Dh): row b at k + b·kv_batch_stride, rows H·Dh apart
   const float* v = nullptr;     // as k
   int64_t kv_batch_stride = 0;  // >= S·H·Dh
+  int64_t key_rows = 0;         // rows of k and v: what kv_rows and kv_slots index
   const uint8_t* mask = nullptr;  // (B, S), nonzero = ignore; null = none
   // (B): row b reads the keys, values and mask of row kv_rows[b] (the beams of one sentence
   // share its cross-attention keys); null: row b's own.
   const int32_t* kv_rows = nullptr;
   // (B, S): position s of row b is in key/value row kv_slots[b·ld + s] (a KV cache whose beams
-  // share their ancestors' positions instead of copying them); null: row kv_rows[b] or b.
+  // share their ancestors' positions instead of copying them); null: row kv_rows[b] or b. The
+  // CPU kernel is given checked indices; the CUDA one checks them (core/cuda/device_fault.h).
   const int32_t* kv_slots = nullptr;
   int64_t kv_slots_ld = 0;  // kv_slots' row stride (>= S)
   float scale = 1.f;

@@ -5,8 +5,10 @@
 
 namespace tfm::cuda {
 
-// Blocking copies: when they return the destination holds the data (and, for host_to_device,
-// the host buffer may be reused). Device pointers come from device_allocator().
+// host_to_device returns once the host buffer may be reused (the copy is queued on the stream,
+// before the kernels launched after it); device_to_host returns with the data in `dst`, and then
+// throws any bad index a kernel recorded (device_fault.h). Device pointers come from
+// device_allocator().
 void copy_host_to_device(void* dst, const void* src, size_t bytes);
 void copy_device_to_host(void* dst, const void* src, size_t bytes);
 void copy_device_to_device(void* dst, const void* src, size_t bytes);

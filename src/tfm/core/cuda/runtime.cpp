@@ -7,6 +7,7 @@
 
 #include "tfm/core/check.h"
 #include "tfm/core/cuda/check.h"
+#include "tfm/core/cuda/device_fault.h"
 
 namespace tfm::cuda {
 
@@ -82,6 +83,7 @@ std::string describe(const DeviceInfo& d) {
 void synchronize() {
   require_device("synchronize");
   TFM_CUDA_CHECK(cudaDeviceSynchronize());
+  raise_device_fault();
 }
 
 Stream Stream::create() {
@@ -111,6 +113,7 @@ Stream::~Stream() {
 
 void Stream::synchronize() const {
   TFM_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+  raise_device_fault();
 }
 
 const Stream& default_stream() {

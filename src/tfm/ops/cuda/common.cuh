@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "tfm/core/cuda/check.h"
+#include "tfm/core/cuda/device_fault.h"
 #include "tfm/core/cuda/runtime.h"
 
 namespace tfm::cuda::detail {
@@ -16,6 +17,18 @@ inline cudaStream_t native(const Stream& s) {
 
 // Launch errors (bad configuration) surface at once; faults inside the kernel at the next sync.
 #define TFM_CUDA_CHECK_LAUNCH() TFM_CUDA_CHECK(cudaGetLastError())
+
+// Records a bad index (core/cuda/device_fault.h): the first one since the last report wins; the
+// host throws it after its next copy from the device.
+__device__ inline void record_fault(DeviceFault* f, FaultSite site, int64_t position, int64_t value,
+                                    int64_t bound) {
+  if (atomicCAS(&f->claim, 0, 1) != 0) return;
+  f->position = position;
+  f->value = value;
+  f->bound = bound;
+  __threadfence_system();  // the fields before the site that says they are set
+  f->site = static_cast<int32_t>(site);
+}
 
 __device__ __forceinline__ double warp_sum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

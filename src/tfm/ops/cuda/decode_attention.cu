@@ -17,7 +17,7 @@ __device__ __forceinline__ float warp_sum_f(float v) {
   return v;
 }
 
-__global__ void decode_attention_kernel(kernels::DecodeAttentionArgs a) {
+__global__ void decode_attention_kernel(kernels::DecodeAttentionArgs a, DeviceFault* fault) {
   extern __shared__ float sh[];
   __shared__ float fmax_scratch[32];
   __shared__ double dsum_scratch[32];
@@ -28,11 +28,29 @@ __global__ void decode_attention_kernel(kernels::DecodeAttentionArgs a) {
   for (int64_t d = threadIdx.x; d < Dh; d += blockDim.x) q[d] = a.q[b * C + h * Dh + d];
   __syncthreads();
   const int64_t kb = a.kv_rows ? a.kv_rows[b] : b;
+  float* out = a.out + b * C + h * Dh;
+  if (a.kv_rows && (kb < 0 || kb >= a.key_rows)) {  // zeros, reported at the next host copy
+    if (threadIdx.x == 0 && h == 0)
+      detail::record_fault(fault, FaultSite::decode_kv_rows, b, kb, a.key_rows);
+    for (int64_t d = threadIdx.x; d < Dh; d += blockDim.x) out[d] = 0.f;
+    if (a.probs)
+      for (int64_t s = threadIdx.x; s < S; s += blockDim.x) a.probs[(b * H + h) * S + s] = 0.f;
+    return;  // the whole block: kb is the same for every thread
+  }
   const uint8_t* mask = a.mask ? a.mask + kb * S : nullptr;
   const int32_t* slots = a.kv_slots ? a.kv_slots + b * a.kv_slots_ld : nullptr;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   for (int64_t s = warp; s < S; s += warps) {
-    const float* kr = a.k + (slots ? slots[s] : kb) * a.kv_batch_stride + s * C + h * Dh;
+    const int64_t row = slots ? slots[s] : kb;
+    if (row < 0 || row >= a.key_rows) {  // a bad slot: the position is left out, and reported
+      if (lane == 0) {
+        if (h == 0)
+          detail::record_fault(fault, FaultSite::decode_kv_slots, b * S + s, row, a.key_rows);
+        p[s] = -INFINITY;
+      }
+      continue;
+    }
+    const float* kr = a.k + row * a.kv_batch_stride + s * C + h * Dh;
     float dot = 0.f;
     for (int64_t d = lane; d < Dh; d += 32) dot = fmaf(q[d], kr[d], dot);
     dot = warp_sum_f(dot);
@@ -42,7 +60,6 @@ __global__ void decode_attention_kernel(kernels::DecodeAttentionArgs a) {
   float mx = -INFINITY;
   for (int64_t s = threadIdx.x; s < S; s += blockDim.x) mx = fmaxf(mx, p[s]);
   mx = detail::block_max(mx, fmax_scratch);
-  float* out = a.out + b * C + h * Dh;
   if (mx == -INFINITY) {  // every key masked: zeros, as on the CPU
     for (int64_t d = threadIdx.x; d < Dh; d += blockDim.x) out[d] = 0.f;
     if (a.probs)
@@ -62,7 +79,9 @@ __global__ void decode_attention_kernel(kernels::DecodeAttentionArgs a) {
   for (int64_t d = threadIdx.x; d < Dh; d += blockDim.x) {
     float acc = 0.f;
     for (int64_t s = 0; s < S; ++s) {
-      const float* vr = a.v + (slots ? slots[s] : kb) * a.kv_batch_stride + s * C + h * Dh;
+      const int64_t row = slots ? slots[s] : kb;
+      if (row < 0 || row >= a.key_rows) continue;  // recorded above; p[s] is 0
+      const float* vr = a.v + row * a.kv_batch_stride + s * C + h * Dh;
       acc = fmaf(p[s], vr[d], acc);
     }
     out[d] = acc * inv;
@@ -84,7 +103,7 @@ void decode_attention_forward(const kernels::DecodeAttentionArgs& a, const Strea
   TFM_CHECK(a.batch * a.heads <= INT32_MAX) << "cuda decode_attention: too many rows";
   const size_t shared = sizeof(float) * static_cast<size_t>(a.kv_len + a.head_dim);
   decode_attention_kernel<<<static_cast<unsigned>(a.batch * a.heads), kBlock, shared,
-                            detail::native(stream)>>>(a);
+                            detail::native(stream)>>>(a, device_fault_record());
   TFM_CUDA_CHECK_LAUNCH();
 }
 

@@ -10,13 +10,19 @@ namespace tfm::cuda {
 
 namespace {
 
-__global__ void embedding_forward_kernel(int64_t total, int64_t c, const int32_t* ids,
-                                         const float* weight, float* out) {
+__global__ void embedding_forward_kernel(int64_t total, int64_t v, int64_t c, const int32_t* ids,
+                                         const float* weight, float* out, DeviceFault* fault) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += stride) {
     const int64_t i = e / c, j = e - i * c;
-    out[e] = weight[static_cast<int64_t>(ids[i]) * c + j];
+    const int64_t id = ids[i];
+    if (id < 0 || id >= v) {
+      if (j == 0) detail::record_fault(fault, FaultSite::embedding_id, i, id, v);
+      out[e] = 0.f;
+      continue;
+    }
+    out[e] = weight[id * c + j];
   }
 }
 
@@ -37,13 +43,14 @@ __global__ void embedding_backward_kernel(int64_t c, const int64_t* start, const
 
 }  // namespace
 
-void embedding_forward(int64_t n, const int32_t* ids, int64_t c, const float* weight, float* out,
-                       const Stream& stream) {
-  TFM_CHECK(n >= 0 && c >= 0) << "cuda embedding: bad shape (" << n << ", " << c << ")";
+void embedding_forward(int64_t n, const int32_t* ids, int64_t v, int64_t c, const float* weight,
+                       float* out, const Stream& stream) {
+  TFM_CHECK(n >= 0 && v >= 0 && c >= 0)
+      << "cuda embedding: bad shape n=" << n << " V=" << v << " C=" << c;
   const int64_t total = n * c;
   if (total == 0) return;
   embedding_forward_kernel<<<blocks_for(total), kThreads, 0, detail::native(stream)>>>(
-      total, c, ids, weight, out);
+      total, v, c, ids, weight, out, device_fault_record());
   TFM_CUDA_CHECK_LAUNCH();
 }
 

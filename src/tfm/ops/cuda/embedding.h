@@ -8,9 +8,10 @@
 
 namespace tfm::cuda {
 
-// out[i, :] = weight[ids[i], :]. ids (n) already checked to lie in [0, V).
-void embedding_forward(int64_t n, const int32_t* ids, int64_t c, const float* weight, float* out,
-                       const Stream& stream = default_stream());
+// out[i, :] = weight[ids[i], :] for weight (V, C). An id outside [0, V) gives a zero row and is
+// recorded as a device fault (core/cuda/device_fault.h), thrown at the next copy to the host.
+void embedding_forward(int64_t n, const int32_t* ids, int64_t v, int64_t c, const float* weight,
+                       float* out, const Stream& stream = default_stream());
 
 // grad_weight[r, :] = Σ grad_out[i, :] over positions i with ids[i] == r, added in increasing i
 // (the CPU's order, so f32 results are the same bits); rows never looked up and the padding row

@@ -2,7 +2,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 
 #include "tfm/core/check.h"
@@ -43,34 +42,88 @@ uint32_t alignment_of(const void* p) {
   return align;
 }
 
-// The heuristic query costs far more than a small GEMM, so its answer is kept per problem:
-// sizes, transposes, leading dimensions, epilogue and operand alignments decide the algorithm.
+// The heuristic query costs far more than a small GEMM, and building the five cuBLASLt
+// descriptors of a call costs about what launching it does; so both are kept per problem: sizes,
+// transposes, leading dimensions, epilogue and operand alignments decide the algorithm. Kept per
+// thread: the bias pointer is set on the cached descriptor at each call, and no lock is taken.
 using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int,
                            uint32_t, uint32_t, uint32_t>;
 
-struct PlanCache {
-  std::mutex mu;
-  std::map<PlanKey, cublasLtMatmulAlgo_t> algos;
-};
-
-PlanCache& plan_cache() {
-  static auto* c = new PlanCache();  // leaked with the handle it belongs to
-  return *c;
-}
-
-// RAII for the cuBLASLt descriptors of one call.
-struct Descriptors {
+// The descriptors and algorithm of one problem, destroyed with the thread's cache.
+struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~Descriptors() {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatmulAlgo_t algo{};
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {  // host objects only: safe at any time, the CUDA context alive or not
     if (c) cublasLtMatrixLayoutDestroy(c);
     if (b) cublasLtMatrixLayoutDestroy(b);
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (op) cublasLtMatmulDescDestroy(op);
   }
 };
+
+std::map<PlanKey, std::unique_ptr<Plan>>& plan_cache() {
+  thread_local std::map<PlanKey, std::unique_ptr<Plan>> plans;
+  return plans;
+}
+
+// RAII for the preference of one heuristic query.
+struct Preference {
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Preference() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+  }
+};
+
+// The plan for a problem, made (descriptors, then the heuristic's algorithm) the first time.
+Plan& plan_for(const PlanKey& key, const LtContext& ctx, bool trans_a, bool trans_b, int64_t m,
+               int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+               cublasLtEpilogue_t epilogue, uint32_t align_first, uint32_t align_second,
+               uint32_t align_c) {
+  auto& cache = plan_cache();
+  if (auto it = cache.find(key); it != cache.end()) return *it->second;
+  auto plan = std::make_unique<Plan>();
+  Plan& d = *plan;
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
+                                                  sizeof op_first));
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
+                                                  sizeof op_second));
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                  sizeof epilogue));
+  // Stored (column-major) shapes: the first operand is B's storage, the second A's.
+  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  TFM_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&d.a, CUDA_R_32F, u(trans_b ? k : n), u(trans_b ? n : k), ldb));
+  TFM_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&d.b, CUDA_R_32F, u(trans_a ? m : k), u(trans_a ? k : m), lda));
+  TFM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_32F, u(n), u(m), ldc));
+  Preference p;
+  const size_t ws = kGemmWorkspaceBytes;
+  TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&p.pref));
+  TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      p.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_first},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_second},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+  for (const auto& [attr, value] : aligns)
+    TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p.pref, attr, &value, sizeof value));
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  TFM_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle, d.op, d.a, d.b, d.c, d.c, p.pref, 1,
+                                                  &heur, &found));
+  TFM_CHECK(found > 0) << "cuda gemm: cuBLASLt has no algorithm for " << m << "x" << n << "x" << k
+                       << " (trans_a=" << trans_a << ", trans_b=" << trans_b << ")";
+  d.algo = heur.algo;
+  return *cache.emplace(key, std::move(plan)).first->second;
+}
 
 // Row-major C (M×N) = op(A)·op(B) is column-major Cᵀ (N×M) = op(B)ᵀ·op(A)ᵀ, and a row-major
 // matrix is its transpose read column-major: so cuBLAS sees B first, each with its own flag.
@@ -85,66 +138,20 @@ void lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
       << "cuda gemm: leading dimensions lda=" << lda << " ldb=" << ldb << " ldc=" << ldc
       << " too small for " << m << "x" << n << "x" << k;
   LtContext& ctx = lt_context();
-  Descriptors d;
-  TFM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
-                                                  sizeof op_first));
-  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
-                                                  sizeof op_second));
-  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                  sizeof epilogue));
-  if (bias != nullptr) {
-    TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                    sizeof bias));
-  }
-  // Stored (column-major) shapes: the first operand is B's storage, the second A's.
-  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
-  TFM_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&d.a, CUDA_R_32F, u(trans_b ? k : n), u(trans_b ? n : k), ldb));
-  TFM_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&d.b, CUDA_R_32F, u(trans_a ? m : k), u(trans_a ? k : m), lda));
-  TFM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_32F, u(n), u(m), ldc));
-  const size_t ws = kGemmWorkspaceBytes;
   const uint32_t align_first = alignment_of(b), align_second = alignment_of(a),
                  align_c = alignment_of(c);
   const PlanKey key{
       trans_a,     trans_b,      m,      n, k, lda, ldb, ldc, static_cast<int>(epilogue),
       align_first, align_second, align_c};
-  cublasLtMatmulAlgo_t algo{};
-  bool cached = false;
-  {
-    std::lock_guard<std::mutex> lock(plan_cache().mu);
-    auto it = plan_cache().algos.find(key);
-    if (it != plan_cache().algos.end()) {
-      algo = it->second;
-      cached = true;
-    }
-  }
-  if (!cached) {
-    TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
-    TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_first},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_second},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
-    for (const auto& [attr, value] : aligns)
-      TFM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &value, sizeof value));
-    cublasLtMatmulHeuristicResult_t heur{};
-    int found = 0;
-    TFM_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1,
-                                                    &heur, &found));
-    TFM_CHECK(found > 0) << "cuda gemm: cuBLASLt has no algorithm for " << m << "x" << n << "x" << k
-                         << " (trans_a=" << trans_a << ", trans_b=" << trans_b << ")";
-    algo = heur.algo;
-    std::lock_guard<std::mutex> lock(plan_cache().mu);
-    plan_cache().algos.emplace(key, algo);
+  Plan& d = plan_for(key, ctx, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, align_first,
+                     align_second, align_c);
+  if (bias != nullptr) {
+    TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof bias));
   }
   TFM_CUBLAS_CHECK(cublasLtMatmul(ctx.handle, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c,
-                                  &algo, ctx.workspace.get(), ws, detail::native(stream)));
+                                  &d.algo, ctx.workspace.get(), kGemmWorkspaceBytes,
+                                  detail::native(stream)));
 }
 
 }  // namespace
