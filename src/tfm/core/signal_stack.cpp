@@ -22,11 +22,12 @@ class ThreadSignalStack {
     // Room for a handler's frame with the whole AVX-512 state (the kernel's minimum, which
     // counts it, four times over) and what the handler itself uses.
     const long minimum = sysconf(_SC_MINSIGSTKSZ);
-    size_ = std::max<size_t>(size_t{64} << 10, minimum > 0 ? 4 * static_cast<size_t>(minimum) : 0);
-    memory_ = std::make_unique<char[]>(size_);
+    const size_t size =
+        std::max<size_t>(size_t{64} << 10, minimum > 0 ? 4 * static_cast<size_t>(minimum) : 0);
+    memory_ = std::make_unique<char[]>(size);
     stack_t ss{};
     ss.ss_sp = memory_.get();
-    ss.ss_size = size_;
+    ss.ss_size = size;
     if (sigaltstack(&ss, nullptr) != 0) memory_.reset();  // no worse off than without one
   }
   ~ThreadSignalStack() {
@@ -40,7 +41,6 @@ class ThreadSignalStack {
 
  private:
   std::unique_ptr<char[]> memory_;
-  size_t size_ = 0;
 };
 
 void ensure_this_thread() {

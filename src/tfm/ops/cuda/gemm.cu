@@ -79,12 +79,12 @@ struct Preference {
 };
 
 // The plan for a problem, made (descriptors, then the heuristic's algorithm) the first time.
-Plan& plan_for(const PlanKey& key, const LtContext& ctx, bool trans_a, bool trans_b, int64_t m,
-               int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
-               cublasLtEpilogue_t epilogue, uint32_t align_first, uint32_t align_second,
-               uint32_t align_c) {
+Plan& plan_for(const PlanKey& key, const LtContext& ctx) {
   auto& cache = plan_cache();
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
+  const auto& [trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue_value, align_first, align_second,
+               align_c] = key;
+  const auto epilogue = static_cast<cublasLtEpilogue_t>(epilogue_value);
   auto plan = std::make_unique<Plan>();
   Plan& d = *plan;
   TFM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -143,8 +143,7 @@ void lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   const PlanKey key{
       trans_a,     trans_b,      m,      n, k, lda, ldb, ldc, static_cast<int>(epilogue),
       align_first, align_second, align_c};
-  Plan& d = plan_for(key, ctx, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, align_first,
-                     align_second, align_c);
+  Plan& d = plan_for(key, ctx);
   if (bias != nullptr) {
     TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                     sizeof bias));
