@@ -9,6 +9,7 @@
 #include "support/test_util.h"
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/cpu_isa.h"
+#include "tfm/ops/cpu/decode_attention_cpu.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/cpu/packed_bf16_cpu.h"
 #include "tfm/ops/cpu/packed_f32_cpu.h"
@@ -136,6 +137,55 @@ TEST(CpuLevels, Int8KernelSumsExactlyPastSixteenBits) {
         EXPECT_EQ(bad, 0) << "m=" << m << " n=" << n << " k=" << k;
       }
     }
+}
+
+// One-query attention: the AVX-512 copy of the row kernel computes the same scores, softmax and
+// weighted sums in the same order as the AVX2 one, bit for bit, on every path of the kernel:
+// head sizes that are (64, 16) and are not (7) a multiple of the vector, key counts around the
+// 8-position score blocks, masks, the beams' shared rows (kv_rows) and slots (kv_slots), and the
+// probabilities copied out on request.
+TEST(CpuLevels, DecodeAttentionIsBitwiseTheSameAtEveryLevel) {
+  int compared = 0;
+  for (auto [heads, dh] : {std::pair<int64_t, int64_t>{4, 64}, {8, 64}, {2, 16}, {3, 7}})
+    for (int64_t s : {1, 7, 8, 9, 23, 70})
+      for (int indirection : {0, 1, 2}) {  // own rows, kv_rows, kv_slots
+        const int64_t b = 6, key_rows = 4, c = heads * dh;
+        const uint64_t seed = static_cast<uint64_t>(1000 * heads + 10 * dh + s + indirection);
+        const Tensor q = random_tensor({b, c}, DType::f32, seed, -2.0, 2.0);
+        const Tensor k = random_tensor({b, s, c}, DType::f32, seed + 1, -2.0, 2.0);
+        const Tensor v = random_tensor({b, s, c}, DType::f32, seed + 2);
+        std::vector<uint8_t> mask(b * s);
+        for (int64_t i = 0; i < b * s; ++i) mask[i] = (i * 7 + s) % 5 == 0 && i % s != 0;
+        std::vector<int32_t> rows(b), slots(b * s);
+        for (int64_t r = 0; r < b; ++r) rows[r] = static_cast<int32_t>((r * 3) % key_rows);
+        for (int64_t i = 0; i < b * s; ++i) slots[i] = static_cast<int32_t>((i * 5 + 1) % key_rows);
+        cpu::DecodeAttentionArgs a;
+        a.batch = b, a.heads = heads, a.kv_len = s, a.head_dim = dh;
+        a.q = q.data<float>(), a.k = k.data<float>(), a.v = v.data<float>();
+        a.kv_batch_stride = s * c, a.key_rows = b, a.mask = mask.data();
+        if (indirection == 1) a.kv_rows = rows.data();
+        if (indirection == 2) a.kv_slots = slots.data(), a.kv_slots_ld = s;
+        a.scale = 0.125f;
+        auto run = [&](CpuIsa isa, Tensor& out, Tensor& probs) {
+          out = Tensor::empty({b, c});
+          probs = Tensor::empty({b, heads, s});
+          a.out = out.data<float>(), a.probs = probs.data<float>();
+          cpu::decode_attention_forward(a, isa);
+        };
+        Tensor base, base_probs;
+        run(CpuIsa::avx2, base, base_probs);
+        EXPECT_GT(testing::max_abs_diff(base, Tensor::zeros(base.shape())), 1e-3);
+        for (CpuIsa isa : kLevels) {
+          if (isa > cpu_isa() || isa == CpuIsa::avx2) continue;
+          Tensor out, probs;
+          run(isa, out, probs);
+          EXPECT_TRUE(testing::bitwise_equal(out, base))
+              << cpu_isa_name(isa) << " H=" << heads << " Dh=" << dh << " S=" << s;
+          EXPECT_TRUE(testing::bitwise_equal(probs, base_probs)) << cpu_isa_name(isa);
+          ++compared;
+        }
+      }
+  if (cpu_isa() >= CpuIsa::avx512) EXPECT_GE(compared, 4 * 6 * 3);
 }
 
 // linear_lowp picks, per level, the int8 kernel whose sums are exact: oneDNN's with VNNI, tfm's

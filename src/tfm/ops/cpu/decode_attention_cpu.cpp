@@ -4,8 +4,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
+#include "tfm/core/cpu_isa.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/attention_tiles_cpu.h"
 
@@ -20,15 +22,22 @@ constexpr int L = attn::Simd<float>::L;
 // Positions ahead that the score loop prefetches keys.
 constexpr int64_t kAhead = 4;
 
-// Vectors of columns summed in registers at once: 16 of the 32 zmm registers, or 4 vectors (8
-// of the 16 ymm registers) in the portable build, where 16 spilled (attn::kTileVecRegs).
-constexpr int kBlock = attn::kTileVecRegs >= 32 ? 16 : 4;
+// Vectors of columns summed in registers at once: 16 of the 32 zmm registers where the row
+// kernel is compiled for AVX-512, 4 vectors (8 of the 16 ymm registers) where it is compiled for
+// AVX2, where 16 spilled. The blocking does not change a result: each column is its own sum.
+constexpr int kBlockAvx512 = 16, kBlockAvx2 = 4;
+
+// The row kernel below is compiled twice from one source (rows_avx2, rows_avx512: the same
+// operations in the same order, so both levels give the same bits; tests/ops/test_cpu_levels.cpp
+// checks). Everything it calls is inlined into each copy, so no function taking or returning a
+// 64-byte vector is ever called across the two levels' calling conventions.
+#define TFM_ROW_INLINE [[gnu::always_inline]] inline
 
 // acc[0, NB vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of NB vectors of the C
 // columns starting at column c0 (v already offset to it); h(c) = (c0 + c) / Dh.
 template <int NB>
-void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, const float* p, const float* const* vp,
-                        int64_t c0, float* acc) {
+TFM_ROW_INLINE void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, const float* p,
+                                       const float* const* vp, int64_t c0, float* acc) {
   V o[NB] = {};
   const float* ph[NB];
   for (int j = 0; j < NB; ++j) ph[j] = p + ((c0 + j * L) / Dh) * spad;
@@ -44,7 +53,7 @@ void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, const float* p, con
 // 8: eight ymm accumulators reduced together by a tree of hadds into one vector of 8 scores.
 // Eight separate horizontal sums (one a head and a position) were most of the kernel's time on
 // AVX2. AVX2 + FMA is the library's floor (x86-64-v3), so no dispatch.
-inline __m256 dots8(const float* qh, const float* const* kp, int64_t off, int64_t Dh) {
+TFM_ROW_INLINE __m256 dots8(const float* qh, const float* const* kp, int64_t off, int64_t Dh) {
   __m256 acc[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
@@ -65,8 +74,9 @@ inline __m256 dots8(const float* qh, const float* const* kp, int64_t off, int64_
 // All heads of batch row b. Keys and values are walked position by position, each position's
 // C values (every head) at once: for a cache that is one sequential stream the prefetchers
 // follow, where a head at a time would jump C floats ahead for every Dh it reads.
-void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratch,
-             std::vector<const float*>& pos) {
+template <int Block>
+TFM_ROW_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratch,
+                            std::vector<const float*>& pos) {
   const int64_t S = a.kv_len, H = a.heads, Dh = a.head_dim, C = H * Dh;
   const float* q = a.q + b * C;
   const int64_t kb = a.kv_rows ? a.kv_rows[b] : b;
@@ -86,9 +96,10 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
   }
   for (int64_t s = S; s < S + 8; ++s) kp[s] = vp[s] = kp[S - 1];
   const int64_t spad = attn::round_up(S, L);
-  scratch.resize(static_cast<size_t>(H * spad + C));
+  scratch.resize(static_cast<size_t>(H * spad + C + H));
   float* p = scratch.data();  // (H, spad) scores, then probabilities
   float* acc = p + H * spad;  // (C) unnormalised outputs
+  float* inv = acc + C;       // (H) 1 / each head's softmax denominator
   const bool vec = Dh % L == 0;
 
   // Scores; masked keys and the padding past S at -inf, so the vector exp below gives 0 there.
@@ -132,12 +143,13 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
         for (int64_t d = 0; d < Dh; d += L) sum += attn::vload(qh + d) * attn::vload(kh + d);
         dot = attn::hsum(sum);
       } else {
-        for (int64_t d = 0; d < Dh; ++d) dot += qh[d] * kh[d];
+        // fma written out: GCC vectorises this sum in order with AVX-512 (masked products,
+        // then adds), which would round the products on their own.
+        for (int64_t d = 0; d < Dh; ++d) dot = std::fma(qh[d], kh[d], dot);
       }
       p[h * spad + s] = dot * a.scale;
     }
   }
-  std::vector<float> inv(static_cast<size_t>(H));
   for (int64_t h = 0; h < H; ++h) {
     float* ph = p + h * spad;
     std::fill(ph + S, ph + spad, kNegInf<float>);
@@ -158,8 +170,8 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
   // single vectors, the rest (Dh not a multiple of the vector width) in memory.
   int64_t c0 = 0;
   if (vec) {
-    for (; c0 + kBlock * L <= C; c0 += kBlock * L)
-      weighted_sum_block<kBlock>(S, Dh, spad, p, vp, c0, acc + c0);
+    for (; c0 + Block * L <= C; c0 += Block * L)
+      weighted_sum_block<Block>(S, Dh, spad, p, vp, c0, acc + c0);
     for (; c0 + L <= C; c0 += L) weighted_sum_block<1>(S, Dh, spad, p, vp, c0, acc + c0);
   }
   std::fill(acc + c0, acc + C, 0.f);
@@ -167,16 +179,37 @@ void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratc
     const float* vs = vp[s];
     for (int64_t h = c0 / Dh; h < H; ++h) {
       const float w = p[h * spad + s];
-      for (int64_t c = std::max(c0, h * Dh); c < (h + 1) * Dh; ++c) acc[c] += w * vs[c];
+      for (int64_t c = std::max(c0, h * Dh); c < (h + 1) * Dh; ++c)
+        acc[c] = std::fma(w, vs[c], acc[c]);
     }
   }
   for (int64_t h = 0; h < H; ++h)
     for (int64_t d = 0; d < Dh; ++d) out[h * Dh + d] = acc[h * Dh + d] * inv[h];
 }
 
+// Rows [b0, b1), each start to finish.
+void rows_avx2(const DecodeAttentionArgs& a, int64_t b0, int64_t b1, std::vector<float>& scratch,
+               std::vector<const float*>& pos) {
+  for (int64_t b = b0; b < b1; ++b) one_row<kBlockAvx2>(a, b, scratch, pos);
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,bmi2")
+void rows_avx512(const DecodeAttentionArgs& a, int64_t b0, int64_t b1, std::vector<float>& scratch,
+                 std::vector<const float*>& pos) {
+  for (int64_t b = b0; b < b1; ++b) one_row<kBlockAvx512>(a, b, scratch, pos);
+}
+#pragma GCC pop_options
+
 }  // namespace
 
 void decode_attention_forward(const DecodeAttentionArgs& a) {
+  decode_attention_forward(a, cpu_isa());
+}
+
+void decode_attention_forward(const DecodeAttentionArgs& a, CpuIsa isa) {
+  TFM_CHECK(isa <= cpu_isa()) << "decode_attention_forward: level " << cpu_isa_name(isa)
+                              << " is above this process's " << cpu_isa_name(cpu_isa());
   const int64_t tasks = a.batch;
   if (tasks == 0 || a.heads == 0) return;
   if (a.kv_len == 0) {
@@ -191,7 +224,7 @@ void decode_attention_forward(const DecodeAttentionArgs& a) {
   parallel_for(tasks, grain, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> scratch;
     thread_local std::vector<const float*> pos;
-    for (int64_t b = t0; b < t1; ++b) one_row(a, b, scratch, pos);
+    (isa >= CpuIsa::avx512 ? rows_avx512 : rows_avx2)(a, t0, t1, scratch, pos);
   });
 }
 
