@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "tfm/core/cpu_isa.h"
@@ -22,31 +23,59 @@ constexpr int L = attn::Simd<float>::L;
 // Positions ahead that the score loop prefetches keys.
 constexpr int64_t kAhead = 4;
 
-// Vectors of columns summed in registers at once: 16 of the 32 zmm registers where the row
-// kernel is compiled for AVX-512, 4 vectors (8 of the 16 ymm registers) where it is compiled for
-// AVX2, where 16 spilled. The blocking does not change a result: each column is its own sum.
-constexpr int kBlockAvx512 = 16, kBlockAvx2 = 4;
-
 // The row kernel below is compiled twice from one source (rows_avx2, rows_avx512: the same
 // operations in the same order, so both levels give the same bits; tests/ops/test_cpu_levels.cpp
 // checks). Everything it calls is inlined into each copy, so no function taking or returning a
 // 64-byte vector is ever called across the two levels' calling conventions.
 #define TFM_ROW_INLINE [[gnu::always_inline]] inline
 
-// acc[0, NB vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of NB vectors of the C
-// columns starting at column c0 (v already offset to it); h(c) = (c0 + c) / Dh.
-template <int NB>
+// The weighted sum's vectors: 16 floats (one zmm) summed 16 at a time with AVX-512; 8 floats (one
+// ymm) summed 8 at a time with AVX2, whose 16 registers hold no more, and where the 64-byte Vec
+// went through the stack. Each column is its own sum over the positions, so neither the width
+// nor the blocking changes a result.
+typedef float V8 __attribute__((vector_size(32)));
+struct Avx512Sum {
+  using W = V;
+  static constexpr int kBlock = 16;
+};
+struct Avx2Sum {
+  using W = V8;
+  static constexpr int kBlock = 8;
+};
+
+template <typename W>
+TFM_ROW_INLINE W load_w(const float* p) {
+  W v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// acc[0, NB vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of NB vectors of W of the C
+// columns starting at column c0; h(c) = (c0 + c) / Dh.
+template <typename W, int NB>
 TFM_ROW_INLINE void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, const float* p,
                                        const float* const* vp, int64_t c0, float* acc) {
-  V o[NB] = {};
-  const float* ph[NB];
-  for (int j = 0; j < NB; ++j) ph[j] = p + ((c0 + j * L) / Dh) * spad;
-  for (int64_t s = 0; s < S; ++s) {
-    const float* vs = vp[s] + c0;
+  constexpr int WL = static_cast<int>(sizeof(W) / sizeof(float));
+  W o[NB] = {};
+  const int64_t h0 = c0 / Dh;
+  if ((c0 + NB * WL - 1) / Dh == h0) {  // the block lies in one head: one weight a position
+    const float* ph = p + h0 * spad;
+    for (int64_t s = 0; s < S; ++s) {
+      const float* vs = vp[s] + c0;
+      const float w = ph[s];
 #pragma GCC unroll 16
-    for (int j = 0; j < NB; ++j) o[j] += ph[j][s] * attn::vload(vs + j * L);
+      for (int j = 0; j < NB; ++j) o[j] += w * load_w<W>(vs + j * WL);
+    }
+  } else {
+    const float* ph[NB];
+    for (int j = 0; j < NB; ++j) ph[j] = p + ((c0 + j * WL) / Dh) * spad;
+    for (int64_t s = 0; s < S; ++s) {
+      const float* vs = vp[s] + c0;
+#pragma GCC unroll 16
+      for (int j = 0; j < NB; ++j) o[j] += ph[j][s] * load_w<W>(vs + j * WL);
+    }
   }
-  for (int j = 0; j < NB; ++j) attn::vstore(acc + j * L, o[j]);
+  std::memcpy(acc, o, sizeof o);
 }
 
 // q_h · k_s for 8 positions of one head (kp[i] + off: position i's Dh values), Dh a multiple of
@@ -74,7 +103,7 @@ TFM_ROW_INLINE __m256 dots8(const float* qh, const float* const* kp, int64_t off
 // All heads of batch row b. Keys and values are walked position by position, each position's
 // C values (every head) at once: for a cache that is one sequential stream the prefetchers
 // follow, where a head at a time would jump C floats ahead for every Dh it reads.
-template <int Block>
+template <class Sum>
 TFM_ROW_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratch,
                             std::vector<const float*>& pos) {
   const int64_t S = a.kv_len, H = a.heads, Dh = a.head_dim, C = H * Dh;
@@ -139,9 +168,14 @@ TFM_ROW_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector
       const float* kh = ks + h * Dh;
       float dot = 0.f;
       if (vec) {
-        V sum{};
-        for (int64_t d = 0; d < Dh; d += L) sum += attn::vload(qh + d) * attn::vload(kh + d);
-        dot = attn::hsum(sum);
+        // A 16-lane sum kept as its two 8-lane halves (a ymm each: the 64-byte vector went
+        // through the stack with AVX2), then halved as attn::hsum halves: lo + hi first.
+        V8 lo{}, hi{};
+        for (int64_t d = 0; d < Dh; d += L) {
+          lo += load_w<V8>(qh + d) * load_w<V8>(kh + d);
+          hi += load_w<V8>(qh + d + 8) * load_w<V8>(kh + d + 8);
+        }
+        dot = attn::hsum(lo + hi);
       } else {
         // fma written out: GCC vectorises this sum in order with AVX-512 (masked products,
         // then adds), which would round the products on their own.
@@ -170,9 +204,11 @@ TFM_ROW_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector
   // single vectors, the rest (Dh not a multiple of the vector width) in memory.
   int64_t c0 = 0;
   if (vec) {
-    for (; c0 + Block * L <= C; c0 += Block * L)
-      weighted_sum_block<Block>(S, Dh, spad, p, vp, c0, acc + c0);
-    for (; c0 + L <= C; c0 += L) weighted_sum_block<1>(S, Dh, spad, p, vp, c0, acc + c0);
+    using W = typename Sum::W;
+    constexpr int64_t WL = sizeof(W) / sizeof(float), Block = Sum::kBlock;
+    for (; c0 + Block * WL <= C; c0 += Block * WL)
+      weighted_sum_block<W, Block>(S, Dh, spad, p, vp, c0, acc + c0);
+    for (; c0 + WL <= C; c0 += WL) weighted_sum_block<W, 1>(S, Dh, spad, p, vp, c0, acc + c0);
   }
   std::fill(acc + c0, acc + C, 0.f);
   for (int64_t s = 0; s < S && c0 < C; ++s) {
@@ -190,14 +226,14 @@ TFM_ROW_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector
 // Rows [b0, b1), each start to finish.
 void rows_avx2(const DecodeAttentionArgs& a, int64_t b0, int64_t b1, std::vector<float>& scratch,
                std::vector<const float*>& pos) {
-  for (int64_t b = b0; b < b1; ++b) one_row<kBlockAvx2>(a, b, scratch, pos);
+  for (int64_t b = b0; b < b1; ++b) one_row<Avx2Sum>(a, b, scratch, pos);
 }
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,bmi2")
 void rows_avx512(const DecodeAttentionArgs& a, int64_t b0, int64_t b1, std::vector<float>& scratch,
                  std::vector<const float*>& pos) {
-  for (int64_t b = b0; b < b1; ++b) one_row<kBlockAvx512>(a, b, scratch, pos);
+  for (int64_t b = b0; b < b1; ++b) one_row<Avx512Sum>(a, b, scratch, pos);
 }
 #pragma GCC pop_options
 
