@@ -83,9 +83,11 @@ struct TranslationResult {
 struct StreamOptions {
   bool ids = false;
   bool n_best = false;
-  // Input lines read ahead and sorted by length before decoding; the stream writes each output
-  // line as soon as it and every earlier line are done. Lines already readable are taken without
-  // waiting, so an interactive pipe gets each answer without sending more.
+  // Input lines sorted by length together before decoding (a window); the stream writes each
+  // output line as soon as it and every earlier line are done. Lines already readable are taken
+  // without waiting, so an interactive pipe gets each answer without sending more; up to 8
+  // windows of them are decoded at once (each batched on its own, so the results are those of
+  // one window at a time), so the threads rarely wait for each other between windows.
   int64_t read_ahead = 256;
   // Where warnings go (a source cut to the model's positions, with its line); null: nowhere.
   std::ostream* warnings = nullptr;

@@ -3,16 +3,20 @@
 // target prefixes and returned attention against score_batch and the model's full forward.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "support/attention_reference.h"
 #include "support/test_util.h"
+#include "tfm/core/parallel.h"
 #include "tfm/data/length_batches.h"
 #include "tfm/decode/search.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/score.h"
+#include "tfm/runtime/batch_search.h"
 #include "tfm/translator.h"
 #ifdef TFM_WITH_CUDA
 #include "tfm/core/cuda/runtime.h"
@@ -407,6 +411,77 @@ TEST(Translator, ModelInfoDescribesTheDirectory) {
   EXPECT_EQ(t.model_info().parameter_count, info.parameter_count);
   EXPECT_NE(t.options().compute_type, ComputeType::automatic);  // resolved at load
   EXPECT_GE(t.options().intra_threads, 1);
+}
+
+// Sort groups (a stream's windows decoded at once): every batch, or shard of one, holds
+// sentences of one group only, and each group is cut exactly as when it is searched alone;
+// empty sources count in the groups but are never searched. Sharded and unsharded, on 1 and 2
+// threads: the same results.
+TEST(SearchInBatches, SortGroupsAreBatchedAsIfSearchedAlone) {
+  auto model = load_model(kModel);
+  std::vector<Ids> sources;
+  for (const auto& s : fixture_sources()) sources.emplace_back(s.begin(), s.end());
+  sources.insert(sources.begin() + 4, Ids{});  // an empty source inside the first group
+  ASSERT_GE(sources.size(), 12u);
+  const int64_t group = 5, specials = model->config().seq_format().source_specials();
+  const int threads_before = get_threads();
+  for (int64_t shard : {0, 2})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("shard " + std::to_string(shard) + " threads " + std::to_string(threads));
+      decode::SearchOptions so;
+      so.beam_size = 2;
+      so.shard_size = shard;
+      auto search = decode::make_search(so);
+      set_threads(threads);
+      std::mutex mu;
+      std::vector<std::vector<size_t>> seen;
+      std::vector<decode::NBest> got(sources.size());
+      runtime::search_in_batches(
+          *model, *search, sources, {}, {}, {.max_sentences = 3, .sort_group = group}, nullptr,
+          [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
+            std::lock_guard<std::mutex> lock(mu);
+            seen.push_back(where);
+            for (size_t k = 0; k < where.size(); ++k) got[where[k]] = std::move(r[k]);
+          });
+      // What each group gives searched alone: its batches (as input indices) and its results.
+      std::vector<std::vector<size_t>> want;
+      for (size_t g = 0; g < sources.size(); g += group) {
+        const size_t end = std::min(sources.size(), g + static_cast<size_t>(group));
+        const std::vector<Ids> part(sources.begin() + static_cast<int64_t>(g),
+                                    sources.begin() + static_cast<int64_t>(end));
+        std::vector<size_t> nonempty;
+        std::vector<int64_t> lengths;
+        for (size_t i = 0; i < part.size(); ++i)
+          if (!part[i].empty())
+            nonempty.push_back(g + i),
+                lengths.push_back(static_cast<int64_t>(part[i].size()) + specials);
+        for (const auto& b : length_batches(lengths, {.max_sentences = 3})) {
+          for (size_t k = 0; k<b.size(); k += shard> 0 ? shard : b.size()) {
+            std::vector<size_t> unit;
+            for (size_t j = k; j < std::min(b.size(), k + (shard > 0 ? shard : b.size())); ++j)
+              unit.push_back(nonempty[b[j]]);
+            want.push_back(unit);
+          }
+        }
+        const auto alone =
+            runtime::search_in_batches(*model, *search, part, {}, {}, {.max_sentences = 3});
+        for (size_t i = 0; i < part.size(); ++i) {
+          ASSERT_EQ(got[g + i].size(), alone[i].size()) << "sentence " << g + i;
+          for (size_t h = 0; h < alone[i].size(); ++h) {
+            EXPECT_EQ(got[g + i][h].tokens, alone[i][h].tokens) << "sentence " << g + i;
+            EXPECT_EQ(got[g + i][h].score, alone[i][h].score) << "sentence " << g + i;
+          }
+        }
+      }
+      std::sort(seen.begin(), seen.end());
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(seen, want);
+      EXPECT_TRUE(got[4].empty());
+    }
+  set_threads(threads_before);
+  EXPECT_THROW(runtime::search_in_batches(*model, *decode::make_search({}), sources, {}, {},
+                                          {.sort_group = -1}),
+               Error);
 }
 
 TEST(LengthBatches, SortedCutUnderBothLimitsAndCoveringEveryItemOnce) {

@@ -47,19 +47,45 @@ std::vector<decode::NBest> search_in_batches(const Transformer& model, const dec
     }
     for (size_t k = 0; k < r.size(); ++k) results[where[k]] = std::move(r[k]);
   };
-  const auto batches = length_batches(lengths, limits);
+  // Each sort group's batches, as if the group were searched alone; nonempty keeps the input
+  // order, so a group's sources are a contiguous run of it.
+  TFM_CHECK(limits.sort_group >= 0)
+      << "sort group must be positive or 0 for one group (got " << limits.sort_group << ")";
+  std::vector<std::vector<size_t>> batches;
+  for (size_t first = 0; first < nonempty.size();) {
+    size_t last = nonempty.size();
+    if (limits.sort_group > 0) {
+      const size_t group = nonempty[first] / static_cast<size_t>(limits.sort_group);
+      last = first;
+      while (last < nonempty.size() &&
+             nonempty[last] / static_cast<size_t>(limits.sort_group) == group)
+        ++last;
+    }
+    const std::vector<int64_t> run(lengths.begin() + static_cast<int64_t>(first),
+                                   lengths.begin() + static_cast<int64_t>(last));
+    for (auto& b : length_batches(run, limits)) {
+      for (size_t& k : b) k += first;
+      batches.push_back(std::move(b));
+    }
+    first = last;
+  }
   const decode::Search* shard_search = search.shard_search();
   if (shard_search != nullptr && (pool == nullptr || pool->workers() == 1)) {
     // Every batch's shards in one pool of work: a thread that finishes a shard takes the next
     // one, of this batch or a later one, instead of waiting for the slowest shard of its batch.
-    // Longest batches first (length_batches sorts ascending), so the last shards to start are
-    // the shortest and the threads finish close together.
+    // Longest batches first (a batch's last item is its longest), so the last shards to start
+    // are the shortest and the threads finish close together.
     struct Unit {
       size_t batch, begin, end;
     };
     const auto shard = static_cast<size_t>(search.shard_size());
+    std::vector<size_t> by_length(batches.size());
+    for (size_t b = 0; b < batches.size(); ++b) by_length[b] = batches.size() - 1 - b;
+    std::stable_sort(by_length.begin(), by_length.end(), [&](size_t a, size_t b) {
+      return lengths[batches[a].back()] > lengths[batches[b].back()];
+    });
     std::vector<Unit> units;
-    for (size_t b = batches.size(); b-- > 0;)
+    for (size_t b : by_length)
       for (size_t k = 0; k < batches[b].size(); k += shard)
         units.push_back({b, k, std::min(batches[b].size(), k + shard)});
     auto run_all = [&] {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <istream>
+#include <limits>
 #include <mutex>
 #include <ostream>
 
@@ -187,18 +188,19 @@ class Translator::Impl {
     return true;
   }
 
-  // The search over sources (already prepared), results in input order. on_batch as in
-  // search_in_batches.
+  // The search over sources (already prepared), results in input order. on_batch and
+  // sort_group as in search_in_batches (BatchLimits).
   std::vector<decode::NBest> search(const std::vector<Ids>& sources,
                                     const std::vector<uint64_t>& ids,
                                     const std::vector<Ids>& prefixes,
                                     const decode::SearchOptions& so,
-                                    const runtime::BatchDone& on_batch = {}) const {
+                                    const runtime::BatchDone& on_batch = {},
+                                    int64_t sort_group = 0) const {
     decode::SearchOptions o = so;
     // A device runs one search at a time on its stream: no shards on host threads.
     if (options_.device != Device::cpu) o.shard_size = 0;
     auto s = decode::make_search(o);
-    BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
+    BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens, sort_group};
     return runtime::search_in_batches(*model_, *s, sources, ids, prefixes, limits, pool_.get(),
                                       on_batch);
   }
@@ -444,13 +446,21 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
   const ModelConfig& c = impl_->config();
   uint64_t base = 0;  // index of the window's first line in the whole input
   std::vector<std::string> lines;
+  // Up to this many windows of read_ahead lines are decoded at once: each is sorted and batched
+  // on its own, as if decoded alone (the same batches, so the same results), but their shards
+  // form one pool of work, so the threads wait for the slowest shard once per kWindows windows
+  // instead of once per window.
+  constexpr int64_t kWindows = 8;
   for (;;) {
-    // A window: block for one line, then take only lines already readable (in_avail counts the
+    // Windows: block for one line, then take only lines already readable (in_avail counts the
     // buffered bytes and, for files and pipes, what the kernel holds), so an interactive
     // caller gets its answer without sending more.
     lines.clear();
     profile::Scope reading(profile::Phase::io);
-    for (std::string line; static_cast<int64_t>(lines.size()) < stream.read_ahead;) {
+    const int64_t most = stream.read_ahead > std::numeric_limits<int64_t>::max() / kWindows
+                             ? std::numeric_limits<int64_t>::max()
+                             : kWindows * stream.read_ahead;
+    for (std::string line; static_cast<int64_t>(lines.size()) < most;) {
       if (!lines.empty() && in.rdbuf()->in_avail() <= 0) break;
       if (!std::getline(in, line)) break;
       lines.push_back(std::move(line));
@@ -503,15 +513,17 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
                             << (errno ? std::strerror(errno) : "stream failed");
     };
     flush_ready();
-    impl_->search(src, ids, {}, so,
-                  [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
-                    std::lock_guard<std::mutex> lock(mu);
-                    for (size_t k = 0; k < where.size(); ++k) {
-                      results[where[k]] = std::move(r[k]);
-                      ready[where[k]] = 1;
-                    }
-                    flush_ready();
-                  });
+    impl_->search(
+        src, ids, {}, so,
+        [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
+          std::lock_guard<std::mutex> lock(mu);
+          for (size_t k = 0; k < where.size(); ++k) {
+            results[where[k]] = std::move(r[k]);
+            ready[where[k]] = 1;
+          }
+          flush_ready();
+        },
+        stream.read_ahead);
     base += lines.size();
   }
 }
