@@ -179,16 +179,21 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
     const auto low = search->run(model, test);
     int same = 0;
     double worst = 0;
+    // Over the sentences fp32 copies: those the model is sure of. One it does not copy (at most
+    // two, above) is a near-tie somewhere, which lower precision may break either way; which
+    // sentence that is, if any, depends on the training's GEMMs (oneDNN's kernels differ by
+    // CPU level).
     for (size_t i = 0; i < test.size(); ++i) {
+      if (fp32[i][0].tokens != test[i]) continue;
       same += low[i][0].tokens == fp32[i][0].tokens;
       if (low[i][0].tokens == fp32[i][0].tokens)
         worst = std::max(worst, std::abs(low[i][0].log_prob - fp32[i][0].log_prob));
     }
     std::printf(
-        "[ precision] %s (output %s): %d/%zu greedy outputs as fp32, worst |Δ log P| "
+        "[ precision] %s (output %s): %d/%d copied sentences translated as fp32, worst |Δ log P| "
         "%.2e\n",
-        compute_type_name(p), compute_type_name(out), same, test.size(), worst);
-    EXPECT_EQ(same, static_cast<int>(test.size())) << compute_type_name(p);
+        compute_type_name(p), compute_type_name(out), same, copied, worst);
+    EXPECT_EQ(same, copied) << compute_type_name(p);
     // A sentence's log P sums one log-probability per token (up to 12 here), each off by about
     // the logit error above. Measured worst: bf16 0.015 with the model trained by the AVX2
     // kernels, 0.029 with the one trained by the AVX-512 kernels (which sum in another order:

@@ -9,6 +9,7 @@
 #include "support/test_util.h"
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/cpu_isa.h"
+#include "tfm/ops/cpu/attention_cpu.h"
 #include "tfm/ops/cpu/decode_attention_cpu.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/cpu/packed_bf16_cpu.h"
@@ -139,6 +140,79 @@ TEST(CpuLevels, Int8KernelSumsExactlyPastSixteenBits) {
     }
 }
 
+// Fused attention, forward and backward: the AVX-512 copy (32-register tiles) adds the same
+// products in the same order as the AVX2 one, bit for bit: the outputs, logsumexp, returned
+// probabilities and the three gradients; head sizes a multiple of the vector (64, 16) and not
+// (7, the tiles' scalar columns), query and key counts across the 64-row blocks and below the
+// dot-product cut-off, causal or masked, with dropout.
+TEST(CpuLevels, AttentionIsBitwiseTheSameAtEveryLevel) {
+  int compared = 0;
+  struct Case {
+    int64_t heads, dh, t, s;
+    bool causal, masked, dropout;
+  };
+  const Case cases[] = {{4, 64, 17, 17, true, false, true},   {2, 64, 70, 70, false, true, false},
+                        {3, 16, 2, 33, false, true, true},    {2, 7, 9, 80, true, false, false},
+                        {1, 64, 130, 65, false, false, true}, {8, 16, 1, 20, false, true, false},
+                        {2, 7, 3, 40, false, true, true},     {2, 23, 1, 9, true, false, false}};
+  for (const Case& k : cases) {
+    const int64_t b = 2, c = k.heads * k.dh;
+    const uint64_t seed = static_cast<uint64_t>(k.heads * 1000 + k.dh * 10 + k.t + k.s);
+    const Tensor q = random_tensor({b, k.t, c}, DType::f32, seed, -2.0, 2.0);
+    const Tensor kk = random_tensor({b, k.s, c}, DType::f32, seed + 1, -2.0, 2.0);
+    const Tensor v = random_tensor({b, k.s, c}, DType::f32, seed + 2);
+    const Tensor go = random_tensor({b, k.t, c}, DType::f32, seed + 3);
+    const Tensor gw = random_tensor({b, k.heads, k.t, k.s}, DType::f32, seed + 4);
+    std::vector<uint8_t> mask(b * k.s);
+    for (int64_t i = 0; i < b * k.s; ++i) mask[i] = i % k.s != 0 && (i * 5 + 3) % 7 == 0;
+    cpu::AttentionShape shape{b, k.heads, k.t, k.s, k.dh};
+    cpu::AttentionConfig cfg;
+    cfg.scale = 1.0 / std::sqrt(static_cast<double>(k.dh));
+    cfg.causal = k.causal;
+    cfg.key_padding_mask = k.masked ? mask.data() : nullptr;
+    cfg.dropout = k.dropout ? 0.2 : 0.0;
+    cfg.seed = 7, cfg.stream = 3;
+    struct Result {
+      Tensor out, lse, weights, gq, gk, gv;
+    };
+    auto run = [&](CpuIsa isa) {
+      Result r{Tensor::empty({b, k.t, c}),
+               Tensor::empty({b, k.heads, k.t}),
+               Tensor::empty({b, k.heads, k.t, k.s}),
+               Tensor::empty({b, k.t, c}),
+               Tensor::empty({b, k.s, c}),
+               Tensor::empty({b, k.s, c})};
+      cpu::attention_forward<float>(shape, cfg, q.data<float>(), kk.data<float>(), v.data<float>(),
+                                    r.out.data<float>(), r.lse.data<float>(),
+                                    r.weights.data<float>(), isa);
+      cpu::attention_backward<float>(shape, cfg, q.data<float>(), kk.data<float>(), v.data<float>(),
+                                     r.out.data<float>(), r.lse.data<float>(), go.data<float>(),
+                                     r.weights.data<float>(), gw.data<float>(), r.gq.data<float>(),
+                                     r.gk.data<float>(), r.gv.data<float>(), isa);
+      return r;
+    };
+    const Result base = run(CpuIsa::avx2);
+    EXPECT_GT(testing::max_abs_diff(base.gk, Tensor::zeros(base.gk.shape())), 1e-4);
+    for (CpuIsa isa : kLevels) {
+      if (isa > cpu_isa() || isa == CpuIsa::avx2) continue;
+      const Result r = run(isa);
+      const std::string where = std::string(cpu_isa_name(isa)) + " H=" + std::to_string(k.heads) +
+                                " Dh=" + std::to_string(k.dh) + " T=" + std::to_string(k.t) +
+                                " S=" + std::to_string(k.s);
+      EXPECT_TRUE(testing::bitwise_equal(r.out, base.out)) << where;
+      EXPECT_TRUE(testing::bitwise_equal(r.lse, base.lse)) << where;
+      EXPECT_TRUE(testing::bitwise_equal(r.weights, base.weights)) << where;
+      EXPECT_TRUE(testing::bitwise_equal(r.gq, base.gq)) << where;
+      EXPECT_TRUE(testing::bitwise_equal(r.gk, base.gk)) << where;
+      EXPECT_TRUE(testing::bitwise_equal(r.gv, base.gv)) << where;
+      ++compared;
+    }
+  }
+  if (cpu_isa() >= CpuIsa::avx512) {
+    EXPECT_GE(compared, 8);
+  }
+}
+
 // One-query attention: the AVX-512 copy of the row kernel computes the same scores, softmax and
 // weighted sums in the same order as the AVX2 one, bit for bit, on every path of the kernel:
 // head sizes that are (64, 16) and are not (7) a multiple of the vector, key counts around the
@@ -185,7 +259,9 @@ TEST(CpuLevels, DecodeAttentionIsBitwiseTheSameAtEveryLevel) {
           ++compared;
         }
       }
-  if (cpu_isa() >= CpuIsa::avx512) EXPECT_GE(compared, 4 * 6 * 3);
+  if (cpu_isa() >= CpuIsa::avx512) {
+    EXPECT_GE(compared, 4 * 6 * 3);
+  }
 }
 
 // linear_lowp picks, per level, the int8 kernel whose sums are exact: oneDNN's with VNNI, tfm's

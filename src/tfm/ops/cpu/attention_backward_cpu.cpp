@@ -6,7 +6,9 @@
 // with Z the dropout multipliers and D_t = dO_t·O_t (= Σ_s P_ts dP_ts, the softmax correction).
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "tfm/core/cpu_isa.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/attention_cpu.h"
 #include "tfm/ops/cpu/attention_tiles_cpu.h"
@@ -31,8 +33,9 @@ struct BackwardArgs {
   T *grad_q, *grad_k, *grad_v;
 };
 
-template <typename T>
-void backward_task(const BackwardArgs<T>& a, int64_t bh) {
+// Regs: the tiles' register budget (attn::kTileVecRegs, or 32 in the AVX-512 copy below).
+template <typename T, int Regs>
+TFM_TILE_INLINE void backward_task(const BackwardArgs<T>& a, int64_t bh) {
   constexpr int L = Simd<T>::L;
   const AttentionShape& sh = a.shape;
   const AttentionConfig& cfg = a.cfg;
@@ -75,10 +78,8 @@ void backward_task(const BackwardArgs<T>& a, int64_t bh) {
 
   // D_t = dO_t·O_t, plus Σ_s W_ts·G_ts when the returned probabilities have a gradient G.
   for (int64_t t = 0; t < Tq; ++t) {
-    T s = 0;
-    for (int64_t d = 0; d < Dh; ++d) s += doh[t * C + d] * oh[t * C + d];
-    if (gwh)
-      for (int64_t j = 0; j < S; ++j) s += wh[t * S + j] * gwh[t * S + j];
+    T s = attn::sum_products_in_order(doh + t * C, oh + t * C, Dh, T(0));
+    if (gwh) s = attn::sum_products_in_order(wh + t * S, gwh + t * S, S, s);
     corr[t] = s;
     std::fill(dqh + t * C, dqh + t * C + Dh, T(0));
   }
@@ -110,8 +111,8 @@ void backward_task(const BackwardArgs<T>& a, int64_t bh) {
     for (int64_t t0 = t_first / bq * bq; t0 < Tq; t0 += bq) {
       const int64_t rows = std::min(bq, Tq - t0);
       const bool accumulate = t0 >= t_first / bq * bq + bq;
-      attn::tile_gemm(false, rows, npad, Dh, qh + t0 * C, C, int64_t{1}, kt, npad, p, npad);
-      attn::tile_gemm(false, rows, npad, Dh, doh + t0 * C, C, int64_t{1}, vt, npad, ds, npad);
+      attn::tile_gemm<Regs>(false, rows, npad, Dh, qh + t0 * C, C, int64_t{1}, kt, npad, p, npad);
+      attn::tile_gemm<Regs>(false, rows, npad, Dh, doh + t0 * C, C, int64_t{1}, vt, npad, ds, npad);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t t = t0 + r;
         T* prow = p + r * npad;
@@ -140,38 +141,59 @@ void backward_task(const BackwardArgs<T>& a, int64_t bh) {
       }
       const T* pv = dropout ? pz : p;
       // dV (n, Dh) += (P∘Z)ᵀ dO; dK (n, Dh) += dSᵀ Q: A is the transposed (rows, npad) tile.
-      attn::tile_gemm(accumulate, n, Dh, rows, pv, int64_t{1}, npad, doh + t0 * C, C, dv, C);
-      attn::tile_gemm(accumulate, n, Dh, rows, ds, int64_t{1}, npad, qh + t0 * C, C, dk, C);
+      attn::tile_gemm<Regs>(accumulate, n, Dh, rows, pv, int64_t{1}, npad, doh + t0 * C, C, dv, C);
+      attn::tile_gemm<Regs>(accumulate, n, Dh, rows, ds, int64_t{1}, npad, qh + t0 * C, C, dk, C);
       // dQ (rows, Dh) += dS K.
-      attn::tile_gemm(true, rows, Dh, n, ds, npad, int64_t{1}, kh + s0 * C, C, dqh + t0 * C, C);
+      attn::tile_gemm<Regs>(true, rows, Dh, n, ds, npad, int64_t{1}, kh + s0 * C, C, dqh + t0 * C,
+                            C);
     }
   }
 }
+
+// Tasks [begin, end): the baseline copy, and the f32 one compiled for AVX-512 (the same sums).
+template <typename T>
+void backward_tasks(const BackwardArgs<T>& a, int64_t begin, int64_t end) {
+  for (int64_t bh = begin; bh < end; ++bh) backward_task<T, attn::kTileVecRegs>(a, bh);
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,bmi2")
+void backward_tasks_avx512(const BackwardArgs<float>& a, int64_t begin, int64_t end) {
+  for (int64_t bh = begin; bh < end; ++bh) backward_task<float, 32>(a, bh);
+}
+#pragma GCC pop_options
 
 }  // namespace
 
 template <typename T>
 void attention_backward(const AttentionShape& shape, const AttentionConfig& config, const T* q,
                         const T* k, const T* v, const T* out, const T* lse, const T* grad_out,
-                        const T* weights, const T* grad_weights, T* grad_q, T* grad_k, T* grad_v) {
+                        const T* weights, const T* grad_weights, T* grad_q, T* grad_k, T* grad_v,
+                        CpuIsa isa) {
+  TFM_CHECK(isa <= cpu_isa()) << "attention_backward: level " << cpu_isa_name(isa)
+                              << " is above this process's " << cpu_isa_name(cpu_isa());
   if (shape.batch == 0 || shape.heads == 0) return;
   const BackwardArgs<T> args{shape,   config,       q,      k,      v,     out, lse, grad_out,
                              weights, grad_weights, grad_q, grad_k, grad_v};
   const double task_flops = 14.0 * static_cast<double>(shape.q_len * shape.kv_len * shape.head_dim);
   const int64_t grain =
       std::max<int64_t>(1, static_cast<int64_t>(attn::kMinChunkFlops / (task_flops + 1)));
+  bool avx512 = false;
+  if constexpr (std::is_same_v<T, float>) avx512 = isa >= CpuIsa::avx512;
   parallel_for(shape.batch * shape.heads, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t bh = begin; bh < end; ++bh) backward_task(args, bh);
+    if constexpr (std::is_same_v<T, float>)
+      if (avx512) return backward_tasks_avx512(args, begin, end);
+    backward_tasks(args, begin, end);
   });
 }
 
 template void attention_backward<float>(const AttentionShape&, const AttentionConfig&, const float*,
                                         const float*, const float*, const float*, const float*,
                                         const float*, const float*, const float*, float*, float*,
-                                        float*);
+                                        float*, CpuIsa);
 template void attention_backward<double>(const AttentionShape&, const AttentionConfig&,
                                          const double*, const double*, const double*, const double*,
                                          const double*, const double*, const double*, const double*,
-                                         double*, double*, double*);
+                                         double*, double*, double*, CpuIsa);
 
 }  // namespace tfm::cpu

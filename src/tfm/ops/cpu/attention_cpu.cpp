@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "tfm/core/cpu_isa.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/attention_tiles_cpu.h"
 
@@ -43,8 +45,9 @@ struct ForwardArgs {
 // and sum l and rescaling its accumulator acc (Dh). On return row[0, npad) holds the tile's
 // (dropout-scaled) unnormalised probabilities for P·V.
 template <typename T>
-void online_softmax_row(T* row, int64_t n, int64_t npad, int64_t visible, const T* bias, T scale,
-                        T& m, T& l, T* acc, int64_t dh, T* raw_out, const T* dropout_z) {
+TFM_TILE_INLINE void online_softmax_row(T* row, int64_t n, int64_t npad, int64_t visible,
+                                        const T* bias, T scale, T& m, T& l, T* acc, int64_t dh,
+                                        T* raw_out, const T* dropout_z) {
   constexpr int L = Simd<T>::L;
   Vec<T> mx = attn::splat(kNegInf<T>);
   for (int64_t j = 0; j < npad; j += L) {
@@ -75,8 +78,10 @@ void online_softmax_row(T* row, int64_t n, int64_t npad, int64_t visible, const 
     for (int64_t j = 0; j < n; ++j) row[j] *= dropout_z[j];
 }
 
-template <typename T>
-void forward_task(const ForwardArgs<T>& a, int64_t task, int64_t block_q, int64_t n_qblocks) {
+// Regs: the tiles' register budget (attn::kTileVecRegs, or 32 in the AVX-512 copy below).
+template <typename T, int Regs>
+TFM_TILE_INLINE void forward_task(const ForwardArgs<T>& a, int64_t task, int64_t block_q,
+                                  int64_t n_qblocks) {
   constexpr int L = Simd<T>::L;
   const AttentionShape& sh = a.shape;
   const AttentionConfig& cfg = a.cfg;
@@ -136,7 +141,7 @@ void forward_task(const ForwardArgs<T>& a, int64_t task, int64_t block_q, int64_
         std::fill(tile + r * npad + n, tile + (r + 1) * npad, T(0));
     } else {
       attn::pack_transposed(n, npad, Dh, kh + s0 * C, C, kt);
-      attn::tile_gemm(false, rows, npad, Dh, qh, C, int64_t{1}, kt, npad, tile, npad);
+      attn::tile_gemm<Regs>(false, rows, npad, Dh, qh, C, int64_t{1}, kt, npad, tile, npad);
     }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t t = t0 + r;
@@ -148,7 +153,7 @@ void forward_task(const ForwardArgs<T>& a, int64_t task, int64_t block_q, int64_
       online_softmax_row(tile + r * npad, n, npad, visible, bias, scale, m[r], l[r], acc + r * Dh,
                          Dh, wh ? wh + r * S + s0 : nullptr, dropout ? z : nullptr);
     }
-    attn::tile_gemm(true, rows, Dh, n, tile, npad, int64_t{1}, vh + s0 * C, C, acc, Dh);
+    attn::tile_gemm<Regs>(true, rows, Dh, n, tile, npad, int64_t{1}, vh + s0 * C, C, acc, Dh);
   }
 
   // Normalise. A row that saw no key has l = 0: output 0 and lse = +inf, so the backward's
@@ -167,11 +172,30 @@ void forward_task(const ForwardArgs<T>& a, int64_t task, int64_t block_q, int64_
   }
 }
 
+// Tasks [begin, end): the baseline copy, and the f32 one compiled for AVX-512 (the same sums).
+template <typename T>
+void forward_tasks(const ForwardArgs<T>& a, int64_t begin, int64_t end, int64_t block_q,
+                   int64_t n_qblocks) {
+  for (int64_t task = begin; task < end; ++task)
+    forward_task<T, attn::kTileVecRegs>(a, task, block_q, n_qblocks);
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,bmi2")
+void forward_tasks_avx512(const ForwardArgs<float>& a, int64_t begin, int64_t end, int64_t block_q,
+                          int64_t n_qblocks) {
+  for (int64_t task = begin; task < end; ++task)
+    forward_task<float, 32>(a, task, block_q, n_qblocks);
+}
+#pragma GCC pop_options
+
 }  // namespace
 
 template <typename T>
 void attention_forward(const AttentionShape& shape, const AttentionConfig& config, const T* q,
-                       const T* k, const T* v, T* out, T* lse, T* weights) {
+                       const T* k, const T* v, T* out, T* lse, T* weights, CpuIsa isa) {
+  TFM_CHECK(isa <= cpu_isa()) << "attention_forward: level " << cpu_isa_name(isa)
+                              << " is above this process's " << cpu_isa_name(cpu_isa());
   const int64_t Tq = shape.q_len;
   if (shape.batch == 0 || shape.heads == 0 || Tq == 0) return;
   const int64_t block_q = std::min(Tq, kBlockQ);
@@ -183,15 +207,19 @@ void attention_forward(const AttentionShape& shape, const AttentionConfig& confi
   const double task_flops = 4.0 * static_cast<double>(block_q * shape.kv_len * shape.head_dim);
   const int64_t grain =
       std::max<int64_t>(1, static_cast<int64_t>(attn::kMinChunkFlops / (task_flops + 1)));
+  bool avx512 = false;
+  if constexpr (std::is_same_v<T, float>) avx512 = isa >= CpuIsa::avx512;
   parallel_for(shape.batch * shape.heads * n_qblocks, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) forward_task(args, task, block_q, n_qblocks);
+    if constexpr (std::is_same_v<T, float>)
+      if (avx512) return forward_tasks_avx512(args, begin, end, block_q, n_qblocks);
+    forward_tasks(args, begin, end, block_q, n_qblocks);
   });
 }
 
 template void attention_forward<float>(const AttentionShape&, const AttentionConfig&, const float*,
-                                       const float*, const float*, float*, float*, float*);
+                                       const float*, const float*, float*, float*, float*, CpuIsa);
 template void attention_forward<double>(const AttentionShape&, const AttentionConfig&,
                                         const double*, const double*, const double*, double*,
-                                        double*, double*);
+                                        double*, double*, CpuIsa);
 
 }  // namespace tfm::cpu

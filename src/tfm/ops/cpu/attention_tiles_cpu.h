@@ -54,6 +54,15 @@ constexpr int kTileVecRegs = 32;
 constexpr int kTileVecRegs = 8;
 #endif
 
+// The kernels built on these blocks are compiled once at the library's baseline and, for f32, a
+// second time for AVX-512 (attention_cpu.cpp, attention_backward_cpu.cpp,
+// decode_attention_cpu.cpp: a function under `#pragma GCC target` that calls the same templates
+// with Regs = 32). Every block that takes or returns a vector is always inlined, so each copy
+// gets its own instructions and no 64-byte vector is ever passed between code of the two levels
+// (their calling conventions differ). The blocks add the same products in the same order at
+// either register budget, so both copies give the same bits (tests/ops/test_cpu_levels.cpp).
+#define TFM_TILE_INLINE [[gnu::always_inline]] inline
+
 template <typename T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 template <typename T>
@@ -67,17 +76,17 @@ inline int64_t round_up(int64_t n, int64_t m) {
 }
 
 template <typename T>
-inline Vec<T> vload(const T* p) {
+TFM_TILE_INLINE Vec<T> vload(const T* p) {
   Vec<T> v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 template <typename T>
-inline void vstore(T* p, Vec<T> v) {
+TFM_TILE_INLINE void vstore(T* p, Vec<T> v) {
   std::memcpy(p, &v, sizeof v);
 }
 template <typename T>
-inline Vec<T> splat(T x) {
+TFM_TILE_INLINE Vec<T> splat(T x) {
   return Vec<T>{} + x;
 }
 // Element type and lane count of a vector type V.
@@ -88,7 +97,7 @@ constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(Elem<V>));
 
 // Horizontal sum / max by halving: the compiler turns the half copies into lane extracts.
 template <typename V, typename Op>
-inline Elem<V> reduce_lanes(V v, Op op) {
+TFM_TILE_INLINE Elem<V> reduce_lanes(V v, Op op) {
   using E = Elem<V>;
   if constexpr (sizeof(V) == 2 * sizeof(E)) {
     return op(v[0], v[1]);
@@ -101,27 +110,29 @@ inline Elem<V> reduce_lanes(V v, Op op) {
   }
 }
 template <typename V>
-inline Elem<V> hsum(V v) {
-  return reduce_lanes(v, [](auto a, auto b) { return a + b; });
+TFM_TILE_INLINE Elem<V> hsum(V v) {
+  return reduce_lanes(
+      v, [](auto a, auto b) __attribute__((always_inline)) { return a + b; });
 }
 template <typename V>
-inline Elem<V> hmax(V v) {
-  return reduce_lanes(v, [](auto a, auto b) { return a > b ? a : b; });
+TFM_TILE_INLINE Elem<V> hmax(V v) {
+  return reduce_lanes(
+      v, [](auto a, auto b) __attribute__((always_inline)) { return a > b ? a : b; });
 }
 
 // exp for softmax arguments: simd_exp.h's one f32 exp on the tile's vectors. f64 is the
 // reference/gradient-check path and uses std::exp.
-inline Vec<float> exp_vec(Vec<float> x) {
+TFM_TILE_INLINE Vec<float> exp_vec(Vec<float> x) {
   return exp_f32<Vec<float>, Simd<float>::I>(x);
 }
-inline Vec<double> exp_vec(Vec<double> x) {
+TFM_TILE_INLINE Vec<double> exp_vec(Vec<double> x) {
   for (int i = 0; i < Simd<double>::L; ++i) x[i] = std::exp(x[i]);
   return x;
 }
 
 // row[j] = exp(row[j] - m) for j < n (a multiple of the vector width); returns the sum.
 template <typename T>
-inline T exp_shifted_sum(T* row, int64_t n, T m) {
+TFM_TILE_INLINE T exp_shifted_sum(T* row, int64_t n, T m) {
   constexpr int L = Simd<T>::L;
   Vec<T> sum{};
   for (int64_t j = 0; j < n; j += L) {
@@ -132,11 +143,26 @@ inline T exp_shifted_sum(T* row, int64_t n, T m) {
   return hsum(sum);
 }
 
+// s + Σ_i a[i]·b[i], each product rounded on its own and added in order. Written out because
+// GCC vectorises the plain loop by the vector width in use (products of a vector rounded, then
+// added in order, the leftovers fused into one multiply-add each), which would make the two
+// levels' copies of a kernel differ; for lengths that are a multiple of 8 this is what the
+// plain loop gave in the AVX2 build.
+template <typename T>
+TFM_TILE_INLINE T sum_products_in_order(const T* a, const T* b, int64_t n, T s) {
+  for (int64_t i = 0; i < n; ++i) {
+    T p = a[i] * b[i];
+    asm("" : "+x"(p));  // opaque: no fused multiply-add with s, no vector of products
+    s += p;
+  }
+  return s;
+}
+
 // One register tile of C (R × NV·L) (+)= A (R × K) · B (K × NV·L). Element (i, p) of A is
 // a[i·a_rs + p·a_cs] (A may be a transposed view); row p of B starts at b + p·ldb.
 template <typename T, int R, int NV, bool kAcc>
-inline void gemm_micro(int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t ldb,
-                       T* c, int64_t ldc) {
+TFM_TILE_INLINE void gemm_micro(int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
+                                int64_t ldb, T* c, int64_t ldc) {
   constexpr int L = Simd<T>::L;
   Vec<T> acc[R][NV];
 #pragma GCC unroll 8
@@ -162,49 +188,50 @@ inline void gemm_micro(int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const 
 
 // The last rows < R of gemm_rows: one micro tile of exactly `rows` rows.
 template <typename T, int NV, bool kAcc, int R>
-inline void gemm_tail_rows(int64_t rows, int64_t K, const T* a, int64_t a_rs, int64_t a_cs,
-                           const T* b, int64_t ldb, T* c, int64_t ldc) {
+TFM_TILE_INLINE void gemm_tail_rows(int64_t rows, int64_t K, const T* a, int64_t a_rs, int64_t a_cs,
+                                    const T* b, int64_t ldb, T* c, int64_t ldc) {
   if constexpr (R > 0) {
     if (rows == R) return gemm_micro<T, R, NV, kAcc>(K, a, a_rs, a_cs, b, ldb, c, ldc);
     gemm_tail_rows<T, NV, kAcc, R - 1>(rows, K, a, a_rs, a_cs, b, ldb, c, ldc);
   }
 }
 
-template <typename T, int NV, bool kAcc>
-inline void gemm_rows(int64_t M, int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
-                      int64_t ldb, T* c, int64_t ldc) {
+template <typename T, int NV, bool kAcc, int Regs>
+TFM_TILE_INLINE void gemm_rows(int64_t M, int64_t K, const T* a, int64_t a_rs, int64_t a_cs,
+                               const T* b, int64_t ldb, T* c, int64_t ldc) {
   // Enough rows to reuse each loaded B vector many times and hide FMA latency, few enough that
   // accumulators, B vectors and a broadcast fit in the registers: with 32, 8 × 2 or 6 × 3..4
   // (about 24 accumulators); with 16 ymm, 6 × 1 of two halves (BLIS's Haswell 6 × 16 tile).
-  constexpr int R = kTileVecRegs >= 32 ? (NV <= 2 ? 8 : 6) : 6;
-  static_assert(R * NV + NV < kTileVecRegs, "the tile does not fit in the registers");
+  constexpr int R = Regs >= 32 ? (NV <= 2 ? 8 : 6) : 6;
+  static_assert(R * NV + NV < Regs, "the tile does not fit in the registers");
   int64_t i = 0;
   for (; i + R <= M; i += R)
     gemm_micro<T, R, NV, kAcc>(K, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc);
   gemm_tail_rows<T, NV, kAcc, R - 1>(M - i, K, a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc);
 }
 
-template <typename T, bool kAcc>
-inline void tile_gemm_impl(int64_t M, int64_t N, int64_t K, const T* a, int64_t a_rs, int64_t a_cs,
-                           const T* b, int64_t ldb, T* c, int64_t ldc) {
+template <typename T, bool kAcc, int Regs>
+TFM_TILE_INLINE void tile_gemm_impl(int64_t M, int64_t N, int64_t K, const T* a, int64_t a_rs,
+                                    int64_t a_cs, const T* b, int64_t ldb, T* c, int64_t ldc) {
   constexpr int L = Simd<T>::L;
   int64_t j = 0;
-  if constexpr (kTileVecRegs < 32) {  // one vector of columns a tile (see kTileVecRegs)
-    for (; j + L <= N; j += L) gemm_rows<T, 1, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+  if constexpr (Regs < 32) {  // one vector of columns a tile (see kTileVecRegs)
+    for (; j + L <= N; j += L)
+      gemm_rows<T, 1, kAcc, Regs>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
   } else {
     for (; j + 4 * L <= N; j += 4 * L)
-      gemm_rows<T, 4, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+      gemm_rows<T, 4, kAcc, Regs>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
     switch ((N - j) / L) {
       case 1:
-        gemm_rows<T, 1, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+        gemm_rows<T, 1, kAcc, Regs>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
         j += L;
         break;
       case 2:
-        gemm_rows<T, 2, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+        gemm_rows<T, 2, kAcc, Regs>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
         j += 2 * L;
         break;
       case 3:
-        gemm_rows<T, 3, kAcc>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
+        gemm_rows<T, 3, kAcc, Regs>(M, K, a, a_rs, a_cs, b + j, ldb, c + j, ldc);
         j += 3 * L;
         break;
       default:
@@ -215,27 +242,31 @@ inline void tile_gemm_impl(int64_t M, int64_t N, int64_t K, const T* a, int64_t 
   for (int64_t i = 0; i < M; ++i)
     for (int64_t jj = j; jj < N; ++jj) {
       T s = kAcc ? c[i * ldc + jj] : T(0);
-      for (int64_t p = 0; p < K; ++p) s += a[i * a_rs + p * a_cs] * b[p * ldb + jj];
+      // One fused multiply-add a step, written out: the plain loop's roundings depended on
+      // how GCC vectorised it at each call site and level.
+      for (int64_t p = 0; p < K; ++p) s = std::fma(a[i * a_rs + p * a_cs], b[p * ldb + jj], s);
       c[i * ldc + jj] = s;
     }
 }
 
-// C (M × N, ldc) = A·B, or += A·B when accumulate; A and B addressed as in gemm_micro.
-template <typename T>
-inline void tile_gemm(bool accumulate, int64_t M, int64_t N, int64_t K, const T* a, int64_t a_rs,
-                      int64_t a_cs, const T* b, int64_t ldb, T* c, int64_t ldc) {
+// C (M × N, ldc) = A·B, or += A·B when accumulate; A and B addressed as in gemm_micro. Regs:
+// the vector registers the tiles may fill (kTileVecRegs; 32 in an AVX-512 copy).
+template <int Regs, typename T>
+TFM_TILE_INLINE void tile_gemm(bool accumulate, int64_t M, int64_t N, int64_t K, const T* a,
+                               int64_t a_rs, int64_t a_cs, const T* b, int64_t ldb, T* c,
+                               int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (accumulate)
-    tile_gemm_impl<T, true>(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc);
+    tile_gemm_impl<T, true, Regs>(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc);
   else
-    tile_gemm_impl<T, false>(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc);
+    tile_gemm_impl<T, false, Regs>(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc);
 }
 
 // s[i·lds + j] = q_i · k_j for M (few) query rows and N keys, straight from the strided rows: for
 // one or two queries (decoding) transposing K into a panel would cost as much as the dots.
 template <typename T>
-inline void scores_dot(int64_t M, int64_t N, int64_t D, const T* q, int64_t ldq, const T* k,
-                       int64_t ldk, T* s, int64_t lds) {
+TFM_TILE_INLINE void scores_dot(int64_t M, int64_t N, int64_t D, const T* q, int64_t ldq,
+                                const T* k, int64_t ldk, T* s, int64_t lds) {
   constexpr int L = Simd<T>::L;
   const int64_t dv = D / L * L;
   for (int64_t i = 0; i < M; ++i) {
@@ -250,7 +281,7 @@ inline void scores_dot(int64_t M, int64_t N, int64_t D, const T* q, int64_t ldq,
       }
       for (int g = 0; g < 4; ++g) {
         T t = hsum(acc[g]);
-        for (int64_t d = dv; d < D; ++d) t += qi[d] * k[(j + g) * ldk + d];
+        t = sum_products_in_order(qi + dv, k + (j + g) * ldk + dv, D - dv, t);
         s[i * lds + j + g] = t;
       }
     }
@@ -258,7 +289,7 @@ inline void scores_dot(int64_t M, int64_t N, int64_t D, const T* q, int64_t ldq,
       Vec<T> acc{};
       for (int64_t d = 0; d < dv; d += L) acc += vload(qi + d) * vload(k + j * ldk + d);
       T t = hsum(acc);
-      for (int64_t d = dv; d < D; ++d) t += qi[d] * k[j * ldk + d];
+      t = sum_products_in_order(qi + dv, k + j * ldk + dv, D - dv, t);
       s[i * lds + j] = t;
     }
   }
@@ -267,7 +298,8 @@ inline void scores_dot(int64_t M, int64_t N, int64_t D, const T* q, int64_t ldq,
 // dst (16 × ldd block) ← the 16×16 block at src (row stride lds) transposed, in registers:
 // interleave pairs of rows, then quads within 128-bit lanes, then 128-bit lanes (the shuffles
 // compile to vunpcklps/vshufps/vshuff32x4 with AVX-512).
-inline void transpose16(const float* src, int64_t lds, int64_t rows, float* dst, int64_t ldd) {
+TFM_TILE_INLINE void transpose16(const float* src, int64_t lds, int64_t rows, float* dst,
+                                 int64_t ldd) {
   using V = Vec<float>;
   V r[16], t[16];
   for (int i = 0; i < 16; ++i) r[i] = i < rows ? vload(src + i * lds) : V{};
@@ -286,10 +318,11 @@ inline void transpose16(const float* src, int64_t lds, int64_t rows, float* dst,
           __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
     }
   // Now r[4g + c], 128-bit lane L, holds rows 4g..4g+3 of column 4L + c.
-  const auto lanes02 = [](V a, V b) {  // 128-bit lanes 0, 2 of a then of b
+  const auto lanes02 =
+      [](V a, V b) __attribute__((always_inline)) {  // 128-bit lanes 0, 2 of a then of b
     return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
   };
-  const auto lanes13 = [](V a, V b) {
+  const auto lanes13 = [](V a, V b) __attribute__((always_inline)) {
     return __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
                                    31);
   };
@@ -306,7 +339,8 @@ inline void transpose16(const float* src, int64_t lds, int64_t rows, float* dst,
 // Packs rows [0, n) of a strided (n × D) block transposed into dst (D × npad), zero columns
 // from n to npad, so score tiles read contiguous key vectors.
 template <typename T>
-inline void pack_transposed(int64_t n, int64_t npad, int64_t D, const T* src, int64_t lds, T* dst) {
+TFM_TILE_INLINE void pack_transposed(int64_t n, int64_t npad, int64_t D, const T* src, int64_t lds,
+                                     T* dst) {
   if constexpr (std::is_same_v<T, float>) {
     if (npad % 16 == 0 && D >= 16) {  // 16×16 blocks in registers, zero rows past n
       const int64_t d16 = D / 16 * 16;

@@ -25,9 +25,10 @@ constexpr int64_t kAhead = 4;
 
 // The row kernel below is compiled twice from one source (rows_avx2, rows_avx512: the same
 // operations in the same order, so both levels give the same bits; tests/ops/test_cpu_levels.cpp
-// checks). Everything it calls is inlined into each copy, so no function taking or returning a
-// 64-byte vector is ever called across the two levels' calling conventions.
-#define TFM_ROW_INLINE [[gnu::always_inline]] inline
+// checks). Everything it calls is inlined into each copy (TFM_TILE_INLINE,
+// attention_tiles_cpu.h), so no function taking or returning a 64-byte vector is ever called
+// across the two levels' calling conventions.
+#define TFM_ROW_INLINE TFM_TILE_INLINE
 
 // The weighted sum's vectors: 16 floats (one zmm) summed 16 at a time with AVX-512; 8 floats (one
 // ymm) summed 8 at a time with AVX2, whose 16 registers hold no more, and where the 64-byte Vec
@@ -177,9 +178,7 @@ TFM_ROW_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector
         }
         dot = attn::hsum(lo + hi);
       } else {
-        // fma written out: GCC vectorises this sum in order with AVX-512 (masked products,
-        // then adds), which would round the products on their own.
-        for (int64_t d = 0; d < Dh; ++d) dot = std::fma(qh[d], kh[d], dot);
+        dot = attn::sum_products_in_order(qh, kh, Dh, 0.f);
       }
       p[h * spad + s] = dot * a.scale;
     }

@@ -20,7 +20,7 @@ namespace tfm::cpu {
 // far below anything a softmax resolves next to its largest term, whose exp argument is 0), so
 // -inf gives 0; above 88.72 give inf; NaN stays NaN.
 template <typename V, typename I>
-inline V exp_f32(V x) {
+[[gnu::always_inline]] inline V exp_f32(V x) {
   constexpr float kLo = -86.0f, kHi = 88.7228390f;
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const V lo = V{} + kLo, hi = V{} + kHi, magic = V{} + kMagic;
