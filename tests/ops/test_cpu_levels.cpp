@@ -10,7 +10,9 @@
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/cpu_isa.h"
 #include "tfm/ops/cpu/attention_cpu.h"
+#include "tfm/ops/cpu/cross_entropy_cpu.h"
 #include "tfm/ops/cpu/decode_attention_cpu.h"
+#include "tfm/ops/cpu/dropout_cpu.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/cpu/packed_bf16_cpu.h"
 #include "tfm/ops/cpu/packed_f32_cpu.h"
@@ -205,6 +207,65 @@ TEST(CpuLevels, AttentionIsBitwiseTheSameAtEveryLevel) {
       EXPECT_TRUE(testing::bitwise_equal(r.gq, base.gq)) << where;
       EXPECT_TRUE(testing::bitwise_equal(r.gk, base.gk)) << where;
       EXPECT_TRUE(testing::bitwise_equal(r.gv, base.gv)) << where;
+      ++compared;
+    }
+  }
+  if (cpu_isa() >= CpuIsa::avx512) {
+    EXPECT_GE(compared, 8);
+  }
+}
+
+// The training kernels compiled for AVX-512 besides attention: the cross-entropy gradient (one
+// exp and one multiply-add an element, whatever the vector width) and dropout (integer Philox
+// words and a select): bit for bit the AVX2 copy, on row lengths and sizes off the vector width.
+TEST(CpuLevels, CrossEntropyGradientAndDropoutAreBitwiseTheSameAtEveryLevel) {
+  int compared = 0;
+  for (auto [n, v] : {std::pair<int64_t, int64_t>{5, 8000}, {3, 37}, {7, 1}}) {
+    const Tensor logits = random_tensor({n, v}, DType::f32, 50 + v, -8.0, 8.0);
+    std::vector<int32_t> targets(n);
+    for (int64_t i = 0; i < n; ++i) targets[i] = static_cast<int32_t>((i * 7919) % v);
+    targets[1] = -100;  // ignored
+    std::vector<float> row_max(n), row_logsum(n);
+    cpu::cross_entropy_forward<float>(n, v, logits.data<float>(), targets.data(), -100, 0.1,
+                                      row_max.data(), row_logsum.data());
+    Tensor base = Tensor::empty({n, v});
+    cpu::cross_entropy_backward<float>(n, v, logits.data<float>(), targets.data(), -100, 0.1,
+                                       row_max.data(), row_logsum.data(), 0.03, base.data<float>(),
+                                       CpuIsa::avx2);
+    if (v > 1) {
+      EXPECT_GT(testing::max_abs_diff(base, Tensor::zeros(base.shape())), 1e-3);
+    }
+    for (CpuIsa isa : kLevels) {
+      if (isa > cpu_isa() || isa == CpuIsa::avx2) continue;
+      Tensor g = Tensor::empty({n, v});
+      cpu::cross_entropy_backward<float>(n, v, logits.data<float>(), targets.data(), -100, 0.1,
+                                         row_max.data(), row_logsum.data(), 0.03, g.data<float>(),
+                                         isa);
+      EXPECT_TRUE(testing::bitwise_equal(g, base)) << cpu_isa_name(isa) << " V=" << v;
+      ++compared;
+    }
+  }
+  for (int64_t n : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{1000}, int64_t{70001}}) {
+    const Tensor x = random_tensor({n}, DType::f32, 60 + n);
+    const RandomStream stream(11, 4);
+    Tensor base = Tensor::empty({n});
+    cpu::dropout_apply<float>(n, x.data<float>(), stream, 0.3, base.data<float>(), CpuIsa::avx2);
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool keep = stream.uniform(static_cast<uint64_t>(i)) >= 0.3;
+      EXPECT_EQ(base.data<float>()[i],
+                keep ? x.data<float>()[i] * static_cast<float>(1.0 / 0.7) : 0.f)
+          << i;
+      dropped += !keep;
+    }
+    if (n >= 1000) {
+      EXPECT_GT(dropped, n / 5);
+    }
+    for (CpuIsa isa : kLevels) {
+      if (isa > cpu_isa() || isa == CpuIsa::avx2) continue;
+      Tensor y = Tensor::empty({n});
+      cpu::dropout_apply<float>(n, x.data<float>(), stream, 0.3, y.data<float>(), isa);
+      EXPECT_TRUE(testing::bitwise_equal(y, base)) << cpu_isa_name(isa) << " n=" << n;
       ++compared;
     }
   }

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
+#include "tfm/core/check.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/softmax_cpu.h"
 
@@ -75,27 +77,60 @@ CrossEntropyTotals cross_entropy_forward(int64_t n, int64_t v, const T* logits,
   return tot;
 }
 
+namespace {
+
+// Rows [b, e) of the backward. Always inlined, so the AVX-512 copy below compiles its own
+// vector loop; the loop is elementwise (one exp and one multiply-add an element), so its vector
+// width changes no result.
+template <typename T>
+[[gnu::always_inline]] inline void backward_rows(int64_t b, int64_t e, int64_t v, const T* logits,
+                                                 const int32_t* targets, int64_t ignore_index,
+                                                 const T* row_max, const T* row_logsum, T sc, T off,
+                                                 T hit, T* dlogits) {
+  for (int64_t i = b; i < e; ++i) {
+    T* di = dlogits + i * v;
+    const int64_t t = targets[i];
+    if (t == ignore_index) {
+      std::fill(di, di + v, T(0));
+      continue;
+    }
+    const T* xi = logits + i * v;
+    const T m = row_max[i], ls = row_logsum[i];
+#pragma omp simd
+    for (int64_t j = 0; j < v; ++j) di[j] = sc * simd_exp((xi[j] - m) - ls) - off;
+    di[t] -= hit;
+  }
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,bmi2")
+void backward_rows_avx512(int64_t b, int64_t e, int64_t v, const float* logits,
+                          const int32_t* targets, int64_t ignore_index, const float* row_max,
+                          const float* row_logsum, float sc, float off, float hit, float* dlogits) {
+  backward_rows<float>(b, e, v, logits, targets, ignore_index, row_max, row_logsum, sc, off, hit,
+                       dlogits);
+}
+#pragma GCC pop_options
+
+}  // namespace
+
 template <typename T>
 void cross_entropy_backward(int64_t n, int64_t v, const T* logits, const int32_t* targets,
                             int64_t ignore_index, double smoothing, const T* row_max,
-                            const T* row_logsum, double scale, T* dlogits) {
+                            const T* row_logsum, double scale, T* dlogits, CpuIsa isa) {
+  TFM_CHECK(isa <= cpu_isa()) << "cross_entropy_backward: level " << cpu_isa_name(isa)
+                              << " is above this process's " << cpu_isa_name(cpu_isa());
   const T sc = static_cast<T>(scale);
   const T off = static_cast<T>(scale * smoothing / static_cast<double>(v));
   const T hit = static_cast<T>(scale * (1.0 - smoothing));
+  const bool avx512 = std::is_same_v<T, float> && isa >= CpuIsa::avx512;
   parallel_for(n, row_grain(v), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T* di = dlogits + i * v;
-      const int64_t t = targets[i];
-      if (t == ignore_index) {
-        std::fill(di, di + v, T(0));
-        continue;
-      }
-      const T* xi = logits + i * v;
-      const T m = row_max[i], ls = row_logsum[i];
-#pragma omp simd
-      for (int64_t j = 0; j < v; ++j) di[j] = sc * simd_exp((xi[j] - m) - ls) - off;
-      di[t] -= hit;
-    }
+    if constexpr (std::is_same_v<T, float>)
+      if (avx512)
+        return backward_rows_avx512(b, e, v, logits, targets, ignore_index, row_max, row_logsum, sc,
+                                    off, hit, dlogits);
+    backward_rows(b, e, v, logits, targets, ignore_index, row_max, row_logsum, sc, off, hit,
+                  dlogits);
   });
 }
 
@@ -103,7 +138,7 @@ void cross_entropy_backward(int64_t n, int64_t v, const T* logits, const int32_t
   template CrossEntropyTotals cross_entropy_forward<T>(int64_t, int64_t, const T*, const int32_t*, \
                                                        int64_t, double, T*, T*);                   \
   template void cross_entropy_backward<T>(int64_t, int64_t, const T*, const int32_t*, int64_t,     \
-                                          double, const T*, const T*, double, T*);
+                                          double, const T*, const T*, double, T*, CpuIsa);
 TFM_INSTANTIATE(float)
 TFM_INSTANTIATE(double)
 #undef TFM_INSTANTIATE

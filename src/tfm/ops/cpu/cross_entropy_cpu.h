@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "tfm/core/cpu_isa.h"
 #include "tfm/ops/kernel_args.h"
 
 namespace tfm::cpu {
@@ -22,10 +23,11 @@ CrossEntropyTotals cross_entropy_forward(int64_t n, int64_t v, const T* logits,
                                          double smoothing, T* row_max, T* row_logsum);
 
 // dlogits = scale * (softmax - q) on kept rows, q = (1 - s) onehot(target) + s / V; 0 on
-// ignored rows. scale is d(loss) / tokens.
+// ignored rows. scale is d(loss) / tokens. f32 runs a copy compiled for this process's level
+// (core/cpu_isa.h), or for `isa` (at most that level); every level gives the same bits.
 template <typename T>
 void cross_entropy_backward(int64_t n, int64_t v, const T* logits, const int32_t* targets,
                             int64_t ignore_index, double smoothing, const T* row_max,
-                            const T* row_logsum, double scale, T* dlogits);
+                            const T* row_logsum, double scale, T* dlogits, CpuIsa isa = cpu_isa());
 
 }  // namespace tfm::cpu

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "tfm/core/check.h"
 #include "tfm/core/cpu_isa.h"
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/philox_cpu.h"
@@ -51,38 +52,61 @@ void select32_avx2(const uint32_t* w, uint32_t threshold, float scale, const flo
 }
 #pragma GCC pop_options
 
+// Philox blocks [b0, b1) of n elements: eight blocks (32 elements) at a time, vectorised; the
+// words are those of stream.block(b), so the mask is the same as element by element. Always
+// inlined, so the AVX-512 copy below compiles its own Philox rounds (64-bit lanes in zmm).
+template <typename T, class Select>
+[[gnu::always_inline]] inline void apply_blocks(int64_t b0, int64_t b1, int64_t n, const T* x,
+                                                uint64_t seed, uint64_t id, uint32_t threshold,
+                                                T scale, T* out, Select select32) {
+  uint32_t w[32];
+  for (int64_t b = b0; b < b1; b += 8) {
+    philox_words_x8(static_cast<uint64_t>(b), seed, id, w);
+    const int64_t base = 4 * b;
+    const int64_t m = std::min<int64_t>({32, n - base, 4 * (b1 - b)});
+    if constexpr (std::is_same_v<T, float>) {
+      if (m == 32) {
+        select32(w, threshold, scale, x + base, out + base);
+        continue;
+      }
+    }
+    for (int64_t l = 0; l < m; ++l)
+      out[base + l] = (w[l] >> 8) >= threshold ? x[base + l] * scale : T(0);
+  }
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+void apply_blocks_avx512(int64_t b0, int64_t b1, int64_t n, const float* x, uint64_t seed,
+                         uint64_t id, uint32_t threshold, float scale, float* out) {
+  apply_blocks(b0, b1, n, x, seed, id, threshold, scale, out, select32_avx512);
+}
+#pragma GCC pop_options
+
 }  // namespace
 
 template <typename T>
-void dropout_apply(int64_t n, const T* x, const RandomStream& stream, double p, T* out) {
+void dropout_apply(int64_t n, const T* x, const RandomStream& stream, double p, T* out,
+                   CpuIsa isa) {
+  TFM_CHECK(isa <= cpu_isa()) << "dropout_apply: level " << cpu_isa_name(isa)
+                              << " is above this process's " << cpu_isa_name(cpu_isa());
   // stream.uniform(i) is m / 2^24 with m the top 24 bits of word i, and p * 2^24 is exact, so
   // uniform(i) >= p  <=>  m >= ceil(p * 2^24): an integer test with the very same outcome.
   const uint32_t threshold = dropout_threshold(p);
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   const int64_t blocks = (n + 3) / 4;
   const uint64_t seed = stream.seed(), id = stream.id();
-  const bool avx512 = cpu_isa() >= CpuIsa::avx512;
+  const bool avx512 = std::is_same_v<T, float> && isa >= CpuIsa::avx512;
   parallel_for(blocks, kGrainBlocks, [&](int64_t b0, int64_t b1) {
-    uint32_t w[32];
-    // Eight Philox blocks (32 elements) at a time, vectorised; the words are those of
-    // stream.block(b), so the mask is the same as element by element.
-    for (int64_t b = b0; b < b1; b += 8) {
-      philox_words_x8(static_cast<uint64_t>(b), seed, id, w);
-      const int64_t base = 4 * b;
-      const int64_t m = std::min<int64_t>({32, n - base, 4 * (b1 - b)});
-      if constexpr (std::is_same_v<T, float>) {
-        if (m == 32) {
-          (avx512 ? select32_avx512 : select32_avx2)(w, threshold, scale, x + base, out + base);
-          continue;
-        }
-      }
-      for (int64_t l = 0; l < m; ++l)
-        out[base + l] = (w[l] >> 8) >= threshold ? x[base + l] * scale : T(0);
-    }
+    if constexpr (std::is_same_v<T, float>)
+      if (avx512) return apply_blocks_avx512(b0, b1, n, x, seed, id, threshold, scale, out);
+    apply_blocks(b0, b1, n, x, seed, id, threshold, scale, out, select32_avx2);
   });
 }
 
-template void dropout_apply<float>(int64_t, const float*, const RandomStream&, double, float*);
-template void dropout_apply<double>(int64_t, const double*, const RandomStream&, double, double*);
+template void dropout_apply<float>(int64_t, const float*, const RandomStream&, double, float*,
+                                   CpuIsa);
+template void dropout_apply<double>(int64_t, const double*, const RandomStream&, double, double*,
+                                    CpuIsa);
 
 }  // namespace tfm::cpu

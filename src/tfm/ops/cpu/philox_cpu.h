@@ -25,7 +25,9 @@ typedef uint32_t U32x16 __attribute__((vector_size(64)));
 // Philox4x32-10 (the maths of tfm::philox4x32) on the 8 counters {blk + i, stream} at once:
 // out[0, 32) gets the 32 stream words of elements 4·blk .. 4·blk + 31, in element order.
 // Products of 32-bit values in 64-bit lanes are exact.
-inline void philox_words_x8(uint64_t blk, uint64_t seed, uint64_t stream, uint32_t* out) {
+// Always inlined: the AVX-512 copies of dropout and attention compile their own rounds.
+[[gnu::always_inline]] inline void philox_words_x8(uint64_t blk, uint64_t seed, uint64_t stream,
+                                                   uint32_t* out) {
   const U64x8 lo32 = U64x8{} + 0xFFFFFFFFull;
   U64x8 c0, c1;
   for (int i = 0; i < 8; ++i) {
