@@ -178,8 +178,7 @@ void attention_backward(const AttentionShape& shape, const AttentionConfig& conf
   const double task_flops = 14.0 * static_cast<double>(shape.q_len * shape.kv_len * shape.head_dim);
   const int64_t grain =
       std::max<int64_t>(1, static_cast<int64_t>(attn::kMinChunkFlops / (task_flops + 1)));
-  bool avx512 = false;
-  if constexpr (std::is_same_v<T, float>) avx512 = isa >= CpuIsa::avx512;
+  const bool avx512 = std::is_same_v<T, float> && isa >= CpuIsa::avx512;
   parallel_for(shape.batch * shape.heads, grain, [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>)
       if (avx512) return backward_tasks_avx512(args, begin, end);

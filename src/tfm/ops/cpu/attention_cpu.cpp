@@ -207,8 +207,7 @@ void attention_forward(const AttentionShape& shape, const AttentionConfig& confi
   const double task_flops = 4.0 * static_cast<double>(block_q * shape.kv_len * shape.head_dim);
   const int64_t grain =
       std::max<int64_t>(1, static_cast<int64_t>(attn::kMinChunkFlops / (task_flops + 1)));
-  bool avx512 = false;
-  if constexpr (std::is_same_v<T, float>) avx512 = isa >= CpuIsa::avx512;
+  const bool avx512 = std::is_same_v<T, float> && isa >= CpuIsa::avx512;
   parallel_for(shape.batch * shape.heads * n_qblocks, grain, [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>)
       if (avx512) return forward_tasks_avx512(args, begin, end, block_q, n_qblocks);

@@ -28,7 +28,6 @@ constexpr int64_t kAhead = 4;
 // checks). Everything it calls is inlined into each copy (TFM_TILE_INLINE,
 // attention_tiles_cpu.h), so no function taking or returning a 64-byte vector is ever called
 // across the two levels' calling conventions.
-#define TFM_ROW_INLINE TFM_TILE_INLINE
 
 // The weighted sum's vectors: 16 floats (one zmm) summed 16 at a time with AVX-512; 8 floats (one
 // ymm) summed 8 at a time with AVX2, whose 16 registers hold no more, and where the 64-byte Vec
@@ -45,7 +44,7 @@ struct Avx2Sum {
 };
 
 template <typename W>
-TFM_ROW_INLINE W load_w(const float* p) {
+TFM_TILE_INLINE W load_w(const float* p) {
   W v;
   std::memcpy(&v, p, sizeof v);
   return v;
@@ -54,8 +53,8 @@ TFM_ROW_INLINE W load_w(const float* p) {
 // acc[0, NB vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of NB vectors of W of the C
 // columns starting at column c0; h(c) = (c0 + c) / Dh.
 template <typename W, int NB>
-TFM_ROW_INLINE void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, const float* p,
-                                       const float* const* vp, int64_t c0, float* acc) {
+TFM_TILE_INLINE void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, const float* p,
+                                        const float* const* vp, int64_t c0, float* acc) {
   constexpr int WL = static_cast<int>(sizeof(W) / sizeof(float));
   W o[NB] = {};
   const int64_t h0 = c0 / Dh;
@@ -82,8 +81,8 @@ TFM_ROW_INLINE void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, cons
 // q_h · k_s for 8 positions of one head (kp[i] + off: position i's Dh values), Dh a multiple of
 // 8: eight ymm accumulators reduced together by a tree of hadds into one vector of 8 scores.
 // Eight separate horizontal sums (one a head and a position) were most of the kernel's time on
-// AVX2. AVX2 + FMA is the library's floor (x86-64-v3), so no dispatch.
-TFM_ROW_INLINE __m256 dots8(const float* qh, const float* const* kp, int64_t off, int64_t Dh) {
+// AVX2. AVX2 + FMA is the library's floor (x86-64-v3): both copies of the row kernel use it.
+TFM_TILE_INLINE __m256 dots8(const float* qh, const float* const* kp, int64_t off, int64_t Dh) {
   __m256 acc[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
@@ -105,8 +104,8 @@ TFM_ROW_INLINE __m256 dots8(const float* qh, const float* const* kp, int64_t off
 // C values (every head) at once: for a cache that is one sequential stream the prefetchers
 // follow, where a head at a time would jump C floats ahead for every Dh it reads.
 template <class Sum>
-TFM_ROW_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratch,
-                            std::vector<const float*>& pos) {
+TFM_TILE_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vector<float>& scratch,
+                             std::vector<const float*>& pos) {
   const int64_t S = a.kv_len, H = a.heads, Dh = a.head_dim, C = H * Dh;
   const float* q = a.q + b * C;
   const int64_t kb = a.kv_rows ? a.kv_rows[b] : b;
