@@ -120,8 +120,11 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
   const auto search = decode::make_search(decode::SearchOptions{});
   std::vector<decode::NBest> early;
   // One thread: a tiny model gains nothing from two, and on a loaded machine it runs far faster.
+  // 2000 updates: after 1500 the model trained at the AVX-512 level (since the attention kernels'
+  // odd-width sums were written out) still left one sentence uncopied, a near-tie that lower
+  // precision broke the other way; 1800 to 2500 copy all 40 at both levels.
   testing::with_threads(1, [&] {
-    for (int step = 0; step < 1500; ++step) {
+    for (int step = 0; step < 2000; ++step) {
       const auto src = random_sentences(32, 20, step);
       const Batch b = batch_of(src, src, c);
       Tensor logits = model.forward(b.src, b.trg_in);
@@ -179,25 +182,20 @@ TEST(ModelPrecision, TrainedCopyModelTranslatesTheSameInEveryPrecision) {
     const auto low = search->run(model, test);
     int same = 0;
     double worst = 0;
-    // Over the sentences fp32 copies: those the model is sure of. One it does not copy (at most
-    // two, above) is a near-tie somewhere, which lower precision may break either way; which
-    // sentence that is, if any, depends on the training's GEMMs (oneDNN's kernels differ by
-    // CPU level).
     for (size_t i = 0; i < test.size(); ++i) {
-      if (fp32[i][0].tokens != test[i]) continue;
       same += low[i][0].tokens == fp32[i][0].tokens;
       if (low[i][0].tokens == fp32[i][0].tokens)
         worst = std::max(worst, std::abs(low[i][0].log_prob - fp32[i][0].log_prob));
     }
     std::printf(
-        "[ precision] %s (output %s): %d/%d copied sentences translated as fp32, worst |Δ log P| "
+        "[ precision] %s (output %s): %d/%zu greedy outputs as fp32, worst |Δ log P| "
         "%.2e\n",
-        compute_type_name(p), compute_type_name(out), same, copied, worst);
-    EXPECT_EQ(same, copied) << compute_type_name(p);
+        compute_type_name(p), compute_type_name(out), same, test.size(), worst);
+    EXPECT_EQ(same, static_cast<int>(test.size())) << compute_type_name(p);
     // A sentence's log P sums one log-probability per token (up to 12 here), each off by about
-    // the logit error above. Measured worst: bf16 0.015 with the model trained by the AVX2
-    // kernels, 0.029 with the one trained by the AVX-512 kernels (which sum in another order:
-    // another model); int8 0.024 to 0.096.
+    // the logit error above. Measured worst (2000 updates): bf16 0.0014 with the model trained
+    // at the AVX2 level, 0.0004 at AVX-512 (oneDNN's GEMMs sum in another order there: another
+    // model); int8 0.001 to 0.007. After 1500 updates they were up to 0.03 and 0.1.
     EXPECT_LT(worst, p == ComputeType::bfloat16 ? 0.05 : 0.15);
   }
   // The stale int8 copies from step 20 would translate like the early model did.
