@@ -75,9 +75,10 @@ inline int64_t round_up(int64_t n, int64_t m) {
   return (n + m - 1) / m * m;
 }
 
-template <typename T>
-TFM_TILE_INLINE Vec<T> vload(const T* p) {
-  Vec<T> v;
+// A vector of W (by default one Vec<T>; decode attention also loads 8-lane halves) from p.
+template <typename T, typename W = Vec<T>>
+TFM_TILE_INLINE W vload(const T* p) {
+  W v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }

@@ -43,13 +43,6 @@ struct Avx2Sum {
   static constexpr int kBlock = 8;
 };
 
-template <typename W>
-TFM_TILE_INLINE W load_w(const float* p) {
-  W v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 // acc[0, NB vectors) = Σ_s p[h(c)][s] · v[s, c0 + c] for one block of NB vectors of W of the C
 // columns starting at column c0; h(c) = (c0 + c) / Dh.
 template <typename W, int NB>
@@ -64,7 +57,7 @@ TFM_TILE_INLINE void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, con
       const float* vs = vp[s] + c0;
       const float w = ph[s];
 #pragma GCC unroll 16
-      for (int j = 0; j < NB; ++j) o[j] += w * load_w<W>(vs + j * WL);
+      for (int j = 0; j < NB; ++j) o[j] += w * attn::vload<float, W>(vs + j * WL);
     }
   } else {
     const float* ph[NB];
@@ -72,7 +65,7 @@ TFM_TILE_INLINE void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, con
     for (int64_t s = 0; s < S; ++s) {
       const float* vs = vp[s] + c0;
 #pragma GCC unroll 16
-      for (int j = 0; j < NB; ++j) o[j] += ph[j][s] * load_w<W>(vs + j * WL);
+      for (int j = 0; j < NB; ++j) o[j] += ph[j][s] * attn::vload<float, W>(vs + j * WL);
     }
   }
   std::memcpy(acc, o, sizeof o);
@@ -172,8 +165,8 @@ TFM_TILE_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vecto
         // through the stack with AVX2), then halved as attn::hsum halves: lo + hi first.
         V8 lo{}, hi{};
         for (int64_t d = 0; d < Dh; d += L) {
-          lo += load_w<V8>(qh + d) * load_w<V8>(kh + d);
-          hi += load_w<V8>(qh + d + 8) * load_w<V8>(kh + d + 8);
+          lo += attn::vload<float, V8>(qh + d) * attn::vload<float, V8>(kh + d);
+          hi += attn::vload<float, V8>(qh + d + 8) * attn::vload<float, V8>(kh + d + 8);
         }
         dot = attn::hsum(lo + hi);
       } else {
