@@ -73,8 +73,9 @@ struct TrainOptions {
   double clip_norm = 0.0;  // max global gradient norm; 0: no clipping
 
   // Where and in what arithmetic: training takes float32, bfloat16 (mixed precision: f32
-  // parameters, gradients and optimiser) or automatic (bf16 where the CPU multiplies bf16).
-  // device cuda (a build with the CUDA backend, a GPU, one process) trains in float32.
+  // parameters, gradients and optimiser) or automatic (bf16 where the CPU multiplies bf16, and
+  // on a GPU). device cuda (a build with the CUDA backend, a GPU, one process) trains in float32
+  // or bfloat16 (cuBLASLt bf16 GEMMs on the tensor cores).
   Device device = Device::cpu;
   ComputeType compute_type = ComputeType::float32;
   int threads = 0;  // 0: all cores

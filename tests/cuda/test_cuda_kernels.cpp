@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "tfm/ops/cpu/embedding_cpu.h"
 #include "tfm/ops/cpu/layer_norm_cpu.h"
 #include "tfm/ops/cpu/linear_cpu.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/cpu/primitives.h"
 #include "tfm/ops/cpu/softmax_cpu.h"
 #include "tfm/ops/cuda/adam.h"
@@ -123,14 +125,19 @@ TEST_F(CudaKernels, ActivationsMatchTheCpu) {
 }
 
 TEST_F(CudaKernels, ColumnSums) {
-  const int64_t m = 333, n = 515;
-  const Tensor a = random_tensor({m, n}, DType::f32, 5);
-  const Tensor out = dev_empty({n});
-  Tensor ref = Tensor::empty({n});
-  cuda::column_sums(m, n, f(dev(a)), f(out));
-  cpu::column_sums(m, n, f(a), f(ref));
-  // Both sum each column in row order in double: the same bits.
-  EXPECT_TRUE(bitwise_equal(host(out), ref));
+  // One chunk of rows, several, a partial last chunk, a batch's worth of token rows, none.
+  for (int64_t m : {int64_t{40}, int64_t{333}, int64_t{16411}, int64_t{0}}) {
+    SCOPED_TRACE("rows " + std::to_string(m));
+    const int64_t n = 515;
+    const Tensor a = random_tensor({m, n}, DType::f32, 5);
+    const Tensor out = dev_empty({n});
+    Tensor ref = Tensor::empty({n});
+    cuda::column_sums(m, n, f(dev(a)), f(out));
+    cpu::column_sums(m, n, f(a), f(ref));
+    // Both sum in double (the GPU by 64-row chunks, then the chunks), which holds such sums
+    // exactly or within an f32 rounding's millionth: the same f32 bits.
+    EXPECT_TRUE(bitwise_equal(host(out), ref));
+  }
 }
 
 TEST_F(CudaKernels, LayerNormForwardAndBackward) {
@@ -465,6 +472,111 @@ TEST_F(CudaKernels, ActivationsAndBackward) {
   EXPECT_LT(scaled_error(host(gdx), dx), 1e-5);
   EXPECT_LT(scaled_error(host(gdw), dw), 1e-5);
   EXPECT_LT(scaled_error(host(gdb), db), 1e-6);
+}
+
+// bf16 roundings of x (a CPU f32 tensor), as a CPU bf16 tensor and as f64 values.
+Tensor to_bf16(const Tensor& x) {
+  Tensor r = Tensor::empty(x.shape(), DType::bf16);
+  cpu::float_to_bf16(x.numel(), f(x), static_cast<uint16_t*>(r.raw_data()));
+  return r;
+}
+Tensor bf16_values(const Tensor& x) {
+  Tensor r = Tensor::empty(x.shape(), DType::f64);
+  for (int64_t i = 0; i < x.numel(); ++i) d(r)[i] = testing::round_bf16(f(x)[i]);
+  return r;
+}
+const uint16_t* h(const Tensor& t) {
+  return static_cast<const uint16_t*>(t.raw_data());
+}
+
+TEST_F(CudaKernels, Bf16RoundingIsTheCpusBitForBit) {
+  // Random values over many binades, then the cases rounding decides: ties to even both ways,
+  // the largest finite values (rounding up to infinity), subnormals, signed zeros, inf, NaN.
+  std::vector<float> v;
+  RandomStream rs(5, 1);
+  for (int i = 0; i < 20000; ++i) {
+    const double u = rs.uniform(static_cast<uint64_t>(i)) - 0.5;
+    v.push_back(static_cast<float>(u * std::ldexp(1.0, i % 60 - 30)));
+  }
+  for (uint32_t bits :
+       {0x3F808000u, 0x3F818000u, 0x3F80FFFFu, 0x3F807FFFu, 0x7F7FFFFFu, 0x7F7F8000u, 0xFF7FFFFFu,
+        0x00000001u, 0x00018000u, 0x80000000u, 0x00000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
+        0x7F800001u, 0xFFC00001u}) {
+    float x;
+    std::memcpy(&x, &bits, 4);
+    v.push_back(x);
+  }
+  const auto n = static_cast<int64_t>(v.size());
+  const Tensor x = Tensor::from_vector<float>({n}, v);
+  const Tensor want = to_bf16(x);
+  const Tensor got = dev_empty({n}, DType::bf16);
+  cuda::float_to_bf16(n, f(dev(x)), static_cast<uint16_t*>(got.raw_data()));
+  EXPECT_TRUE(bitwise_equal(host(got), want));
+}
+
+// bf16 GEMMs (mixed precision): the exact products of the rounded operands, summed in f32, so
+// against an f64 GEMM of the rounded values; and the linear kernels against the CPU's.
+TEST_F(CudaKernels, Bf16GemmAndLinearMatchTheRoundedOperands) {
+  const int64_t m = 67, n = 45, k = 129;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("trans_a ") + (ta ? "1" : "0") + " trans_b " + (tb ? "1" : "0"));
+      const Shape sa = ta ? Shape{k, m} : Shape{m, k}, sb = tb ? Shape{n, k} : Shape{k, n};
+      const Tensor a = random_tensor(sa, DType::f32, 170), b = random_tensor(sb, DType::f32, 171);
+      const Tensor c0 = random_tensor({m, n}, DType::f32, 172);
+      Tensor ref = c0.to(DType::f64);
+      cpu::gemm<double>(ta, tb, m, n, k, 0.5, d(bf16_values(a)), sa[1], d(bf16_values(b)), sb[1],
+                        -2.0, d(ref), n);
+      const Tensor gc = dev(c0);
+      const Tensor ga = dev(to_bf16(a)), gb = dev(to_bf16(b));
+      cuda::gemm_bf16(ta, tb, m, n, k, 0.5f, h(ga), sa[1], h(gb), sb[1], -2.0f, f(gc), n);
+      EXPECT_LT(scaled_error(host(gc).to(DType::f64), ref), 1e-6);
+      // Not the f32 GEMM: the roundings show at this tolerance.
+      Tensor f32_ref = c0.to(DType::f64);
+      cpu::gemm<double>(ta, tb, m, n, k, 0.5, d(a.to(DType::f64)), sa[1], d(b.to(DType::f64)),
+                        sb[1], -2.0, d(f32_ref), n);
+      EXPECT_GT(scaled_error(host(gc).to(DType::f64), f32_ref), 1e-4);
+    }
+  }
+  // A view one bf16 element (2 bytes) past an allocation.
+  {
+    const Tensor a = random_tensor({m * k + 1}, DType::f32, 173);
+    const Tensor b = random_tensor({k * n + 1}, DType::f32, 174);
+    Tensor ref = Tensor::zeros({m, n}, DType::f64);
+    cpu::gemm<double>(false, false, m, n, k, 1.0, d(bf16_values(a)) + 1, k, d(bf16_values(b)) + 1,
+                      n, 0.0, d(ref), n);
+    const Tensor ga = dev(to_bf16(a)), gb = dev(to_bf16(b));
+    const Tensor c = dev_empty({m, n});
+    cuda::gemm_bf16(false, false, m, n, k, 1.0f, h(ga) + 1, k, h(gb) + 1, n, 0.0f, f(c), n);
+    EXPECT_LT(scaled_error(host(c).to(DType::f64), ref), 1e-6);
+  }
+
+  const int64_t rows = 100, out = 70, in = 90;
+  const Tensor x = random_tensor({rows, in}, DType::f32, 180);
+  const Tensor w = random_tensor({out, in}, DType::f32, 181);
+  const Tensor bias = random_tensor({out}, DType::f32, 182);
+  const Tensor xb = to_bf16(x), wb = to_bf16(w);
+  const Tensor gxb = dev(xb), gwb = dev(wb), gbias = dev(bias);
+  for (Activation act : {Activation::none, Activation::relu, Activation::gelu}) {
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(std::string(activation_name(act)) + (with_bias ? " +bias" : ""));
+      Tensor ref = Tensor::empty({rows, out});
+      cpu::linear_forward_bf16(rows, out, in, h(xb), h(wb), with_bias ? f(bias) : nullptr, act,
+                               f(ref));
+      const Tensor gy = dev_empty({rows, out});
+      cuda::linear_forward_bf16(rows, out, in, h(gxb), h(gwb), with_bias ? f(gbias) : nullptr, act,
+                                f(gy));
+      EXPECT_LT(scaled_error(host(gy), ref), 1e-5);
+    }
+  }
+  const Tensor dz = random_tensor({rows, out}, DType::f32, 183);
+  Tensor dx = Tensor::empty({rows, in}), dw = Tensor::empty({out, in}), db = Tensor::empty({out});
+  cpu::linear_backward_bf16(rows, out, in, f(dz), h(xb), h(wb), f(dx), f(dw), f(db));
+  const Tensor gdx = dev_empty({rows, in}), gdw = dev_empty({out, in}), gdb = dev_empty({out});
+  cuda::linear_backward_bf16(rows, out, in, f(dev(dz)), h(gxb), h(gwb), f(gdx), f(gdw), f(gdb));
+  EXPECT_LT(scaled_error(host(gdx), dx), 1e-5);
+  EXPECT_LT(scaled_error(host(gdw), dw), 1e-5);
+  EXPECT_TRUE(bitwise_equal(host(gdb), db));  // the f32 dz's column sums, in double, in order
 }
 
 // Compares lse allowing the +inf of rows that see no key.

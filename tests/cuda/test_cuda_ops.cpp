@@ -187,6 +187,36 @@ TEST_F(CudaOps, LinearWithEachActivation) {
          1e-5});
 }
 
+// Mixed precision: both devices round x, W and dz to bf16 bit for bit and multiply the same
+// values in f32 accumulation, in other orders. (GELU is left out: the devices' f32 GELUs differ
+// by 1e-6, which moves dz's bf16 rounding by a whole bf16 step now and then.)
+TEST_F(CudaOps, LinearInBf16IsTheCpusBf16) {
+  const Tensor x = random_tensor({3, 7, 64}, DType::f32, 11);
+  const Tensor w = random_tensor({96, 64}, DType::f32, 12, -0.2, 0.2);
+  const Tensor b = random_tensor({96}, DType::f32, 13);
+  for (Activation act : {Activation::none, Activation::relu}) {
+    check({std::string("bf16 linear ") + activation_name(act),
+           {x, w, b},
+           [act](const auto& t) { return linear(t[0], t[1], t[2], act, ComputeType::bfloat16); },
+           false,
+           1e-4,
+           1e-5});
+  }
+  check({"bf16 linear without bias",
+         {x, w},
+         [](const auto& t) {
+           return linear(t[0], t[1], Tensor(), Activation::none, ComputeType::bfloat16);
+         },
+         false,
+         1e-4,
+         1e-5});
+  // And it is bf16 there: the fp32 op on the GPU is further from the CPU's bf16 than that.
+  const Tensor xg = to_device(x, Device::cuda), wg = to_device(w, Device::cuda);
+  const Tensor want = linear(x, w, Tensor(), Activation::none, ComputeType::bfloat16);
+  const Tensor f32 = to_device(linear(xg, wg), Device::cpu);
+  EXPECT_FALSE(all_close(f32, want, 1e-4, 1e-5));
+}
+
 TEST_F(CudaOps, AttentionWithMasksAndDropout) {
   const Tensor q = random_tensor({2, 5, 32}, DType::f32, 14),
                k = random_tensor({2, 7, 32}, DType::f32, 15);

@@ -16,10 +16,17 @@ namespace tfm {
 
 namespace {
 
-// x rounded to bf16, as a bf16 tensor of the same shape (contiguous f32 in).
+// x rounded to bf16, as a bf16 tensor of the same shape on x's device (contiguous f32 in).
 Tensor round_to_bf16(const Tensor& x) {
-  Tensor r = Tensor::empty(x.shape(), DType::bf16);
-  cpu::float_to_bf16(x.numel(), x.data<float>(), static_cast<uint16_t*>(r.raw_data()));
+  Tensor r = Tensor::empty(x.shape(), DType::bf16, x.device());
+  auto* out = static_cast<uint16_t*>(r.raw_data());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x)) {
+    cuda::float_to_bf16(x.numel(), x.data<float>(), out);
+    return r;
+  }
+#endif
+  cpu::float_to_bf16(x.numel(), x.data<float>(), out);
   return r;
 }
 
@@ -91,10 +98,8 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   out_shape.back() = out;
   const int64_t rows = shape_numel(Shape(out_shape.begin(), out_shape.end() - 1));  // M of (M, in)
   const bool bf16 = precision == ComputeType::bfloat16;
-  TFM_CHECK(!bf16 ||
-            (x.dtype() == DType::f32 && x.device() == Device::cpu && w.device() == Device::cpu))
-      << "linear: bf16 matmuls need f32 CPU tensors, got x " << x.describe() << " on "
-      << device_name(x.device()) << ", weight on " << device_name(w.device());
+  TFM_CHECK(!bf16 || x.dtype() == DType::f32)
+      << "linear: bf16 matmuls take f32 tensors, got x " << x.describe();
   const bool grad = autograd::needs_grad({&x_in, &w_in, &b_in});
   // gelu's derivative needs its input: in grad mode the GEMM stops at the bias and keeps z.
   const bool split_gelu = grad && act == Activation::gelu;
@@ -107,8 +112,13 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   Tensor y = z;
 #ifdef TFM_WITH_CUDA
   if (on_cuda(x)) {
-    cuda::linear_forward(rows, out, in, x.data<float>(), w.data<float>(),
-                         b.defined() ? b.data<float>() : nullptr, gemm_act, z.data<float>());
+    const float* bias = b.defined() ? b.data<float>() : nullptr;
+    if (bf16)
+      cuda::linear_forward_bf16(rows, out, in, bf16_data(xg), bf16_data(wg), bias, gemm_act,
+                                z.data<float>());
+    else
+      cuda::linear_forward(rows, out, in, x.data<float>(), w.data<float>(), bias, gemm_act,
+                           z.data<float>());
     if (split_gelu) {
       y = Tensor::empty(out_shape, x.dtype(), x.device());
       cuda::gelu_forward(z.numel(), z.data<float>(), y.data<float>());
@@ -152,11 +162,17 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
         Tensor db = needs[2] ? autograd::grad_output(2, {out}, dtype, device) : Tensor();
 #ifdef TFM_WITH_CUDA
         if (on_cuda(gy)) {
-          cuda::linear_backward(
-              rows, out, in, dz.data<float>(), dw.defined() ? saved_x.data<float>() : nullptr,
-              dx.defined() ? saved_w.data<float>() : nullptr,
-              dx.defined() ? dx.data<float>() : nullptr, dw.defined() ? dw.data<float>() : nullptr,
-              db.defined() ? db.data<float>() : nullptr);
+          float* pdx = dx.defined() ? dx.data<float>() : nullptr;
+          float* pdw = dw.defined() ? dw.data<float>() : nullptr;
+          float* pdb = db.defined() ? db.data<float>() : nullptr;
+          if (bf16)
+            cuda::linear_backward_bf16(rows, out, in, dz.data<float>(),
+                                       pdw ? bf16_data(saved_x) : nullptr,
+                                       pdx ? bf16_data(saved_w) : nullptr, pdx, pdw, pdb);
+          else
+            cuda::linear_backward(rows, out, in, dz.data<float>(),
+                                  pdw ? saved_x.data<float>() : nullptr,
+                                  pdx ? saved_w.data<float>() : nullptr, pdx, pdw, pdb);
           return autograd::Grads{dx, dw, db};
         }
 #endif

@@ -269,7 +269,8 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
     TFM_CHECK(world.size() == 1) << "training on " << device_name(o_.device)
                                  << " runs in one process (data-parallel training is the CPU's)";
 #ifdef TFM_WITH_CUDA  // a device is there: validate_train_options checked
-    log.line("training on cuda: " + cuda::describe(cuda::device_info()) + " (fp32)");
+    log.line("training on cuda: " + cuda::describe(cuda::device_info()) + " (" +
+             compute_type_name(o_.compute_type) + ")");
 #endif
     // Drawn on the host from the same seed, then moved: the CPU's initial weights.
     model_->to(o_.device);
@@ -277,7 +278,7 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   model_->set_train_compute(o_.compute_type);
   if (model_->train_compute() == ComputeType::bfloat16) {
     log.line("training GEMMs in bf16 (mixed precision: f32 parameters, gradients and optimiser)");
-    if (!cpu_has_bf16_dot())
+    if (o_.device == Device::cpu && !cpu_has_bf16_dot())
       log.line("note: this CPU (" + cpu_isa_summary() +
                ") has no bf16 dot product: bf16 GEMMs run emulated on f32 kernels, with the "
                "results bf16 gives anywhere, but not faster than fp32");
@@ -312,8 +313,9 @@ void Trainer::Impl::prepare_directory(ComputeType asked, const runtime::OptionSp
                                     std::move(callbacks));
   TrainLog& log = *log_;
   if (asked == ComputeType::automatic)
-    log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) + " (CPU level " +
-             cpu_isa_summary() + ")");
+    log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) +
+             (o_.device == Device::cpu ? " (CPU level " + cpu_isa_summary() + ")"
+                                       : std::string(" (the GPU's tensor cores)")));
   if (!stale.empty())
     log.line("removed " + std::to_string(stale.size()) +
              " temporary file(s) of an interrupted run");

@@ -1,3 +1,7 @@
+#include <algorithm>
+#include <memory>
+
+#include "tfm/core/cuda/device_allocator.h"
 #include "tfm/ops/cuda/common.cuh"
 #include "tfm/ops/cuda/elementwise.h"
 #include "tfm/ops/cuda/launch.h"
@@ -23,11 +27,29 @@ void launch_pointwise(int64_t n, const Stream& stream, F f) {
   TFM_CUDA_CHECK_LAUNCH();
 }
 
-__global__ void column_sums_kernel(int64_t m, int64_t n, const float* a, float* out) {
+// Column sums in two passes, so that a tall matrix (a batch's 16k token rows) is read by many
+// blocks: each thread sums one column over a fixed chunk of kColumnChunk rows, in order, in double;
+// then each column's chunk sums are added in order, in double, and rounded once. The chunks are
+// fixed (not the GPU's size), so the result is the same run to run and GPU to GPU.
+constexpr int64_t kColumnChunk = 64;
+
+__global__ void column_chunk_sums_kernel(int64_t m, int64_t n, const float* a, double* partial) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  const int64_t chunks = (m + kColumnChunk - 1) / kColumnChunk;
+  for (int64_t c = blockIdx.y; c < chunks; c += gridDim.y) {
+    const int64_t i1 = min(m, (c + 1) * kColumnChunk);
+    double s = 0;
+    for (int64_t i = c * kColumnChunk; i < i1; ++i) s += static_cast<double>(a[i * n + j]);
+    partial[c * n + j] = s;
+  }
+}
+
+__global__ void column_sums_kernel(int64_t chunks, int64_t n, const double* partial, float* out) {
   const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= n) return;
   double s = 0;
-  for (int64_t i = 0; i < m; ++i) s += static_cast<double>(a[i * n + j]);
+  for (int64_t c = 0; c < chunks; ++c) s += partial[c * n + j];
   out[j] = static_cast<float>(s);
 }
 
@@ -63,6 +85,15 @@ void relu_backward(int64_t n, const float* gy, const float* y, float* gx, const 
   launch_pointwise(n, stream, [=] __device__(int64_t i) { gx[i] = y[i] > 0.0f ? gy[i] : 0.0f; });
 }
 
+void float_to_bf16(int64_t n, const float* x, uint16_t* y, const Stream& stream) {
+  launch_pointwise(n, stream, [=] __device__(int64_t i) {
+    const float v = x[i];
+    const uint32_t bits = __float_as_uint(v);
+    y[i] = isnan(v) ? static_cast<uint16_t>((bits >> 16) | 0x40u)
+                    : static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+  });
+}
+
 void gelu_forward(int64_t n, const float* x, float* y, const Stream& stream) {
   launch_pointwise(n, stream, [=] __device__(int64_t i) {
     const float v = x[i];
@@ -82,7 +113,22 @@ void column_sums(int64_t m, int64_t n, const float* a, float* out, const Stream&
   if (n <= 0) return;
   // Consecutive threads read consecutive columns of a row: coalesced.
   const int blocks = static_cast<int>((n + kThreads - 1) / kThreads);
-  column_sums_kernel<<<blocks, kThreads, 0, detail::native(stream)>>>(m, n, a, out);
+  const int64_t chunks = std::max<int64_t>(1, (m + kColumnChunk - 1) / kColumnChunk);
+  // Freed once queued: the caching allocator hands the block out again only to later work on
+  // the one stream.
+  std::shared_ptr<void> buf =
+      device_allocator().allocate(static_cast<size_t>(chunks * n) * sizeof(double));
+  auto* partial = static_cast<double*>(buf.get());
+  if (m <= 0) {
+    TFM_CUDA_CHECK(cudaMemsetAsync(partial, 0, static_cast<size_t>(n) * sizeof(double),
+                                   detail::native(stream)));
+  } else {
+    const dim3 grid(static_cast<unsigned>(blocks),
+                    static_cast<unsigned>(std::min<int64_t>(chunks, 65535)));
+    column_chunk_sums_kernel<<<grid, kThreads, 0, detail::native(stream)>>>(m, n, a, partial);
+    TFM_CUDA_CHECK_LAUNCH();
+  }
+  column_sums_kernel<<<blocks, kThreads, 0, detail::native(stream)>>>(chunks, n, partial, out);
   TFM_CUDA_CHECK_LAUNCH();
 }
 

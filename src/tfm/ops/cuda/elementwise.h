@@ -26,6 +26,9 @@ void gelu_forward(int64_t n, const float* x, float* y, const Stream& stream = de
 void gelu_backward(int64_t n, const float* gy, const float* x, float* gx,
                    const Stream& stream = default_stream());
 
+// bf16 bit patterns of x, rounded to nearest even, a NaN kept a quiet NaN: bitwise cpu::to_bf16.
+void float_to_bf16(int64_t n, const float* x, uint16_t* y, const Stream& stream = default_stream());
+
 // out (N) = Σ_i a (M, N)[i, :], each column summed over rows in order in double (the bias
 // gradient of a linear layer, as cpu::column_sums).
 void column_sums(int64_t m, int64_t n, const float* a, float* out,

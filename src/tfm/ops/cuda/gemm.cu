@@ -32,22 +32,24 @@ LtContext& lt_context() {
   return *ctx;
 }
 
-// The largest power of two (at most 256, cuBLASLt's default assumption) dividing the address.
-// Views into a tensor (a head's slice of a fused projection, say) are often less aligned than
-// the allocator's blocks, and an algorithm chosen for 256-byte alignment would refuse them.
-uint32_t alignment_of(const void* p) {
+// The largest power of two (at most 256, cuBLASLt's default assumption) dividing the address,
+// and at least the element size. Views into a tensor (a head's slice of a fused projection, say)
+// are often less aligned than the allocator's blocks, and an algorithm chosen for 256-byte
+// alignment would refuse them.
+uint32_t alignment_of(const void* p, uint32_t element_bytes) {
   const auto a = reinterpret_cast<uintptr_t>(p);
   uint32_t align = 256;
-  while (align > 4 && a % align != 0) align /= 2;
+  while (align > element_bytes && a % align != 0) align /= 2;
   return align;
 }
 
 // The heuristic query costs far more than a small GEMM, and building the five cuBLASLt
 // descriptors of a call costs about what launching it does; so both are kept per problem: sizes,
-// transposes, leading dimensions, epilogue and operand alignments decide the algorithm. Kept per
-// thread: the bias pointer is set on the cached descriptor at each call, and no lock is taken.
+// transposes, leading dimensions, epilogue, operand alignments and the operands' type (f32, or
+// bf16 for mixed precision; C is always f32) decide the algorithm. Kept per thread: the bias
+// pointer is set on the cached descriptor at each call, and no lock is taken.
 using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int,
-                           uint32_t, uint32_t, uint32_t>;
+                           uint32_t, uint32_t, uint32_t, int>;
 
 // The descriptors and algorithm of one problem, destroyed with the thread's cache.
 struct Plan {
@@ -83,8 +85,9 @@ Plan& plan_for(const PlanKey& key, const LtContext& ctx) {
   auto& cache = plan_cache();
   if (auto it = cache.find(key); it != cache.end()) return *it->second;
   const auto& [trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue_value, align_first, align_second,
-               align_c] = key;
+               align_c, operand_type] = key;
   const auto epilogue = static_cast<cublasLtEpilogue_t>(epilogue_value);
+  const auto ab_type = static_cast<cudaDataType_t>(operand_type);
   auto plan = std::make_unique<Plan>();
   Plan& d = *plan;
   TFM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -96,12 +99,16 @@ Plan& plan_for(const PlanKey& key, const LtContext& ctx) {
                                                   sizeof op_second));
   TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                   sizeof epilogue));
+  // The bias is f32 whatever the operands are (cuBLASLt's default would follow them for bf16).
+  const cudaDataType_t bias_type = CUDA_R_32F;
+  TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                  &bias_type, sizeof bias_type));
   // Stored (column-major) shapes: the first operand is B's storage, the second A's.
   const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   TFM_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&d.a, CUDA_R_32F, u(trans_b ? k : n), u(trans_b ? n : k), ldb));
+      cublasLtMatrixLayoutCreate(&d.a, ab_type, u(trans_b ? k : n), u(trans_b ? n : k), ldb));
   TFM_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&d.b, CUDA_R_32F, u(trans_a ? m : k), u(trans_a ? k : m), lda));
+      cublasLtMatrixLayoutCreate(&d.b, ab_type, u(trans_a ? m : k), u(trans_a ? k : m), lda));
   TFM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, CUDA_R_32F, u(n), u(m), ldc));
   Preference p;
   const size_t ws = kGemmWorkspaceBytes;
@@ -128,9 +135,11 @@ Plan& plan_for(const PlanKey& key, const LtContext& ctx) {
 // Row-major C (M×N) = op(A)·op(B) is column-major Cᵀ (N×M) = op(B)ᵀ·op(A)ᵀ, and a row-major
 // matrix is its transpose read column-major: so cuBLAS sees B first, each with its own flag.
 // A bias (length N = rows of the column-major result) and activation go in the epilogue.
+// `a` and `b` hold f32 or, with ab_type CUDA_R_16BF, bf16 elements.
 void lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-               int64_t ldc, const float* bias, cublasLtEpilogue_t epilogue, const Stream& stream) {
+               const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c,
+               int64_t ldc, const float* bias, cublasLtEpilogue_t epilogue, const Stream& stream,
+               cudaDataType_t ab_type = CUDA_R_32F) {
   TFM_CHECK(m >= 0 && n >= 0 && k > 0)
       << "cuda gemm: sizes must be M, N >= 0 and K > 0, got " << m << "x" << n << "x" << k;
   if (m == 0 || n == 0) return;
@@ -138,11 +147,12 @@ void lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
       << "cuda gemm: leading dimensions lda=" << lda << " ldb=" << ldb << " ldc=" << ldc
       << " too small for " << m << "x" << n << "x" << k;
   LtContext& ctx = lt_context();
-  const uint32_t align_first = alignment_of(b), align_second = alignment_of(a),
-                 align_c = alignment_of(c);
-  const PlanKey key{
-      trans_a,     trans_b,      m,      n, k, lda, ldb, ldc, static_cast<int>(epilogue),
-      align_first, align_second, align_c};
+  const uint32_t ab_bytes = ab_type == CUDA_R_16BF ? 2 : 4;
+  const uint32_t align_first = alignment_of(b, ab_bytes), align_second = alignment_of(a, ab_bytes),
+                 align_c = alignment_of(c, 4);
+  const PlanKey key =
+      std::make_tuple(trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(epilogue),
+                      align_first, align_second, align_c, static_cast<int>(ab_type));
   Plan& d = plan_for(key, ctx);
   if (bias != nullptr) {
     TFM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
@@ -151,6 +161,13 @@ void lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   TFM_CUBLAS_CHECK(cublasLtMatmul(ctx.handle, d.op, &alpha, b, d.a, a, d.b, &beta, c, d.c, c, d.c,
                                   &d.algo, ctx.workspace.get(), kGemmWorkspaceBytes,
                                   detail::native(stream)));
+}
+
+// Bias and ReLU in the epilogue; GELU after it (see linear_forward in gemm.h).
+cublasLtEpilogue_t linear_epilogue(const float* bias, Activation act) {
+  if (act == Activation::relu)
+    return bias != nullptr ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  return bias != nullptr ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
 }  // namespace
@@ -164,14 +181,37 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 
 void linear_forward(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
                     const float* bias, Activation act, float* y, const Stream& stream) {
-  cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_DEFAULT;
-  if (act == Activation::relu) {
-    ep = bias != nullptr ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-  } else if (bias != nullptr) {
-    ep = CUBLASLT_EPILOGUE_BIAS;
-  }
-  lt_matmul(false, true, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n, bias, ep, stream);
+  lt_matmul(false, true, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n, bias, linear_epilogue(bias, act),
+            stream);
   if (act == Activation::gelu) gelu_forward(m * n, y, y, stream);
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+               int64_t ldc, const Stream& stream) {
+  lt_matmul(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr,
+            CUBLASLT_EPILOGUE_DEFAULT, stream, CUDA_R_16BF);
+}
+
+void linear_forward_bf16(int64_t m, int64_t n, int64_t k, const uint16_t* x, const uint16_t* w,
+                         const float* bias, Activation act, float* y, const Stream& stream) {
+  lt_matmul(false, true, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n, bias, linear_epilogue(bias, act),
+            stream, CUDA_R_16BF);
+  if (act == Activation::gelu) gelu_forward(m * n, y, y, stream);
+}
+
+void linear_backward_bf16(int64_t m, int64_t n, int64_t k, const float* dz, const uint16_t* x,
+                          const uint16_t* w, float* dx, float* dw, float* db,
+                          const Stream& stream) {
+  if (db != nullptr) column_sums(m, n, dz, db, stream);
+  if ((dx == nullptr && dw == nullptr) || m == 0 || n == 0 || k == 0) return;
+  // dz's bf16 rounding, shared by both GEMMs. Freed once queued: the caching allocator hands the
+  // block out again only to work queued after these GEMMs on the one stream.
+  std::shared_ptr<void> dz_buf = device_allocator().allocate(static_cast<size_t>(m * n) * 2);
+  auto* dzb = static_cast<uint16_t*>(dz_buf.get());
+  float_to_bf16(m * n, dz, dzb, stream);
+  if (dx != nullptr) gemm_bf16(false, false, m, k, n, 1.0f, dzb, n, w, k, 0.0f, dx, k, stream);
+  if (dw != nullptr) gemm_bf16(true, false, n, k, m, 1.0f, dzb, n, x, k, 0.0f, dw, k, stream);
 }
 
 void linear_backward(int64_t m, int64_t n, int64_t k, const float* dz, const float* x,

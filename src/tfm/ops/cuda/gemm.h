@@ -17,7 +17,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
           const Stream& stream = default_stream());
 
-
 // y (M, N) = act(x (M, K) · w (N, K)ᵀ + bias (N)), bias nullable: nn.Linear's layout, as
 // cpu::linear_forward. Bias and ReLU run in cuBLASLt's epilogue. GELU is the exact erf form, as
 // on the CPU; cuBLASLt's GELU epilogue is the tanh approximation, so GELU runs as one extra
@@ -31,6 +30,20 @@ void linear_forward(int64_t m, int64_t n, int64_t k, const float* x, const float
 void linear_backward(int64_t m, int64_t n, int64_t k, const float* dz, const float* x,
                      const float* w, float* dx, float* dw, float* db,
                      const Stream& stream = default_stream());
+
+// Mixed precision (bf16 training): the same with bf16 operands — the upper halves of f32 bit
+// patterns, rounded as cpu::to_bf16 / cuda::float_to_bf16 round — and f32 C, f32 accumulation
+// (cuBLASLt's tensor-core path). As cpu::linear_forward_bf16 / linear_backward_bf16: the backward
+// rounds dz to bf16 for both GEMMs and sums db from the f32 dz.
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+               int64_t ldc, const Stream& stream = default_stream());
+void linear_forward_bf16(int64_t m, int64_t n, int64_t k, const uint16_t* x, const uint16_t* w,
+                         const float* bias, Activation act, float* y,
+                         const Stream& stream = default_stream());
+void linear_backward_bf16(int64_t m, int64_t n, int64_t k, const float* dz, const uint16_t* x,
+                          const uint16_t* w, float* dx, float* dw, float* db,
+                          const Stream& stream = default_stream());
 
 // Bytes of device workspace cuBLASLt may use per call (allocated once).
 inline constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
