@@ -15,7 +15,13 @@ Modes:
             decoder re-run over each row's prefix, parents gathered with index_select).
 
     /usr/bin/python3 bench/compare_pytorch.py --model seed004 --preset small --mode train \
-        --threads 2 [--repeat 5] [--precision fp32|bf16] [--json]
+        --threads 2 [--repeat 5] [--precision fp32|bf16] [--device cpu|cuda] [--json]
+
+--device cuda runs the model, the batches and the optimiser on the GPU (eager; torch-nn's
+nn.MultiheadAttention goes through scaled_dot_product_attention, seed004 its own matmuls), with
+bf16 as torch.autocast('cuda', torch.bfloat16); each repeat ends with torch.cuda.synchronize(),
+and the ceiling is torch.mm of 8192^3 f32 (TF32 off, PyTorch's default) or bf16 on that GPU, as
+`tfm bench --device cuda` measures its own (cuBLASLt) ones.
 
 The useful GEMM FLOPs are counted as tfm counts them (incremental decoding: the work a KV-cached
 decoder needs), so `mfu` is comparable; its denominator here is torch.mm's 2048^3 rate in this
@@ -43,6 +49,7 @@ PRESETS = {  # tfm's ModelConfig::preset
     "big": dict(d=1024, heads=16, ff=4096, layers=6),
 }
 PAD, BOS, EOS = 0, 1, 2
+DEV = torch.device("cpu")  # --device
 
 
 def build(kind, p, vocab, dropout):
@@ -74,7 +81,7 @@ class Seed004Decoder:
     def decode(self, state, ys):
         enc, src_mask = state
         t = ys.size(1)
-        sub = torch.tril(torch.ones((1, t, t), dtype=torch.bool))
+        sub = torch.tril(torch.ones((1, t, t), dtype=torch.bool, device=ys.device))
         trg_mask = (ys != PAD).unsqueeze(-2) & sub
         h = self.m.decoder(ys, trg_mask, enc, src_mask)[:, -1]
         logits = self.m.trg_word_prj(h)
@@ -98,7 +105,7 @@ class TorchNNDecoder:
     def decode(self, state, ys):
         mem, pad = state
         t = ys.size(1)
-        tgt_mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        tgt_mask = torch.triu(torch.full((t, t), float("-inf"), device=ys.device), diagonal=1)
         emb = self.m.positional_encoding(self.m.tgt_tok_emb(ys.transpose(0, 1)))
         h = self.m.transformer.decoder(emb, mem, tgt_mask, None, ys == PAD, pad)[-1]
         return self.m.generator(h)
@@ -119,7 +126,7 @@ def masked_log_probs(logits, generated, length):
 
 def greedy(dec, src, length):
     state = dec.encode(src)
-    ys = torch.full((src.size(0), 1), BOS, dtype=torch.long)
+    ys = torch.full((src.size(0), 1), BOS, dtype=torch.long, device=src.device)
     for step in range(length + 1):
         lp = masked_log_probs(dec.decode(state, ys), step, length)
         ys = torch.cat([ys, lp.argmax(-1, keepdim=True)], 1)
@@ -131,15 +138,15 @@ def greedy(dec, src, length):
 def beam(dec, src, length, k):
     b = src.size(0)
     state = dec.repeat(dec.encode(src), k)
-    ys = torch.full((b * k, 1), BOS, dtype=torch.long)
-    scores = torch.full((b, k), float("-inf"))
+    ys = torch.full((b * k, 1), BOS, dtype=torch.long, device=src.device)
+    scores = torch.full((b, k), float("-inf"), device=src.device)
     scores[:, 0] = 0  # one live hypothesis per sentence at the start
     for step in range(length + 1):
         lp = masked_log_probs(dec.decode(state, ys), step, length)  # (b·k, V)
         v = lp.size(1)
         cand = (scores.unsqueeze(-1) + lp.view(b, k, v)).view(b, k * v)
         scores, idx = cand.topk(k, dim=1)
-        parent = (idx // v + torch.arange(b).unsqueeze(1) * k).view(-1)
+        parent = (idx // v + torch.arange(b, device=src.device).unsqueeze(1) * k).view(-1)
         ys = torch.cat([ys.index_select(0, parent), (idx % v).view(-1, 1)], 1)
     best = ys.view(b, k, -1)[:, 0, 1:-1]
     assert best.size(1) == length and bool((ys[:, -1] == EOS).all())
@@ -165,13 +172,21 @@ def decode_flops(p, vocab, batch, s, step_rows):
     return f
 
 
-def mm_ceiling(n=2048, runs=5):
-    a, b = torch.rand(n, n), torch.rand(n, n)
+def sync():
+    if DEV.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def mm_ceiling(n=2048, runs=5, dtype=torch.float32):
+    a = torch.rand(n, n, device=DEV).to(dtype) - 0.5
+    b = torch.rand(n, n, device=DEV).to(dtype) - 0.5
     torch.mm(a, b)
     best = 0.0
     for _ in range(runs):
+        sync()
         t0 = time.perf_counter()
         torch.mm(a, b)
+        sync()
         best = max(best, 2 * n ** 3 / (time.perf_counter() - t0) / 1e9)
     return best
 
@@ -192,15 +207,18 @@ def main():
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                     help="bf16: torch.autocast('cpu', torch.bfloat16) around the forward and "
                          "loss (training) or the search (decoding), PyTorch's mixed precision")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    global DEV
+    DEV = torch.device(args.device)
     if args.repeat < 1 or args.seq_len < 1 or args.vocab <= 4:
         ap.error("--repeat and --seq-len must be positive, --vocab > 4")
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     p, V, L = PRESETS[args.preset], args.vocab, args.seq_len
     B = args.batch_size or (64 if args.mode == "train" else 32)
-    model = build(args.model, p, V, dropout=0.1)
+    model = build(args.model, p, V, dropout=0.1).to(DEV)
     if args.precision == "bf16":
         # PyTorch 1.13's CPU autocast leaves layer_norm out of its fp32 list, and the seeds'
         # in-place residual add (q += residual) hands it a bf16 input with f32 weights, which
@@ -208,8 +226,8 @@ def main():
         for mod in model.modules():
             if isinstance(mod, torch.nn.LayerNorm):
                 mod.register_forward_pre_hook(lambda _m, inp: tuple(i.float() for i in inp))
-    ids = lambda *shape: torch.randint(4, V, shape)
-    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) \
+    ids = lambda *shape: torch.randint(4, V, shape).to(DEV)
+    autocast = (lambda: torch.autocast(args.device, dtype=torch.bfloat16)) \
         if args.precision == "bf16" else contextlib.nullcontext
 
     if args.mode == "train":
@@ -234,7 +252,7 @@ def main():
     else:
         model.eval()
         dec = Seed004Decoder(model) if args.model == "seed004" else TorchNNDecoder(model)
-        src = torch.cat([ids(B, L), torch.full((B, 1), EOS)], 1)
+        src = torch.cat([ids(B, L), torch.full((B, 1), EOS, device=DEV)], 1)
         k = args.beam_size if args.mode == "beam" else 1
 
         def run():
@@ -245,15 +263,21 @@ def main():
 
     for _ in range(args.warmup):
         run()
+    sync()
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
         tokens = run()
+        sync()
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    ceiling = mm_ceiling()
-    res = dict(mode=args.mode, preset=args.preset, model=args.model, device="cpu",
+    gpu = DEV.type == "cuda"
+    ceiling = mm_ceiling(8192) if gpu else mm_ceiling()
+    bf16_ceiling = mm_ceiling(8192, dtype=torch.bfloat16) if gpu and args.precision == "bf16" \
+        else 0.0
+    res = dict(mode=args.mode, preset=args.preset, model=args.model,
+               device=torch.cuda.get_device_name() if gpu else "cpu",
                precision=args.precision,
                threads=args.threads, tokens_per_second=tokens / med, peak_rss_mb=rss,
                gflops=flops / med / 1e9, mm_gflops=ceiling, mfu=flops / med / 1e9 / ceiling,
@@ -265,10 +289,15 @@ def main():
                omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", ""))
     if args.mode == "beam":
         res["beam_size"] = args.beam_size
+    if bf16_ceiling:
+        res["bf16_mm_gflops"] = bf16_ceiling
+        res["mfu_bf16"] = flops / med / 1e9 / bf16_ceiling
     print(f"{args.model} {args.preset} {args.mode} ({args.precision}): median {med:.4f} s, "
           f"{res['tokens_per_second']:.1f} tokens/s, {res['gflops']:.1f} GFLOP/s, "
           f"MFU {100 * res['mfu']:.1f} % of torch.mm {ceiling:.1f} GFLOP/s, "
-          f"peak RSS {rss:.0f} MiB")
+          f"peak RSS {rss:.0f} MiB" +
+          (f", MFU(bf16) {100 * res['mfu_bf16']:.1f} % of {bf16_ceiling:.0f}" if bf16_ceiling
+           else ""))
     if args.json:
         print(json.dumps(res))
 

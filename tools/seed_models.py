@@ -529,9 +529,10 @@ class TorchNNSeq2Seq(nn.Module):
         """The tutorial's create_mask (sequence-first ids); the float mask in the model dtype."""
         src_seq_len, tgt_seq_len = src.shape[0], tgt.shape[0]
         dtype = self.generator.weight.dtype
-        tgt_mask = torch.triu(torch.full((tgt_seq_len, tgt_seq_len), float("-inf"), dtype=dtype),
-                              diagonal=1)
-        src_mask = torch.zeros((src_seq_len, src_seq_len)).type(torch.bool)
+        dev = src.device
+        tgt_mask = torch.triu(torch.full((tgt_seq_len, tgt_seq_len), float("-inf"), dtype=dtype,
+                                         device=dev), diagonal=1)
+        src_mask = torch.zeros((src_seq_len, src_seq_len), device=dev).type(torch.bool)
         src_padding_mask = (src == self.pad_idx).transpose(0, 1)
         tgt_padding_mask = (tgt == self.pad_idx).transpose(0, 1)
         return src_mask, tgt_mask, src_padding_mask, tgt_padding_mask

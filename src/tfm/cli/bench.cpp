@@ -1,4 +1,5 @@
-// tfm bench --preset small|base [--mode train|greedy|beam] [--precision P] [--threads N] [--json]
+// tfm bench --preset small|base [--mode train|greedy|beam] [--precision P] [--device cpu|cuda]
+// [--threads N] [--json]
 // [--repeat K]:
 // whole-model throughput on random ids (tfm/perf/model_bench.h). With --json the last stdout
 // line is one JSON object.
@@ -18,6 +19,7 @@ void add_bench(CLI::App& app) {
   static std::string preset, mode = "train";
   static perf::ModelBenchOptions o;
   static bool json = false, no_ceiling = false;
+  static std::string device = "cpu";
   cmd->add_option("--preset", preset, "Model size: tiny, small, base or big")->required();
   cmd->add_option("--mode", mode, "train, greedy or beam")
       ->check(CLI::IsMember({"train", "greedy", "beam"}));
@@ -33,6 +35,8 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--precision", o.precision,
                   "train: fp32 or bf16 (mixed precision); greedy/beam: fp32, bf16 or int8")
       ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
+  cmd->add_option("--device", device, "cpu or cuda (the model, batches and optimiser on the GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--seed", o.seed, "Seed of the weights and the random ids");
   cmd->add_flag("--no-ceiling", no_ceiling, "Skip the sgemm ceiling run (MFU reported as 0)");
   cmd->add_flag("--json", json, "End with one JSON line");
@@ -47,6 +51,7 @@ void add_bench(CLI::App& app) {
     require_at_least("--beam-size", o.beam_size, 1);
     require_at_least("--shard-size", o.shard_size, 0);
     o.preset = preset;
+    o.device = parse_device(device);
     o.mode = perf::parse_bench_mode(mode);
     o.measure_ceiling = !no_ceiling;
     const perf::ModelBenchResult r = perf::run_model_bench(o);
@@ -67,6 +72,7 @@ void add_bench(CLI::App& app) {
       std::printf("  bf16 ceiling %.1f GFLOP/s  MFU(bf16) %.1f %%", r.bf16_gemm_gflops,
                   100 * r.mfu_bf16);
     std::printf("\n  peak RSS %.1f MiB\n", r.peak_rss_mb);
+    if (ro.device != Device::cpu) std::printf("  device: %s\n", r.device_name.c_str());
     if (json) std::printf("%s\n", r.to_json().c_str());
   });
 }

@@ -11,6 +11,8 @@
 #include "tfm/autograd/tape.h"
 #include "tfm/core/allocator.h"
 #include "tfm/core/cpu_isa.h"
+#include "tfm/core/cuda/runtime.h"
+#include "tfm/core/device_copy.h"
 #include "tfm/core/parallel.h"
 #include "tfm/core/rng.h"
 #include "tfm/decode/search.h"
@@ -21,6 +23,12 @@
 #include "tfm/ops/linear.h"
 #include "tfm/ops/linear_lowp.h"
 #include "tfm/train/optimizer.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/device_allocator.h"
+#include "tfm/core/cuda/memory.h"
+#include "tfm/ops/cuda/elementwise.h"
+#include "tfm/ops/cuda/gemm.h"
+#endif
 
 namespace tfm::perf {
 
@@ -77,6 +85,7 @@ ModelBenchOptions resolved(const ModelBenchOptions& in) {
   TFM_CHECK(o.beam_size >= 1) << "bench: beam size must be >= 1, got " << o.beam_size;
   TFM_CHECK(o.shard_size >= 0) << "bench: shard size must be >= 0, got " << o.shard_size;
   TFM_CHECK(o.threads >= 0) << "bench: threads must be >= 0, got " << o.threads;
+  if (o.device != Device::cpu && o.mode != BenchMode::train) o.shard_size = 0;
   return o;
 }
 
@@ -102,7 +111,8 @@ class TrainWorkload : public Workload {
       }
     }
     trg_in_ = Tensor::from_vector<int32_t>({b, l}, in);
-    trg_out_ = Tensor::from_vector<int32_t>({b, l}, out);
+    // The model moves the ids it is given; the loss's targets go to its device here, once.
+    trg_out_ = to_device(Tensor::from_vector<int32_t>({b, l}, out), model.device());
     std::vector<std::pair<std::string, Tensor>> params;
     for (const auto& [name, p] : model.named_parameters()) params.emplace_back(name, *p);
     adam_ = std::make_unique<Adam>(params, AdamOptions{});
@@ -137,7 +147,7 @@ class DecodeWorkload : public Workload {
     so.min_length = o.seq_len;  // EOS forbidden before seq_len tokens …
     so.max_length_a = 0.0;      // … and forced right after: exactly seq_len tokens + EOS
     so.max_length_b = static_cast<double>(o.seq_len + 1);
-    so.shard_size = o.shard_size;
+    so.shard_size = o.device == Device::cpu ? o.shard_size : 0;  // one search on a device
     search_ = decode::make_search(so);
     model_.set_training(false);
   }
@@ -275,6 +285,46 @@ double bf16_gemm_ceiling_gflops(int64_t n, int runs) {
   });
 }
 
+double cuda_gemm_ceiling_gflops(bool bf16, int64_t n, int runs) {
+  TFM_CHECK(n > 0 && runs > 0) << "cuda_gemm_ceiling_gflops: n and runs must be positive";
+#ifdef TFM_WITH_CUDA
+  cuda::require_device("the GPU GEMM ceiling");
+  // Operands drawn on the host (zeros would flatter the tensor cores' power draw) in plain
+  // device buffers, f32 or their bf16 roundings; A·Aᵀ.
+  const auto count = static_cast<size_t>(n * n);
+  std::vector<float> host(count);
+  RandomStream rs(1, 9);
+  for (size_t i = 0; i < count; ++i)
+    host[i] = static_cast<float>(rs.uniform(static_cast<uint64_t>(i))) - 0.5f;
+  std::shared_ptr<void> a32 = cuda::device_allocator().allocate(count * sizeof(float));
+  std::shared_ptr<void> c = cuda::device_allocator().allocate(count * sizeof(float));
+  std::shared_ptr<void> a16 = bf16 ? cuda::device_allocator().allocate(count * 2) : nullptr;
+  cuda::copy_host_to_device(a32.get(), host.data(), count * sizeof(float));
+  const auto* a = static_cast<const float*>(a32.get());
+  auto* out = static_cast<float*>(c.get());
+  if (bf16) cuda::float_to_bf16(n * n, a, static_cast<uint16_t*>(a16.get()));
+  double best = 0;
+  for (int r = 0; r <= runs; ++r) {  // the first call picks the algorithm: untimed
+    cuda::synchronize();
+    const Clock::time_point t0 = Clock::now();
+    if (bf16) {
+      const auto* p = static_cast<const uint16_t*>(a16.get());
+      cuda::gemm_bf16(false, true, n, n, n, 1.f, p, n, p, n, 0.f, out, n);
+    } else {
+      cuda::gemm(false, true, n, n, n, 1.f, a, n, a, n, 0.f, out, n);
+    }
+    cuda::synchronize();
+    const double sec = seconds_since(t0);
+    if (r > 0) best = std::max(best, 2.0 * static_cast<double>(n) * n * n / sec / 1e9);
+  }
+  return best;
+#else
+  (void)bf16;
+  TFM_FAIL() << "the GPU GEMM ceiling needs a build with the CUDA backend";
+  return 0;
+#endif
+}
+
 double peak_rss_mb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -290,20 +340,38 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& in) {
   const ModelConfig c = bench_config(o);
   Transformer model(c, o.seed);
   res.parameters = model.parameter_count();
-  if (o.mode == BenchMode::train)
-    model.set_train_compute(
-        resolve_compute_type(parse_compute_type(o.precision), Device::cpu, /*training=*/true));
-  else
-    model.bind_inference(resolve_compute_type(parse_compute_type(o.precision)));
+  const bool training = o.mode == BenchMode::train;
+  const ComputeType compute =
+      resolve_compute_type(parse_compute_type(o.precision), o.device, training);
+  res.device_name = "cpu";
+  if (o.device != Device::cpu) {
+#ifdef TFM_WITH_CUDA
+    cuda::require_device("tfm bench --device cuda");
+    res.device_name = cuda::describe(cuda::device_info());
+#endif
+    model.to(o.device);  // errors clearly without a device or a CUDA build
+  }
+  if (training)
+    model.set_train_compute(compute);
+  else if (o.device == Device::cpu)
+    model.bind_inference(compute);  // a device decodes with the model's f32 weights
   std::unique_ptr<Workload> work;
-  if (o.mode == BenchMode::train)
+  if (training)
     work = std::make_unique<TrainWorkload>(model, o);
   else
     work = std::make_unique<DecodeWorkload>(model, o);
+  // A device queues work: a repeat ends when the device has done it.
+  const auto finish = [&] {
+#ifdef TFM_WITH_CUDA
+    if (o.device == Device::cuda) cuda::synchronize();
+#endif
+  };
   for (int64_t i = 0; i < o.warmup; ++i) work->run();
+  finish();
   for (int64_t i = 0; i < o.repeats; ++i) {
     const Clock::time_point t0 = Clock::now();
     res.tokens = work->run();
+    finish();
     res.seconds.push_back(seconds_since(t0));
   }
   res.median_seconds = median(res.seconds);
@@ -311,11 +379,12 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& in) {
   res.gemm_flops = model_gemm_flops(c, o);
   res.gflops = res.gemm_flops / res.median_seconds / 1e9;
   res.peak_rss_mb = peak_rss_mb();
+  const bool gpu = o.device != Device::cpu;
   if (o.measure_ceiling) {
-    res.sgemm_gflops = sgemm_ceiling_gflops();
+    res.sgemm_gflops = gpu ? cuda_gemm_ceiling_gflops(false) : sgemm_ceiling_gflops();
     res.mfu = res.gflops / res.sgemm_gflops;
-    if (o.precision == "bf16") {
-      res.bf16_gemm_gflops = bf16_gemm_ceiling_gflops();
+    if (compute == ComputeType::bfloat16) {
+      res.bf16_gemm_gflops = gpu ? cuda_gemm_ceiling_gflops(true) : bf16_gemm_ceiling_gflops();
       res.mfu_bf16 = res.gflops / res.bf16_gemm_gflops;
     }
   }
@@ -326,7 +395,7 @@ std::string ModelBenchResult::to_json() const {
   nlohmann::json j;
   j["mode"] = to_string(options.mode);
   j["preset"] = options.preset;
-  j["device"] = "cpu";
+  j["device"] = device_name;
   j["cpu_isa"] = cpu_isa_name(cpu_isa());
   j["threads"] = threads;
   j["tokens_per_second"] = tokens_per_second;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tfm/model/config.h"
+#include "tfm/types.h"
 
 namespace tfm::perf {
 
@@ -36,6 +37,10 @@ struct ModelBenchOptions {
   // train: the GEMM precision of the step (fp32 | bf16 mixed precision); greedy / beam: the
   // inference precision of the linear layers (fp32 | bf16 | int8).
   std::string precision = "fp32";
+  // cuda: the model, the batches and the optimiser on the GPU (training fp32 or bf16 mixed
+  // precision, decoding fp32); each timed repeat ends when the device is done, and the ceilings
+  // are cuBLASLt's f32 and bf16 GEMMs on that GPU.
+  Device device = Device::cpu;
 };
 
 struct ModelBenchResult {
@@ -54,6 +59,7 @@ struct ModelBenchResult {
   double bf16_gemm_gflops = 0;
   double mfu_bf16 = 0;
   double peak_rss_mb = 0;  // process peak resident set, before the ceiling run
+  std::string device_name;  // "cpu", or the GPU as cuda::describe gives it
   int64_t parameters = 0;
   std::string to_json() const;  // one line
 };
@@ -77,6 +83,9 @@ double model_gemm_flops(const ModelConfig& c, const ModelBenchOptions& options);
 double sgemm_ceiling_gflops(int64_t n = 2048, int runs = 5);
 // The same for a bf16 × bf16 → f32 oneDNN matmul primitive (mixed precision's GEMM).
 double bf16_gemm_ceiling_gflops(int64_t n = 2048, int runs = 5);
+// On the GPU (a CUDA build with a device): the best rate of an n×n×n cuBLASLt GEMM, f32 (no TF32)
+// or bf16 operands with f32 accumulation, in GFLOP/s.
+double cuda_gemm_ceiling_gflops(bool bf16, int64_t n = 8192, int runs = 5);
 // Peak resident set of this process so far, in MiB (getrusage).
 double peak_rss_mb();
 
