@@ -29,8 +29,8 @@ void launch_pointwise(int64_t n, const Stream& stream, F f) {
 
 // Column sums in two passes, so that a tall matrix (a batch's 16k token rows) is read by many
 // blocks: each thread sums one column over a fixed chunk of kColumnChunk rows, in order, in double;
-// then each column's chunk sums are added in order, in double, and rounded once. The chunks are
-// fixed (not the GPU's size), so the result is the same run to run and GPU to GPU.
+// then each column's chunk sums are added in double (detail::sum_partials) and rounded once. The
+// chunks are fixed (not the GPU's size), so the result is the same run to run and GPU to GPU.
 constexpr int64_t kColumnChunk = 64;
 
 __global__ void column_chunk_sums_kernel(int64_t m, int64_t n, const float* a, double* partial) {
@@ -43,14 +43,6 @@ __global__ void column_chunk_sums_kernel(int64_t m, int64_t n, const float* a, d
     for (int64_t i = c * kColumnChunk; i < i1; ++i) s += static_cast<double>(a[i * n + j]);
     partial[c * n + j] = s;
   }
-}
-
-__global__ void column_sums_kernel(int64_t chunks, int64_t n, const double* partial, float* out) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= n) return;
-  double s = 0;
-  for (int64_t c = 0; c < chunks; ++c) s += partial[c * n + j];
-  out[j] = static_cast<float>(s);
 }
 
 }  // namespace
@@ -128,8 +120,7 @@ void column_sums(int64_t m, int64_t n, const float* a, float* out, const Stream&
     column_chunk_sums_kernel<<<grid, kThreads, 0, detail::native(stream)>>>(m, n, a, partial);
     TFM_CUDA_CHECK_LAUNCH();
   }
-  column_sums_kernel<<<blocks, kThreads, 0, detail::native(stream)>>>(chunks, n, partial, out);
-  TFM_CUDA_CHECK_LAUNCH();
+  detail::sum_partials(chunks, n, static_cast<const double*>(partial), out, stream);
 }
 
 }  // namespace tfm::cuda

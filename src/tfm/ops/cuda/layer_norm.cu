@@ -106,19 +106,6 @@ __global__ void layer_norm_param_partials_kernel(int64_t n, int64_t c, const flo
   part_b[k * c + j] = pb;
 }
 
-__global__ void layer_norm_param_reduce_kernel(int64_t chunks, int64_t c, const float* part_g,
-                                               const float* part_b, float* dgamma, float* dbeta) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= c) return;
-  double ag = 0, ab = 0;
-  for (int64_t k = 0; k < chunks; ++k) {
-    ag += static_cast<double>(part_g[k * c + j]);
-    ab += static_cast<double>(part_b[k * c + j]);
-  }
-  dgamma[j] = static_cast<float>(ag);
-  dbeta[j] = static_cast<float>(ab);
-}
-
 void check_rows(int64_t n, int64_t c, const char* what) {
   TFM_CHECK(n >= 0 && c > 0) << what << ": bad shape (" << n << ", " << c << ")";
   TFM_CHECK(n < (int64_t{1} << 31)) << what << ": " << n << " rows exceed one grid";
@@ -170,10 +157,8 @@ void layer_norm_backward(int64_t n, int64_t c, const float* dy, const float* x, 
   layer_norm_param_partials_kernel<<<grid, kThreads, 0, detail::native(stream)>>>(
       n, c, dy, x, mean, rstd, part_g, part_b);
   TFM_CUDA_CHECK_LAUNCH();
-  layer_norm_param_reduce_kernel<<<static_cast<unsigned>((c + kThreads - 1) / kThreads), kThreads,
-                                   0, detail::native(stream)>>>(chunks, c, part_g, part_b, dgamma,
-                                                                dbeta);
-  TFM_CUDA_CHECK_LAUNCH();
+  detail::sum_partials(chunks, c, part_g, dgamma, stream);
+  detail::sum_partials(chunks, c, part_b, dbeta, stream);
 }
 
 }  // namespace tfm::cuda
