@@ -29,8 +29,9 @@ void gelu_backward(int64_t n, const float* gy, const float* x, float* gx,
 // bf16 bit patterns of x, rounded to nearest even, a NaN kept a quiet NaN: bitwise cpu::to_bf16.
 void float_to_bf16(int64_t n, const float* x, uint16_t* y, const Stream& stream = default_stream());
 
-// out (N) = Σ_i a (M, N)[i, :], each column summed over rows in order in double (the bias
-// gradient of a linear layer, as cpu::column_sums).
+// out (N) = Σ_i a (M, N)[i, :] in double, rounded once (the bias gradient of a linear layer, as
+// cpu::column_sums, which sums the rows in order): by fixed 64-row chunks, then the chunks in a
+// fixed order, so a tall batch is read by many blocks and the bits do not change run to run.
 void column_sums(int64_t m, int64_t n, const float* a, float* out,
                  const Stream& stream = default_stream());
 
