@@ -54,7 +54,8 @@ def run_measured(cmd, env=None, stdout=subprocess.DEVNULL):
     return wall, usage.ru_maxrss / 1024.0, err
 
 
-PROFILE_ROW = re.compile(r"^(.*?)\s+([0-9.]+)\s+([0-9.]+)%$")
+# phase, thread-seconds, share, and for a phase with linear layers their GFLOP/s a thread.
+PROFILE_ROW = re.compile(r"^(.*?)\s+([0-9.]+)\s+([0-9.]+)%(?:\s+([0-9.]+) \([0-9.]+ TFLOP\))?$")
 
 
 def parse_profile(err):
@@ -62,7 +63,8 @@ def parse_profile(err):
     for line in err.splitlines():
         m = PROFILE_ROW.match(line.strip())
         if m and not line.startswith("phase"):
-            rows.append((m.group(1), float(m.group(2)), float(m.group(3))))
+            rate = float(m.group(4)) if m.group(4) else None
+            rows.append((m.group(1), float(m.group(2)), float(m.group(3)), rate))
         m = re.match(r"^search:\s+([0-9.]+) s", line)
         if m:
             search_s = float(m.group(1))
@@ -210,10 +212,10 @@ def main():
                 r["ct2_search"] / r["search"], same, r["rss"], r["ct2_rss"]))
     for r in results:
         print("\n%s: tfm's profile (median run, thread-seconds; %d tokens)" % (label(r), r["tokens"]))
-        print("| phase | thread-s | share of threads × wall |")
-        print("|---|---|---|")
-        for name, s, share in r["rows"]:
-            print("| %s | %.3f | %.1f %% |" % (name, s, share))
+        print("| phase | thread-s | share of threads × wall | linear layers: GFLOP/s a thread |")
+        print("|---|---|---|---|")
+        for name, s, share, rate in r["rows"]:
+            print("| %s | %.3f | %.1f %% | %s |" % (name, s, share, "%.1f" % rate if rate else ""))
     print("\n# load average after: %.2f; outputs in %s" % (os.getloadavg()[0], work))
 
 

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/core/rng.h"
+#include "tfm/nn/linear.h"
+
 #include <chrono>
 #include <thread>
 
@@ -144,6 +148,81 @@ TEST_F(ProfileTest, CountersAndFormat) {
   // The command: 1000 tokens in 2 s; the search: the command less the load.
   EXPECT_NE(s.find("  500.0 tok/s (model load"), std::string::npos) << s;
   EXPECT_EQ(s.find("decoder: GEMMs"), std::string::npos) << "phases with no time are left out";
+}
+
+double flops_at(const profile::Report& r, Phase p) {
+  return r.gemm_flops[static_cast<int>(p)];
+}
+
+TEST_F(ProfileTest, GemmFlopsGoToTheCurrentPhase) {
+  profile::add_gemm_flops(5e9);  // outside any scope: nowhere
+  {
+    profile::Scope d(Phase::decoder);
+    {
+      profile::Scope g(Phase::gemm);
+      profile::add_gemm_flops(1e9);
+    }
+    profile::add_gemm_flops(3e9);
+  }
+  {
+    profile::Scope enc(Phase::encode);
+    profile::Scope g(Phase::gemm);  // sealed: the encoder's layers count as the encoder
+    profile::add_gemm_flops(2e9);
+    busy(2);
+  }
+  profile::enable(false);
+  {
+    profile::Scope g(Phase::gemm);
+    profile::add_gemm_flops(7e9);  // disabled: nothing
+  }
+  profile::enable(true);
+  const profile::Report r = profile::collect();
+  EXPECT_EQ(flops_at(r, Phase::gemm), 1e9);
+  EXPECT_EQ(flops_at(r, Phase::decoder), 3e9);
+  EXPECT_EQ(flops_at(r, Phase::encode), 2e9);
+  double all = 0;
+  for (double f : r.gemm_flops) all += f;
+  EXPECT_EQ(all, 6e9);
+  // The column: flops over the phase's own thread-seconds.
+  const std::string s = profile::format(r, 1.0, 1);
+  EXPECT_NE(s.find("GFLOP/s a thread"), std::string::npos) << s;
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%8.1f (0.002 TFLOP)", 2e9 / at(r, Phase::encode) * 1e-9);
+  EXPECT_NE(s.find(rate), std::string::npos) << s;
+  profile::reset();
+  EXPECT_EQ(flops_at(profile::collect(), Phase::encode), 0.0);
+  EXPECT_EQ(profile::format(profile::collect(), 1.0, 1).find("GFLOP/s"), std::string::npos);
+}
+
+// A linear layer used for inference charges 2 · rows · outputs · inputs to the phase it runs in,
+// whatever path it takes; a training forward (the trainer does not profile) charges nothing.
+TEST_F(ProfileTest, LinearLayersChargeTheirProducts) {
+  Generator gen(3);
+  nn::Linear unbound(24, 40, true, gen), bound(24, 40, false, gen);
+  bound.bind(ComputeType::float32);
+  const Tensor x = Tensor::full({2, 3, 24}, 0.5);  // 6 rows
+  {
+    NoGradGuard no_grad;
+    profile::Scope d(Phase::decoder);
+    unbound(x);
+    bound(x.reshape({6, 24}));
+  }
+  EXPECT_EQ(flops_at(profile::collect(), Phase::gemm), 2 * 2.0 * 6 * 40 * 24);
+  {
+    profile::Scope v(Phase::vocab_projection);
+    NoGradGuard no_grad;
+    bound(x);
+  }
+  EXPECT_EQ(flops_at(profile::collect(), Phase::vocab_projection), 2.0 * 6 * 40 * 24);
+  profile::reset();
+  {
+    profile::Scope d(Phase::decoder);
+    unbound.weight_.set_requires_grad(true);
+    unbound(x);
+  }
+  double all = 0;
+  for (double f : profile::collect().gemm_flops) all += f;
+  EXPECT_EQ(all, 0.0);
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ struct Registry {
   std::mutex mu;
   std::vector<ThreadState*> live;
   std::array<int64_t, kPhases> retired{};
+  std::array<double, kPhases> retired_flops{};
 };
 
 Registry& registry() {
@@ -56,6 +57,7 @@ struct ThreadState {
   int64_t last = 0;
   // Written by this thread only; read by collect() from another, hence atomics (relaxed).
   std::array<std::atomic<int64_t>, kPhases> ns{};
+  std::array<std::atomic<double>, kPhases> flops{};
 
   ThreadState() {
     Registry& r = registry();
@@ -65,7 +67,10 @@ struct ThreadState {
   ~ThreadState() {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
-    for (int p = 0; p < kPhases; ++p) r.retired[p] += ns[p].load(std::memory_order_relaxed);
+    for (int p = 0; p < kPhases; ++p) {
+      r.retired[p] += ns[p].load(std::memory_order_relaxed);
+      r.retired_flops[p] += flops[p].load(std::memory_order_relaxed);
+    }
     r.live.erase(std::find(r.live.begin(), r.live.end(), this));
   }
   void charge(int64_t t) {
@@ -150,6 +155,14 @@ void add_sentences(int64_t n) {
   if (enabled()) g_sentences.fetch_add(n, std::memory_order_relaxed);
 }
 
+void add_gemm_flops(double n) {
+  if (!enabled()) return;
+  ThreadState& t = state();
+  if (t.current < 0) return;
+  auto& f = t.flops[t.current];
+  f.store(f.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 double Report::total() const {
   double s = 0;
   for (double x : seconds) s += x;
@@ -161,8 +174,12 @@ Report collect() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   std::array<int64_t, kPhases> ns = r.retired;
+  out.gemm_flops = r.retired_flops;
   for (const ThreadState* t : r.live)
-    for (int p = 0; p < kPhases; ++p) ns[p] += t->ns[p].load(std::memory_order_relaxed);
+    for (int p = 0; p < kPhases; ++p) {
+      ns[p] += t->ns[p].load(std::memory_order_relaxed);
+      out.gemm_flops[p] += t->flops[p].load(std::memory_order_relaxed);
+    }
   for (int p = 0; p < kPhases; ++p) out.seconds[p] = static_cast<double>(ns[p]) * 1e-9;
   out.generated_tokens = g_generated.load(std::memory_order_relaxed);
   out.sentences = g_sentences.load(std::memory_order_relaxed);
@@ -173,8 +190,11 @@ void reset() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.retired.fill(0);
-  for (ThreadState* t : r.live)
+  r.retired_flops.fill(0);
+  for (ThreadState* t : r.live) {
     for (auto& x : t->ns) x.store(0, std::memory_order_relaxed);
+    for (auto& x : t->flops) x.store(0, std::memory_order_relaxed);
+  }
   g_generated.store(0);
   g_sentences.store(0);
 }
@@ -183,13 +203,22 @@ std::string format(const Report& r, double wall, int threads) {
   std::string s;
   char line[512];
   const double capacity = wall * std::max(threads, 1);
-  std::snprintf(line, sizeof line, "%-24s %10s %8s\n", "phase", "thread-s", "share");
+  double flops = 0;
+  for (double f : r.gemm_flops) flops += f;
+  std::snprintf(line, sizeof line, "%-24s %10s %8s%s\n", "phase", "thread-s", "share",
+                flops > 0 ? "   linear layers: GFLOP/s a thread" : "");
   s += line;
   for (int p = 0; p < kPhases; ++p) {
     if (r.seconds[p] <= 0) continue;
-    std::snprintf(line, sizeof line, "%-24s %10.3f %7.1f%%\n", phase_name(static_cast<Phase>(p)),
+    std::snprintf(line, sizeof line, "%-24s %10.3f %7.1f%%", phase_name(static_cast<Phase>(p)),
                   r.seconds[p], capacity > 0 ? 100.0 * r.seconds[p] / capacity : 0.0);
     s += line;
+    if (r.gemm_flops[p] > 0) {
+      std::snprintf(line, sizeof line, "   %8.1f (%.3f TFLOP)",
+                    r.gemm_flops[p] / r.seconds[p] * 1e-9, r.gemm_flops[p] * 1e-12);
+      s += line;
+    }
+    s += "\n";
   }
   const double outside = std::max(0.0, capacity - r.total());
   std::snprintf(line, sizeof line, "%-24s %10.3f %7.1f%%\n", "not in any phase", outside,

@@ -64,9 +64,15 @@ class Scope {
 // Counters a run adds to (thread-safe; only while enabled).
 void add_generated_tokens(int64_t n);
 void add_sentences(int64_t n);
+// The floating-point operations of a linear layer's product (2 · rows · outputs · inputs),
+// charged to the phase the calling thread is in, a sealed phase keeping those of the layers
+// inside it (the encoder's, the vocabulary projection's): the profile's GFLOP/s column. Nothing
+// outside a scope.
+void add_gemm_flops(double flops);
 
 struct Report {
   std::array<double, static_cast<int>(Phase::count)> seconds{};  // thread-seconds per phase
+  std::array<double, static_cast<int>(Phase::count)> gemm_flops{};  // per phase
   int64_t generated_tokens = 0;
   int64_t sentences = 0;
   double total() const;
@@ -77,7 +83,11 @@ Report collect();
 void reset();
 
 // A table of the report for a command that ran wall_seconds on `threads` threads: each phase's
-// seconds and share, the search's and the whole command's tokens per second.
+// seconds and share, for a phase with linear layers their GFLOP/s over the phase's
+// thread-seconds (the phase's other work counted in its time), the search's and the whole
+// command's tokens per second. The rate is per timed thread: with sharded search each thread
+// runs its ops alone, so it is the rate of one core (an op split over the threads of a parallel
+// region, which are not timed, would read higher).
 std::string format(const Report& r, double wall_seconds, int threads);
 
 }  // namespace tfm::profile

@@ -29,6 +29,14 @@ Tensor LinearKernel::forward(const Tensor& x, const Tensor& w, const Tensor& b,
     return linear(x, w, b, act, train_compute_);
   }
   profile::Scope scope(profile::Phase::gemm);
+  Tensor y = inference_forward(x, w, b, act);
+  if (profile::enabled() && x.dim() > 0 && y.dim() > 0)  // 2 · rows · outputs · inputs
+    profile::add_gemm_flops(2.0 * static_cast<double>(y.numel()) * static_cast<double>(x.size(-1)));
+  return y;
+}
+
+Tensor LinearKernel::inference_forward(const Tensor& x, const Tensor& w, const Tensor& b,
+                                       Activation act) const {
   // f64 inputs (reference checks) and layers bound to nothing take the op's own path.
   if (!bound_ || x.dtype() != DType::f32) {
     TFM_CHECK(w.defined()) << "linear: this layer's f32 weights were released for inference";

@@ -43,6 +43,8 @@ class LinearKernel {
   Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
 
  private:
+  // forward() without gradients: the bound kernel, or the op's path.
+  Tensor inference_forward(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
   ComputeType train_compute_ = ComputeType::float32;
   mutable std::shared_ptr<const LowpWeight> bound_;  // dropped by a forward that needs gradients
 };
