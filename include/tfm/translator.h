@@ -91,6 +91,12 @@ struct StreamOptions {
   int64_t read_ahead = 256;
   // Where warnings go (a source cut to the model's positions, with its line); null: nowhere.
   std::ostream* warnings = nullptr;
+  // A target prefix for each input line, one a line in lockstep with the input (text, or ids
+  // with `ids`; an empty line is none), forced as translate_batch's target_prefix is: every
+  // hypothesis, and so the output line, starts with it. Fewer or more prefix lines than input
+  // lines is an error naming target_prefix_name. Null: no prefixes.
+  std::istream* target_prefix = nullptr;
+  std::string target_prefix_name = "<target prefix>";
 };
 
 class Translator {

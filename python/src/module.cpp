@@ -150,7 +150,7 @@ class PyTranslator {
   // Returns the warnings (sources cut to the model's positions), for Python's warnings module.
   std::string translate_file(const std::string& in_path, const std::string& out_path,
                              const tfm::TranslationOptions& options, bool ids, bool n_best,
-                             int64_t read_ahead) const {
+                             int64_t read_ahead, const std::string& prefix_path) const {
     check(options);
     tfm::StreamOptions so;
     so.ids = ids;
@@ -161,6 +161,13 @@ class PyTranslator {
     // Input first: a missing input leaves no empty output file (as `tfm translate` does).
     std::ifstream in(in_path, std::ios::binary);
     if (!in.is_open()) raise_os_error(errno, in_path);
+    std::ifstream prefix_in;
+    if (!prefix_path.empty()) {
+      prefix_in.open(prefix_path, std::ios::binary);
+      if (!prefix_in.is_open()) raise_os_error(errno, prefix_path);
+      so.target_prefix = &prefix_in;
+      so.target_prefix_name = prefix_path;
+    }
     std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
     if (!out.is_open()) raise_os_error(errno, out_path);
     {
@@ -309,7 +316,8 @@ void bind_translator(py::module_& m) {
           [](const T& t, const std::string& text) { return t.get().source_tokens(text); },
           py::arg("text"))
       .def("translate_file", &T::translate_file, py::arg("source_path"), py::arg("output_path"),
-           py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"))
+           py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"),
+           py::arg("target_path"))
       .def_property_readonly("model_info", [](const T& t) { return t.get().model_info(); })
       .def_property_readonly("has_vocabularies",
                              [](const T& t) { return t.get().has_vocabularies(); })

@@ -128,6 +128,37 @@ def test_translate_file_equals_cli(tfm_bin, model_dir, translator, lines, work):
     assert not (work / "x.en").exists()
 
 
+def test_translate_file_with_target_path(tfm_bin, model_dir, translator, lines, work):
+    # Every other line gets a prefix: the first word of another line's translation (an empty
+    # line: none). The file, translate_batch's target_prefix and `tfm translate
+    # --target-prefix` give the same lines, and the prefixes change some of them.
+    plain = [r.hypotheses[0] if r.hypotheses else ""
+             for r in translator.translate_batch(lines, beam_size=2)]
+    others = [t for t in plain[::-1] if t]
+    prefixes = [others[i % len(others)].split()[0] if line and i % 2 == 0 else ""
+                for i, line in enumerate(lines)]
+    (work / "pin.de").write_text("\n".join(lines) + "\n")
+    (work / "pin.pre").write_text("\n".join(prefixes) + "\n")
+    want = [r.hypotheses[0] if r.hypotheses else ""
+            for r in translator.translate_batch(lines, target_prefix=prefixes, beam_size=2)]
+    assert all(w.startswith(p) for p, w in zip(prefixes, want))
+    assert sum(w != p for w, p in zip(want, plain)) >= 2
+    translator.translate_file(work / "pin.de", work / "pout.en", target_path=work / "pin.pre",
+                              beam_size=2)
+    assert (work / "pout.en").read_text() == "\n".join(want) + "\n"
+    cli = run([tfm_bin, "translate", "--model", model_dir, "--precision", "auto",
+               "--beam-size", "2", "--input", work / "pin.de", "--target-prefix",
+               work / "pin.pre"])
+    assert cli == "\n".join(want) + "\n"
+    (work / "short.pre").write_text("\n".join(prefixes[:3]) + "\n")
+    with pytest.raises(tfm.Error, match="short.pre ends at line 3"):
+        translator.translate_file(work / "pin.de", work / "x2.en", target_path=work / "short.pre")
+    with pytest.raises(FileNotFoundError):
+        translator.translate_file(work / "pin.de", work / "x3.en", target_path=work / "none.pre")
+    with pytest.raises(TypeError, match="target_path"):
+        translator.translate_file(work / "pin.de", work / "x4.en", target_path=3)
+
+
 def test_translate_iterable_in_order(translator, lines):
     want = translator.translate_batch(lines, beam_size=2)
     gen = translator.translate_iterable(iter(lines), max_batch_size=2, read_ahead=2,

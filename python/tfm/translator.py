@@ -345,26 +345,33 @@ class Translator:
 
     def translate_file(self, source_path: Union[str, os.PathLike],
                        output_path: Union[str, os.PathLike], ids: bool = False,
-                       n_best: bool = False, read_ahead: int = 0, **options: Any) -> None:
+                       n_best: bool = False, read_ahead: int = 0,
+                       target_path: Optional[Union[str, os.PathLike]] = None,
+                       **options: Any) -> None:
         """Translates a file line by line into output_path, as `tfm translate` does.
 
         One output line per input line (ids=True: lines of space-separated token ids in and
         out); n_best=True writes every hypothesis as "index ||| hypothesis ||| score". Lines
         are read read_ahead at a time (0: 8 * max_batch_size) and written in order as soon as
         they and every earlier line are done. A source longer than the model's positions is cut,
-        with a warning (warnings.warn). options: those of translate_batch, without
-        return_scores, target_prefix and return_attention.
+        with a warning (warnings.warn). target_path (CTranslate2's name): a file with a target
+        prefix for each input line (text, or ids with ids=True; an empty line for none) that
+        every translation starts with, as `tfm translate --target-prefix`. options: those of
+        translate_batch, without return_scores, target_prefix and return_attention.
         """
         if "return_scores" in options:
             raise TypeError("translate_file: return_scores does not apply (use n_best=True)")
-        for name in ("target_prefix", "return_attention"):
-            if name in options:
-                raise TypeError(f"translate_file: {name} does not apply (use translate_batch "
-                                "or translate_iterable)")
+        if "target_prefix" in options:
+            raise TypeError("translate_file: target_prefix does not apply (use target_path, "
+                            "a file of prefixes, or translate_batch)")
+        if "return_attention" in options:
+            raise TypeError("translate_file: return_attention does not apply (use "
+                            "translate_batch or translate_iterable)")
         opts = self._options(**options)
         text = self._impl.translate_file(
             _path("source_path", source_path), _path("output_path", output_path), opts,
-            _bool("ids", ids), _bool("n_best", n_best), _int("read_ahead", read_ahead))
+            _bool("ids", ids), _bool("n_best", n_best), _int("read_ahead", read_ahead),
+            "" if target_path is None else _path("target_path", target_path))
         for line in text.splitlines():
             warnings.warn(line.removeprefix("tfm: warning: "), RuntimeWarning, stacklevel=2)
 

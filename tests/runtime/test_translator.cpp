@@ -328,6 +328,72 @@ TEST(Translator, StreamWritesWhatTheBatchMethodReturns) {
   EXPECT_EQ(n, want.size());
 }
 
+std::string id_lines(const std::vector<std::vector<int64_t>>& rows) {
+  std::string text;
+  for (const auto& r : rows) {
+    for (size_t k = 0; k < r.size(); ++k) text += (k ? " " : "") + std::to_string(r[k]);
+    text += "\n";
+  }
+  return text;
+}
+
+// A prefix file beside the input: the lines translate_batch gives with those prefixes, in one
+// window and in windows of 3 lines; a prefix file of another length, or a bad prefix, is an
+// error naming the file and the line.
+TEST(Translator, StreamTakesATargetPrefixALine) {
+  Translator t(kModel, {.inter_threads = 2, .max_batch_size = 2});
+  const auto sources = fixture_sources();
+  const auto prefixes = fixture_prefixes(sources.size());
+  TranslationOptions o;
+  o.beam_size = 2;
+  std::vector<std::vector<int64_t>> want;
+  for (const auto& r : t.translate_batch(sources, prefixes, o))
+    want.push_back(r.hypotheses.empty() ? std::vector<int64_t>{} : r.hypotheses[0].ids);
+  // The prefixes are followed, and change lines: the stream below cannot pass by ignoring them.
+  const auto plain = t.translate_batch(sources, o);
+  int with_prefix = 0, changed = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].empty() || prefixes[i].empty()) continue;
+    ++with_prefix;
+    EXPECT_TRUE(starts_with(want[i], prefixes[i])) << "sentence " << i;
+    changed += want[i] != plain[i].hypotheses.at(0).ids;
+  }
+  EXPECT_GE(with_prefix, 4);
+  EXPECT_GE(changed, 3);
+  for (int64_t read_ahead : {100, 3}) {
+    std::istringstream in(id_lines(sources)), pre(id_lines(prefixes));
+    std::ostringstream out;
+    t.translate_stream(in, out, o,
+                       {.ids = true,
+                        .read_ahead = read_ahead,
+                        .target_prefix = &pre,
+                        .target_prefix_name = "pre.ids"});
+    EXPECT_EQ(out.str(), id_lines(want)) << "read_ahead " << read_ahead;
+  }
+  auto error = [&](const std::string& input, const std::string& prefix_text) {
+    std::istringstream in(input), pre(prefix_text);
+    std::ostringstream out;
+    return testing::error_of([&] {
+      t.translate_stream(
+          in, out, o,
+          {.ids = true, .read_ahead = 2, .target_prefix = &pre, .target_prefix_name = "pre.ids"},
+          "in.ids");
+    });
+  };
+  EXPECT_NE(error("17 14\n15\n3 4\n", "3\n\n")
+                .find("pre.ids ends at line 2, short of the "
+                      "input's line 3 (in.ids)"),
+            std::string::npos);
+  EXPECT_NE(error("17 14\n15\n", "3\n\n4\n")
+                .find("pre.ids has more lines than the input "
+                      "(in.ids, 2 lines)"),
+            std::string::npos);
+  EXPECT_NE(error("17 14\n15\n", "3\n4 99\n").find("pre.ids:2"), std::string::npos);
+  EXPECT_NE(error("17 14\n15\n", "3\n4 2\n").find("pre.ids:2: token id 2 is the model's EOS"),
+            std::string::npos);
+  EXPECT_EQ(error("17 14\n15\n", "3\n\n"), "");
+}
+
 // A sink that refuses every byte, as a full disk does.
 struct FullBuf : std::streambuf {
   int overflow(int) override { return traits_type::eof(); }

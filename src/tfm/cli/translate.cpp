@@ -58,7 +58,7 @@ class OutputFileBuf : public std::streambuf {
 };
 
 struct Flags {
-  std::string dir, input, output, precision = "fp32", device = "cpu";
+  std::string dir, input, output, target_prefix, precision = "fp32", device = "cpu";
   int64_t beam_size = 1, n_best = 0, batch_size = 32, batch_tokens = 0, sampling_topk = 0,
           min_length = 0;
   double length_penalty = 0.0, max_length_factor = 2.0, sampling_topp = 1.0, temperature = 1.0;
@@ -95,6 +95,9 @@ void add_translate(CLI::App& app) {
   cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
+  cmd->add_option("--target-prefix", f.target_prefix,
+                  "File of target prefixes, one per input line (empty: none), that every "
+                  "translation starts with");
   cmd->add_flag("--profile", f.profile,
                 "Print where the time went, by phase, and tokens/s on stderr at the end");
   cmd->callback([topk, topp, temp, n_best] {
@@ -167,12 +170,26 @@ void add_translate(CLI::App& app) {
     std::istream stdin_stream(&stdin_buf);
     std::istream& in = from_stdin ? stdin_stream : file_in;
     const std::string in_name = from_stdin ? "<stdin>" : f.input;
+    std::ifstream prefix_in;
+    if (!f.target_prefix.empty()) {
+      TFM_CHECK(!std::filesystem::is_directory(f.target_prefix))
+          << "translate: --target-prefix " << f.target_prefix << " is a directory, not a file";
+      prefix_in.open(f.target_prefix, std::ios::binary);
+      TFM_CHECK(prefix_in.is_open())
+          << "cannot open " << f.target_prefix << ": " << std::strerror(errno);
+      so.target_prefix = &prefix_in;
+      so.target_prefix_name = f.target_prefix;
+    }
     // Opening the output truncates it: an output that is the input file (by inode, so links and
     // other spellings of the path count) would destroy the input before it is read.
     TFM_CHECK(f.output.empty() || f.output == "-" ||
               !same_file(from_stdin ? "/dev/stdin" : f.input, f.output))
         << "translate: --output " << f.output << " is the input file"
         << (from_stdin ? " (standard input)" : " " + f.input) << "; write to another file";
+    TFM_CHECK(f.output.empty() || f.output == "-" || f.target_prefix.empty() ||
+              !same_file(f.target_prefix, f.output))
+        << "translate: --output " << f.output << " is the --target-prefix file; write to "
+        << "another file";
     OutputFile out_file(f.output);
     OutputFileBuf out_buf(out_file);
     std::ostream out(&out_buf);

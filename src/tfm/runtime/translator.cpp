@@ -213,30 +213,37 @@ class Translator::Impl {
     TFM_CHECK(prefixes.empty() || prefixes.size() == sources)
         << "target_prefix has " << prefixes.size() << " entries for " << sources
         << " sources (one per source, empty for none)";
-    const bool by_option = o.max_decoding_length < c.max_length;
-    const int64_t room = std::min(o.max_decoding_length, c.max_length) - 1;
     std::vector<Ids> out(prefixes.size());
     for (size_t i = 0; i < prefixes.size(); ++i) {
-      const std::string where = "target_prefix " + std::to_string(i + 1);
-      for (int64_t id : prefixes[i]) {
-        TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
-            << where << ": token id " << id << " is outside the target vocabulary [0, "
-            << c.trg_vocab_size << ")";
-        const char* special = id == c.pad_id   ? "PAD"
-                              : id == c.bos_id ? "BOS"
-                              : id == c.eos_id ? "EOS"
-                                               : nullptr;
-        TFM_CHECK(!special) << where << ": token id " << id << " is the model's " << special
-                            << "; a prefix holds ordinary target tokens";
-      }
-      TFM_CHECK(static_cast<int64_t>(prefixes[i].size()) <= room)
-          << where << " has " << prefixes[i].size() << " tokens; "
-          << (by_option ? "max_decoding_length " + std::to_string(o.max_decoding_length)
-                        : "the model's " + std::to_string(c.max_length) + " positions")
-          << (by_option ? " leaves" : " leave") << " room for " << room << " before EOS";
       out[i].assign(prefixes[i].begin(), prefixes[i].end());
+      check_prefix(out[i], "target_prefix " + std::to_string(i + 1), o);
     }
     return out;
+  }
+
+  // A prefix's ids are target ids other than PAD/BOS/EOS and leave room for EOS; errors start
+  // with `where`.
+  void check_prefix(const Ids& prefix, const std::string& where,
+                    const TranslationOptions& o) const {
+    const ModelConfig& c = config();
+    const bool by_option = o.max_decoding_length < c.max_length;
+    const int64_t room = std::min(o.max_decoding_length, c.max_length) - 1;
+    for (int64_t id : prefix) {
+      TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
+          << where << ": token id " << id << " is outside the target vocabulary [0, "
+          << c.trg_vocab_size << ")";
+      const char* special = id == c.pad_id   ? "PAD"
+                            : id == c.bos_id ? "BOS"
+                            : id == c.eos_id ? "EOS"
+                                             : nullptr;
+      TFM_CHECK(!special) << where << ": token id " << id << " is the model's " << special
+                          << "; a prefix holds ordinary target tokens";
+    }
+    TFM_CHECK(static_cast<int64_t>(prefix.size()) <= room)
+        << where << " has " << prefix.size() << " tokens; "
+        << (by_option ? "max_decoding_length " + std::to_string(o.max_decoding_length)
+                      : "the model's " + std::to_string(c.max_length) + " positions")
+        << (by_option ? " leaves" : " leave") << " room for " << room << " before EOS";
   }
 
   void require_encoder() const {
@@ -465,10 +472,30 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
       if (!std::getline(in, line)) break;
       lines.push_back(std::move(line));
     }
+    // The prefixes of these lines, one line each; at the end of the input, none may be left.
+    std::vector<std::string> prefix_lines;
+    if (stream.target_prefix) {
+      std::istream& pin = *stream.target_prefix;
+      for (size_t i = 0; i < lines.size(); ++i) {
+        std::string line;
+        TFM_CHECK(std::getline(pin, line))
+            << stream.target_prefix_name << " ends at line " << base + i << ", "
+            << (pin.bad() ? "unreadable" : "short of") << " the input's line " << base + i + 1
+            << " (" << source_name << "): one target prefix a line, an empty line for none";
+        prefix_lines.push_back(std::move(line));
+      }
+      if (lines.empty()) {
+        std::string line;
+        TFM_CHECK(!std::getline(pin, line))
+            << stream.target_prefix_name << " has more lines than the input (" << source_name
+            << ", " << base << " lines): one target prefix a line";
+        TFM_CHECK(!pin.bad()) << "error reading " << stream.target_prefix_name;
+      }
+    }
     reading.end();
     TFM_CHECK(!in.bad()) << "error reading " << source_name;
     if (lines.empty()) break;
-    std::vector<Ids> src(lines.size());
+    std::vector<Ids> src(lines.size()), prefixes(prefix_lines.size());
     std::vector<uint64_t> ids(lines.size());
     for (size_t i = 0; i < lines.size(); ++i) {
       const std::string where = source_name + ":" + std::to_string(base + i + 1);
@@ -479,6 +506,11 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
         *stream.warnings << "tfm: warning: " << where << ": " << n
                          << " tokens, more than the model's " << src[i].size() << "; truncated\n";
       ids[i] = base + i;
+      if (prefixes.empty()) continue;
+      const std::string pwhere = stream.target_prefix_name + ":" + std::to_string(base + i + 1);
+      prefixes[i] = stream.ids ? parse_ids(prefix_lines[i], c.trg_vocab_size, pwhere)
+                               : impl_->encode_trg(prefix_lines[i]);
+      impl_->check_prefix(prefixes[i], pwhere, options);
     }
     // Lines are written in input order as soon as they and every earlier one are done; batches
     // finish on the workers, so the bookkeeping and the writing happen under one lock.
@@ -514,7 +546,7 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
     };
     flush_ready();
     impl_->search(
-        src, ids, {}, so,
+        src, ids, prefixes, so,
         [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
           std::lock_guard<std::mutex> lock(mu);
           for (size_t k = 0; k < where.size(); ++k) {
