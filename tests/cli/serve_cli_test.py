@@ -184,6 +184,15 @@ def main() -> int:
     long_text = " ".join(["haus"] * 300)  # beyond the tiny model's 258 positions
     ref = dict(zip(pool, reference(pool)))
     ref_beam = reference(pool[:6], "--beam-size", "3")
+    # Target prefixes: every other sentence starts with the first word of another's translation.
+    others = [t for t in ref_beam[::-1] if t]
+    prefixes = [others[i % len(others)].split()[0] if i % 2 == 0 else "" for i in range(6)]
+    with open(TMP + "/prefixes.txt", "w", encoding="utf-8") as f:
+        f.write("".join(p + "\n" for p in prefixes))
+    ref_prefix = reference(pool[:6], "--beam-size", "3", "--target-prefix", TMP + "/prefixes.txt")
+    check(sum(a != b for a, b in zip(ref_prefix, ref_beam)) >= 2 and
+          all(t.startswith(p) for t, p in zip(ref_prefix, prefixes)),
+          f"the prefixes do not change the reference: {ref_prefix} vs {ref_beam}")
     ref_long = reference([long_text])[0]
 
     # --- The main server: API key, small limits, concurrent clients. ---
@@ -219,6 +228,9 @@ def main() -> int:
         status, out = translate(s, pool[:6], beam_size=3, return_scores=True)
         check(status == 200 and out["translations"] == ref_beam and len(out["scores"]) == 6 and
               all(isinstance(x, float) for x in out["scores"]), f"beam 3: {out} != {ref_beam}")
+        status, out = translate(s, pool[:6], beam_size=3, target_prefix=prefixes)
+        check(status == 200 and out["translations"] == ref_prefix,
+              f"target_prefix: {out} != {ref_prefix}")
         status, out = translate(s, pool[:2], beam_size=3, n_best=2)
         check(status == 200 and [len(t) for t in out["translations"]] == [2, 2] and
               out["translations"][0][0] == ref_beam[0], f"n_best 2: {out}")
@@ -270,6 +282,12 @@ def main() -> int:
         expect(400, "sampling with a beam", tr, {"text": "a", "beam_size": 2, "sampling": {}})
         expect(400, "topp out of range", tr, {"text": "a", "sampling": {"topp": 0}})
         expect(400, "missing text", tr, {"beam_size": 2})
+        expect(400, "target_prefix of another length", tr, {"text": ["a", "b"],
+                                                              "target_prefix": ["x"]})
+        expect(400, "target_prefix a list for one text", tr, {"text": "a", "target_prefix": ["x"]})
+        expect(400, "target_prefix a number", tr, {"text": "a", "target_prefix": 3})
+        expect(400, "target_prefix too long", tr, {"text": "a", "max_length": 3,
+                                                   "target_prefix": "the dog sees the cat"})
         expect(400, "LibreTranslate html", libre, {"q": "a", "format": "html"})
         expect(401, "no key", tr, {"text": "a"}, headers={})
         hdrs = expect(401, "wrong key", tr, {"text": "a"},
@@ -294,7 +312,7 @@ def main() -> int:
               "metrics do not parse as Prometheus text")
         if parsed:
             codes = m.get("tfm_serve_requests_total", {})
-            check(codes.get('code="200"', 0) >= 36 and codes.get('code="400"', 0) >= 11 and
+            check(codes.get('code="200"', 0) >= 37 and codes.get('code="400"', 0) >= 15 and
                   codes.get('code="401"', 0) >= 4 and codes.get('code="404"', 0) >= 2 and
                   codes.get('code="413"', 0) >= 2, f"requests by status: {codes}")
             for name in ("tfm_serve_request_duration_seconds_count", "tfm_serve_queue_sentences",

@@ -108,6 +108,16 @@ TranslateRequest parse_translate_request(const std::string& body, int64_t max_se
   const json j = parse_object(body);
   TranslateRequest r;
   r.texts = get_texts(j, "text", max_sentences, r.single);
+  if (field(j, "target_prefix")) {
+    bool single = false;
+    r.target_prefix = get_texts(j, "target_prefix", max_sentences, single);
+    if (single != r.single || r.target_prefix.size() != r.texts.size())
+      throw HttpError(
+          400,
+          "'target_prefix' must have the shape of 'text': " +
+              std::string(r.single ? "a string"
+                                   : "a list of " + std::to_string(r.texts.size()) + " strings"));
+  }
   TranslationOptions& o = r.options;
   o.beam_size = get_int(j, "beam_size", 1, 1, kMaxBeamSize);
   o.num_hypotheses = get_int(j, "n_best", 1, 1, o.beam_size);

@@ -23,8 +23,16 @@ bool same_search(const TranslationOptions& a, const TranslationOptions& b) {
 
 }  // namespace
 
-Job::Job(std::vector<std::vector<int64_t>> sources, const TranslationOptions& options)
-    : sources_(std::move(sources)), options_(options), results_(sources_.size()) {}
+Job::Job(std::vector<std::vector<int64_t>> sources, const TranslationOptions& options,
+         std::vector<std::vector<int64_t>> prefixes)
+    : sources_(std::move(sources)),
+      options_(options),
+      prefixes_(std::move(prefixes)),
+      results_(sources_.size()) {
+  TFM_CHECK(prefixes_.empty() || prefixes_.size() == sources_.size())
+      << "batcher: " << prefixes_.size() << " target prefixes for " << sources_.size()
+      << " sentences";
+}
 
 Batcher::Batcher(const Translator& translator, const BatcherOptions& options, OnBatch on_batch)
     : translator_(translator), options_(options), on_batch_(std::move(on_batch)) {
@@ -171,17 +179,23 @@ void Batcher::work() {
 
 void Batcher::run_batch(std::vector<Item>& batch) {
   const auto start = Clock::now();
-  std::vector<std::vector<int64_t>> sources;
+  std::vector<std::vector<int64_t>> sources, prefixes(batch.size());
   sources.reserve(batch.size());
   BatchStats stats;
-  for (const Item& it : batch) {
+  bool prefixed = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Item& it = batch[i];
     sources.push_back(it.job->sources_[it.index]);
     stats.source_tokens += it.tokens;
+    if (!it.job->prefixes_.empty()) prefixes[i] = it.job->prefixes_[it.index];
+    prefixed = prefixed || !prefixes[i].empty();
   }
   std::vector<TranslationResult> results;
   std::string error;
   try {
-    results = translator_.translate_batch(sources, batch.front().job->options_);
+    // A prefix is per sentence, so sentences with and without one share a batch.
+    results = prefixed ? translator_.translate_batch(sources, prefixes, batch.front().job->options_)
+                       : translator_.translate_batch(sources, batch.front().job->options_);
   } catch (const Error& e) {
     error = e.message();
   } catch (const std::exception& e) {

@@ -34,10 +34,13 @@ struct BatcherOptions {
   int workers = 1;                  // batches formed and translated at once
 };
 
-// One request: its sentences as source ids, its search, and where its results go.
+// One request: its sentences as source ids, its search, and where its results go. prefixes:
+// a target prefix per sentence (Translator::translate_batch's target_prefix, checked by the
+// caller), or none at all.
 class Job {
  public:
-  Job(std::vector<std::vector<int64_t>> sources, const TranslationOptions& options);
+  Job(std::vector<std::vector<int64_t>> sources, const TranslationOptions& options,
+      std::vector<std::vector<int64_t>> prefixes = {});
 
   const std::vector<std::vector<int64_t>>& sources() const { return sources_; }
   const TranslationOptions& options() const { return options_; }
@@ -49,6 +52,7 @@ class Job {
   friend class Batcher;
   std::vector<std::vector<int64_t>> sources_;
   TranslationOptions options_;
+  std::vector<std::vector<int64_t>> prefixes_;  // empty, or one per source
   std::vector<TranslationResult> results_;
   std::string error_;
   std::mutex mu_;

@@ -157,7 +157,8 @@ class Server {
 
   // Source text to results with the hypotheses' text: through the batcher, within the timeout.
   std::vector<TranslationResult> translate(const std::vector<std::string>& texts,
-                                           const TranslationOptions& o) {
+                                           const TranslationOptions& o,
+                                           const std::vector<std::string>& prefix_texts = {}) {
     t_sentences = texts.size();
     try {
       // The Translator's own checks of the options, on no sentence: a bad value is the client's.
@@ -172,7 +173,23 @@ class Server {
       const Ids x = vocabs_.src->encode(t);
       ids.emplace_back(x.begin(), x.end());
     }
-    auto job = std::make_shared<Job>(std::move(ids), o);
+    // Prefixes are checked here, one request at a time: a bad one in a shared batch would fail
+    // the other requests' sentences. Encoded text holds no PAD/BOS/EOS, so only the length can
+    // be wrong: the translator's rule, room for EOS within the max length.
+    std::vector<std::vector<int64_t>> prefixes;
+    bool any_prefix = false;
+    const int64_t room = std::min(o.max_decoding_length, translator_.model_info().max_length) - 1;
+    for (size_t i = 0; i < prefix_texts.size(); ++i) {
+      const Ids p = vocabs_.trg->encode(prefix_texts[i]);
+      if (static_cast<int64_t>(p.size()) > room)
+        throw HttpError(400, "target_prefix " + std::to_string(i) + " has " +
+                                 std::to_string(p.size()) + " tokens; the max length leaves " +
+                                 "room for " + std::to_string(room) + " before EOS");
+      any_prefix = any_prefix || !p.empty();
+      prefixes.emplace_back(p.begin(), p.end());
+    }
+    if (!any_prefix) prefixes.clear();
+    auto job = std::make_shared<Job>(std::move(ids), o, std::move(prefixes));
     if (!batcher_.submit(job))
       throw HttpError(503, "the queue is full (" + std::to_string(options_.batcher.max_queue) +
                                " requests, --max-queue): retry later");
@@ -252,7 +269,7 @@ class Server {
     http_.Post(
         "/v1/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
           const TranslateRequest r = parse_translate_request(req.body, options_.max_sentences);
-          const auto results = translate(r.texts, r.options);
+          const auto results = translate(r.texts, r.options, r.target_prefix);
           res.set_content(translate_response(r, results, translator_.model_info().max_length),
                           "application/json");
         }));
