@@ -173,22 +173,26 @@ class Server {
       const Ids x = vocabs_.src->encode(t);
       ids.emplace_back(x.begin(), x.end());
     }
-    // Prefixes are checked here, one request at a time: a bad one in a shared batch would fail
-    // the other requests' sentences. Encoded text holds no PAD/BOS/EOS, so only the length can
-    // be wrong: the translator's rule, room for EOS within the max length.
+    // Prefixes are checked here, one request at a time (a bad one in a shared batch would fail
+    // the other requests' sentences), by the Translator's own rules: on empty sources, which it
+    // checks the prefixes of and decodes nothing for.
     std::vector<std::vector<int64_t>> prefixes;
     bool any_prefix = false;
-    const int64_t room = std::min(o.max_decoding_length, translator_.model_info().max_length) - 1;
-    for (size_t i = 0; i < prefix_texts.size(); ++i) {
-      const Ids p = vocabs_.trg->encode(prefix_texts[i]);
-      if (static_cast<int64_t>(p.size()) > room)
-        throw HttpError(400, "target_prefix " + std::to_string(i) + " has " +
-                                 std::to_string(p.size()) + " tokens; the max length leaves " +
-                                 "room for " + std::to_string(room) + " before EOS");
+    for (const auto& t : prefix_texts) {
+      const Ids p = vocabs_.trg->encode(t);
       any_prefix = any_prefix || !p.empty();
       prefixes.emplace_back(p.begin(), p.end());
     }
-    if (!any_prefix) prefixes.clear();
+    if (any_prefix) {
+      try {
+        translator_.translate_batch(std::vector<std::vector<int64_t>>(prefixes.size()), prefixes,
+                                    o);
+      } catch (const Error& e) {
+        throw HttpError(400, e.message());
+      }
+    } else {
+      prefixes.clear();
+    }
     auto job = std::make_shared<Job>(std::move(ids), o, std::move(prefixes));
     if (!batcher_.submit(job))
       throw HttpError(503, "the queue is full (" + std::to_string(options_.batcher.max_queue) +
