@@ -139,6 +139,18 @@ class Translator {
       const std::vector<std::vector<int64_t>>& target_prefix,
       const TranslationOptions& options) const;
 
+  // A decoder-only model continues each prompt (target ids without BOS/EOS, or text the target
+  // vocabulary encodes; an empty prompt starts from BOS alone) by the search `options` describe:
+  // greedy, beam or sampling, up to max_decoding_length tokens with EOS (the prompt counted) and
+  // the model's positions (max_length_factor and max_length_extra scale a source, which there is
+  // none of). Each hypothesis holds the prompt and its continuation, with log_prob as
+  // score_batch (no sources) gives it; a prompt is forced as a target prefix is, and checked the
+  // same way. An encoder-decoder model is an error (it translates).
+  std::vector<TranslationResult> generate_batch(const std::vector<std::vector<int64_t>>& prompts,
+                                                const TranslationOptions& options = {}) const;
+  std::vector<TranslationResult> generate_batch(const std::vector<std::string>& prompts,
+                                                const TranslationOptions& options = {}) const;
+
   // log P(target + EOS | source) of each pair, teacher-forced.
   std::vector<double> score_batch(const std::vector<std::string>& sources,
                                   const std::vector<std::string>& targets) const;

@@ -21,7 +21,7 @@ const Ids& prefix_of(const std::vector<Ids>& prefixes, size_t i);
 int64_t framed_length(const ModelConfig& config, int64_t src_len);
 // Encodes the sources (each framed as the config says, padded) and returns the state with one row
 // per source, its self-attention caches to be allocated once for max_len positions (the longest
-// output).
+// output). A decoder-only model's sources are empty (check_inputs) and nothing is encoded.
 DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
                    int64_t max_len);
 // Feeds tokens (one per row) and returns log-probabilities f32 (rows, V), contiguous. With

@@ -18,6 +18,9 @@ double final_score(double log_prob, int64_t len, const SearchOptions& o) {
 
 int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t src_len,
                           int64_t prefix_len) {
+  // A decoder-only model continues its prompt up to the caps: there is no source to scale by.
+  if (!c.has_encoder())
+    return std::max<int64_t>(std::min(o.max_length, c.max_length), prefix_len + 1);
   const double by_source = o.max_length_a * static_cast<double>(src_len) + o.max_length_b;
   // Capped in double first: a huge factor would overflow the conversion (undefined behaviour).
   const double cap = static_cast<double>(std::min(o.max_length, c.max_length));
@@ -91,14 +94,21 @@ namespace detail {
 void check_inputs(const Transformer& model, const std::vector<Ids>& sources, const SearchOptions& o,
                   const std::vector<Ids>& prefixes) {
   const ModelConfig& c = model.config();
-  TFM_CHECK(c.has_encoder()) << "search: decoder-only models are not supported yet";
+  if (!c.has_encoder()) {
+    for (size_t i = 0; i < sources.size(); ++i)
+      TFM_CHECK(sources[i].empty())
+          << "search: source " << i << " is not empty, and the model is decoder-only: it "
+          << "continues prompts, given as the target prefixes";
+    TFM_CHECK(!o.return_attention)
+        << "search: a decoder-only model has no cross-attention to return";
+  }
   TFM_CHECK(o.beam_size >= 1) << "search: beam size must be >= 1, got " << o.beam_size;
   TFM_CHECK(o.n_best >= 1 && o.n_best <= o.beam_size)
       << "search: n_best must be in [1, beam size " << o.beam_size << "], got " << o.n_best;
   TFM_CHECK(!o.sampling || o.beam_size == 1) << "search: sampling needs beam size 1";
   TFM_CHECK(o.top_p > 0.0 && o.top_p <= 1.0) << "search: top-p must be in (0, 1], got " << o.top_p;
   TFM_CHECK(o.top_k >= 0) << "search: top-k must be >= 0, got " << o.top_k;
-  for (size_t i = 0; i < sources.size(); ++i) {
+  for (size_t i = 0; i < sources.size() && c.has_encoder(); ++i) {
     const int64_t specials = c.seq_format().source_specials();
     TFM_CHECK(static_cast<int64_t>(sources[i].size()) + specials <= c.max_length)
         << "search: source " << i << " has " << sources[i].size() << " tokens; the model allows "
@@ -130,14 +140,17 @@ const Ids& prefix_of(const std::vector<Ids>& prefixes, size_t i) {
 }
 
 int64_t framed_length(const ModelConfig& c, int64_t src_len) {
-  return src_len + c.seq_format().source_specials();
+  return c.has_encoder() ? src_len + c.seq_format().source_specials() : 0;
 }
 
 DecoderState start(const Transformer& model, const std::vector<const Ids*>& sources,
                    int64_t max_len) {
   profile::Scope scope(profile::Phase::encode);
   const ModelConfig& c = model.config();
-  DecoderState state = model.start(source_batch(sources, c.seq_format()));
+  // A decoder-only model has nothing to encode: its rows start from BOS.
+  DecoderState state = c.has_encoder()
+                           ? model.start(source_batch(sources, c.seq_format()))
+                           : model.start_decoder_only(static_cast<int64_t>(sources.size()));
   state.reserve = max_len;
   return state;
 }

@@ -67,10 +67,11 @@ class Search {
  public:
   virtual ~Search() = default;
   // sources: token ids without BOS/EOS (the config's source_bos / source_eos frame them), one
-  // per sentence (an encoder-decoder model). ids: a stable id per sentence (its input line),
-  // which keys its random stream when sampling so results do not depend on batching; empty
-  // means 0, 1, …. prefixes: per sentence, the target tokens every hypothesis starts with (see
-  // above; no PAD, BOS or EOS); empty: none for any sentence.
+  // per sentence (an encoder-decoder model); for a decoder-only model, empty ones, the prompts
+  // it continues being the prefixes, and the max length the caps alone (max_target_length). ids: a
+  // stable id per sentence (its input line), which keys its random stream when sampling so results
+  // do not depend on batching; empty means 0, 1, …. prefixes: per sentence, the target tokens every
+  // hypothesis starts with (see above; no PAD, BOS or EOS); empty: none for any sentence.
   virtual std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
                                  const std::vector<uint64_t>& ids = {},
                                  const std::vector<Ids>& prefixes = {}) const = 0;
@@ -93,7 +94,8 @@ std::unique_ptr<Search> make_sampling(const SearchOptions& options);
 // The search's score of a hypothesis with total log-probability log_prob and length len (with EOS).
 double final_score(double log_prob, int64_t len, const SearchOptions& options);
 // Max target length (with EOS) for a source of src_len tokens and a prefix of prefix_len: at
-// least prefix_len + 1 (check_inputs has made sure the caps allow that) and at least 1.
+// least prefix_len + 1 (check_inputs has made sure the caps allow that) and at least 1. A
+// decoder-only model's is the caps (options.max_length and the model's positions).
 int64_t max_target_length(const ModelConfig& config, const SearchOptions& options, int64_t src_len,
                           int64_t prefix_len = 0);
 

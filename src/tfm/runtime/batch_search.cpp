@@ -19,9 +19,17 @@ std::vector<decode::NBest> search_in_batches(const Transformer& model, const dec
   TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size())
       << "search: " << prefixes.size() << " prefixes for " << sources.size() << " sources";
   const int64_t specials = model.config().seq_format().source_specials();
+  // An empty source has no translation. A decoder-only model has only empty ones and continues
+  // every prompt (its prefix), batched by the prompts' lengths.
+  const bool decoder_only = !model.config().has_encoder();
   std::vector<size_t> nonempty;
   std::vector<int64_t> lengths;
   for (size_t i = 0; i < sources.size(); ++i) {
+    if (decoder_only) {
+      nonempty.push_back(i);
+      lengths.push_back(1 + (prefixes.empty() ? 0 : static_cast<int64_t>(prefixes[i].size())));
+      continue;
+    }
     if (sources[i].empty()) continue;
     nonempty.push_back(i);
     lengths.push_back(static_cast<int64_t>(sources[i].size()) + specials);

@@ -248,8 +248,28 @@ class Translator::Impl {
 
   void require_encoder() const {
     TFM_CHECK(config().has_encoder())
-        << info_.directory << " is a decoder-only model: it scores targets, it does not "
-        << "translate (an encoder-decoder model does)";
+        << info_.directory << " is a decoder-only model: it continues prompts (generate_batch) "
+        << "and scores targets, it does not translate (an encoder-decoder model does)";
+  }
+
+  std::vector<TranslationResult> generate(const std::vector<std::vector<int64_t>>& prompts,
+                                          const TranslationOptions& options, bool text) const {
+    TFM_CHECK(!config().has_encoder())
+        << info_.directory << " is an encoder-decoder model: it translates (translate_batch); "
+        << "generate_batch continues prompts with a decoder-only model";
+    TFM_CHECK(!options.return_attention)
+        << "return_attention: a decoder-only model has no cross-attention to return";
+    const auto so = search_options(options, config());
+    std::vector<Ids> pre(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      pre[i].assign(prompts[i].begin(), prompts[i].end());
+      check_prefix(pre[i], "prompt " + std::to_string(i + 1), options);
+    }
+    auto nbest = search(std::vector<Ids>(prompts.size()), {}, pre, so);
+    std::vector<TranslationResult> out;
+    out.reserve(nbest.size());
+    for (auto& nb : nbest) out.push_back(to_result(nb, text, 0));
+    return out;
   }
 
   std::vector<TranslationResult> translate(std::vector<Ids> src,
@@ -353,6 +373,22 @@ void Translator::require_vocabularies() const {
 std::vector<TranslationResult> Translator::translate_batch(
     const std::vector<std::vector<int64_t>>& sources, const TranslationOptions& options) const {
   return translate_batch(sources, std::vector<std::vector<int64_t>>{}, options);
+}
+
+std::vector<TranslationResult> Translator::generate_batch(
+    const std::vector<std::vector<int64_t>>& prompts, const TranslationOptions& options) const {
+  return impl_->generate(prompts, options, /*text=*/false);
+}
+
+std::vector<TranslationResult> Translator::generate_batch(const std::vector<std::string>& prompts,
+                                                          const TranslationOptions& options) const {
+  impl_->require_vocabs();
+  std::vector<std::vector<int64_t>> ids(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Ids p = impl_->encode_trg(prompts[i]);
+    ids[i].assign(p.begin(), p.end());
+  }
+  return impl_->generate(ids, options, /*text=*/true);
 }
 
 std::vector<TranslationResult> Translator::translate_batch(

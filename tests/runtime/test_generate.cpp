@@ -1,0 +1,142 @@
+// Translator::generate_batch: a decoder-only model continuing prompts, against the model's full
+// teacher-forced forward pass (every greedy choice is that pass's best allowed token) and
+// score_batch (every hypothesis' log_prob), under other batchings and thread counts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "support/test_util.h"
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/model/checkpoint.h"
+#include "tfm/ops/host.h"
+#include "tfm/translator.h"
+
+namespace tfm {
+namespace {
+
+const std::string kLm = std::string(TFM_FIXTURES_DIR) + "/decoder_only_odd";
+const std::string kSeq2seq = std::string(TFM_FIXTURES_DIR) + "/convert/seed004";
+
+// log P(· | BOS, prefix) from the full forward pass, in double.
+std::vector<double> next_log_probs(const Transformer& m, const std::vector<int64_t>& prefix) {
+  NoGradGuard no_grad;
+  std::vector<int32_t> in = {static_cast<int32_t>(m.config().bos_id)};
+  for (int64_t t : prefix) in.push_back(static_cast<int32_t>(t));
+  const auto n = static_cast<int64_t>(in.size());
+  const Tensor logits = m.forward(Tensor(), Tensor::from_vector<int32_t>({1, n}, in));  // (1, n, V)
+  const HostView<float> h = to_host<float>(logits.contiguous());
+  const int64_t V = m.config().trg_vocab_size;
+  const float* row = h.data() + (n - 1) * V;
+  double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+  for (int64_t v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(row[v]));
+  for (int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - mx);
+  std::vector<double> lp(static_cast<size_t>(V));
+  for (int64_t v = 0; v < V; ++v) lp[static_cast<size_t>(v)] = row[v] - mx - std::log(sum);
+  return lp;
+}
+
+using Prompts = std::vector<std::vector<int64_t>>;
+
+const Prompts kPrompts = {
+    {}, {5}, {3, 4, 5, 6}, {7, 8}, {9, 10, 11}, {12}, {13, 14, 15, 16, 17}, {18, 3}, {6, 6, 6}};
+
+TEST(Generate, GreedyTakesTheFullForwardsBestTokenEveryStep) {
+  Translator t(kLm, {.max_batch_size = 4});
+  const auto model = load_model(kLm);
+  const ModelConfig& c = model->config();
+  TranslationOptions o;
+  o.max_decoding_length = 12;
+  o.min_decoding_length = 2;
+  const auto got = t.generate_batch(kPrompts, o);
+  ASSERT_EQ(got.size(), kPrompts.size());
+  int steps = 0, ended = 0;
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    ASSERT_EQ(got[i].hypotheses.size(), 1u) << "prompt " << i;
+    const TranslationHypothesis& h = got[i].hypotheses[0];
+    ASSERT_GE(h.ids.size(), kPrompts[i].size());
+    ASSERT_TRUE(std::equal(kPrompts[i].begin(), kPrompts[i].end(), h.ids.begin()));
+    ASSERT_LE(static_cast<int64_t>(h.ids.size()) + 1, o.max_decoding_length);
+    double log_prob = 0;
+    for (size_t k = 0; k <= h.ids.size(); ++k) {
+      const std::vector<int64_t> prefix(h.ids.begin(), h.ids.begin() + static_cast<int64_t>(k));
+      const auto lp = next_log_probs(*model, prefix);
+      // The token taken at this position: the hypothesis' next one, or EOS after the last.
+      const int64_t taken = k < h.ids.size() ? h.ids[k] : c.eos_id;
+      log_prob += lp[static_cast<size_t>(taken)];
+      if (k < kPrompts[i].size()) continue;  // forced by the prompt
+      const bool last = static_cast<int64_t>(k) + 1 == o.max_decoding_length;
+      double best = -std::numeric_limits<double>::infinity();
+      for (int64_t v = 0; v < c.trg_vocab_size; ++v) {
+        const bool allowed =
+            last ? v == c.eos_id
+                 : v != c.pad_id && v != c.bos_id &&
+                       (v != c.eos_id || static_cast<int64_t>(k) >= o.min_decoding_length);
+        if (allowed) best = std::max(best, lp[static_cast<size_t>(v)]);
+      }
+      // The incremental steps sum in another order than the full pass: a near-tie may fall
+      // either way, nothing more.
+      EXPECT_GE(lp[static_cast<size_t>(taken)], best - 1e-4) << "prompt " << i << " step " << k;
+      ++steps;
+      ended += taken == c.eos_id && !last;
+    }
+    EXPECT_NEAR(h.log_prob, log_prob, 1e-4 * (1 + std::abs(log_prob))) << "prompt " << i;
+  }
+  EXPECT_GE(steps, 40);
+  EXPECT_GE(ended, 1) << "no continuation chose EOS before the cap: the test sees too little";
+}
+
+TEST(Generate, BeamAndSamplingAreScoredAsScoreBatchWhateverTheBatching) {
+  Translator t(kLm, {.max_batch_size = 4});
+  Translator other(kLm, {.intra_threads = 2, .inter_threads = 2, .max_batch_size = 1});
+  TranslationOptions beam, sampling;
+  beam.beam_size = 3;
+  beam.num_hypotheses = 2;
+  beam.max_decoding_length = 10;
+  sampling.sampling = true;
+  sampling.seed = 7;
+  sampling.max_decoding_length = 10;
+  for (const TranslationOptions& o : {beam, sampling}) {
+    const auto got = t.generate_batch(kPrompts, o);
+    const auto again = other.generate_batch(kPrompts, o);
+    std::vector<std::vector<int64_t>> hyps;
+    std::vector<double> log_probs;
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      ASSERT_EQ(got[i].hypotheses.size(), static_cast<size_t>(o.num_hypotheses));
+      ASSERT_EQ(again[i].hypotheses.size(), got[i].hypotheses.size());
+      for (size_t k = 0; k < got[i].hypotheses.size(); ++k) {
+        const TranslationHypothesis& h = got[i].hypotheses[k];
+        EXPECT_TRUE(std::equal(kPrompts[i].begin(), kPrompts[i].end(), h.ids.begin()));
+        EXPECT_EQ(h.ids, again[i].hypotheses[k].ids) << "prompt " << i;
+        hyps.push_back(h.ids);
+        log_probs.push_back(h.log_prob);
+      }
+    }
+    const std::vector<double> want = t.score_batch(Prompts{}, hyps);
+    ASSERT_EQ(want.size(), log_probs.size());
+    for (size_t j = 0; j < want.size(); ++j)
+      EXPECT_NEAR(log_probs[j], want[j], 1e-4 * (1 + std::abs(want[j]))) << "hypothesis " << j;
+  }
+}
+
+TEST(Generate, ErrorsNameTheProblem) {
+  Translator lm(kLm), seq2seq(kSeq2seq);
+  EXPECT_TFM_ERROR(seq2seq.generate_batch(kPrompts), "is an encoder-decoder model");
+  EXPECT_TFM_ERROR(lm.translate_batch(kPrompts), "continues prompts (generate_batch)");
+  EXPECT_TFM_ERROR(lm.generate_batch(kPrompts, {.return_attention = true}), "no cross-attention");
+  EXPECT_TFM_ERROR(lm.generate_batch(Prompts{{3}, {4, 2}}),
+                   "prompt 2: token id 2 is the model's EOS");
+  EXPECT_TFM_ERROR(lm.generate_batch(Prompts{{3}, {4, 99}}), "prompt 2: token id 99 is outside");
+  EXPECT_TFM_ERROR(lm.generate_batch(Prompts{std::vector<int64_t>(32, 3)}),
+                   "the model's 32 positions leave room for 31 before EOS");
+  EXPECT_TFM_ERROR(lm.generate_batch(Prompts{{3, 4, 5}}, {.max_decoding_length = 3}),
+                   "max_decoding_length 3 leaves room for 2");
+  // The longest prompt that fits: EOS follows it at once.
+  const auto r = lm.generate_batch(Prompts{{3, 4}}, {.max_decoding_length = 3});
+  EXPECT_EQ(r.at(0).hypotheses.at(0).ids, (std::vector<int64_t>{3, 4}));
+  EXPECT_TRUE(lm.generate_batch(Prompts{}).empty());
+}
+
+}  // namespace
+}  // namespace tfm
