@@ -108,6 +108,20 @@ class PyTranslator {
     return to_python(std::move(results), /*text=*/false, return_scores, options.return_attention);
   }
 
+  // A decoder-only model's continuations of prompts (text or ids), as translate_* return them.
+  template <typename Prompt>
+  std::vector<PyTranslationResult> generate(const std::vector<Prompt>& prompts,
+                                            const tfm::TranslationOptions& options,
+                                            bool return_scores) const {
+    std::vector<tfm::TranslationResult> results;
+    {
+      py::gil_scoped_release release;
+      results = translator_->generate_batch(prompts, options);
+    }
+    return to_python(std::move(results), std::is_same_v<Prompt, std::string>, return_scores,
+                     options.return_attention);
+  }
+
   // CTranslate2's token lists: SentencePiece pieces in, pieces out (the prefix too).
   std::vector<PyTranslationResult> translate_tokens(
       const std::vector<std::vector<std::string>>& sources,
@@ -305,6 +319,10 @@ void bind_translator(py::module_& m) {
       .def("translate_text", &T::translate_text, py::arg("source"), py::arg("target_prefix"),
            py::arg("options"), py::arg("return_scores"))
       .def("translate_ids", &T::translate_ids, py::arg("source"), py::arg("target_prefix"),
+           py::arg("options"), py::arg("return_scores"))
+      .def("generate_text", &T::generate<std::string>, py::arg("prompts"), py::arg("options"),
+           py::arg("return_scores"))
+      .def("generate_ids", &T::generate<std::vector<int64_t>>, py::arg("prompts"),
            py::arg("options"), py::arg("return_scores"))
       .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
       .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))

@@ -432,3 +432,31 @@ def test_prefix_and_attention_equal_the_cpp_api(attention_probe, model_dir, line
         assert len(g[3]) == len(w[3]) and len(g[3]) > 0
         for a, b in zip(g[3], w[3]):
             assert a == pytest.approx(b, abs=1e-7)
+
+
+def test_generate_batch_continues_prompts(source_dir, translator):
+    # A decoder-only model (a committed fixture, ids only): every hypothesis starts with its
+    # prompt, and its log-probability is score_batch's (no source) of the whole.
+    lm = tfm.Translator(os.path.join(source_dir, "tests", "fixtures", "decoder_only_odd"))
+    assert lm.model_info.decoder_only
+    prompts = [[], [5], [3, 4, 5, 6], [7, 8]]
+    for opts in ({}, {"beam_size": 3, "num_hypotheses": 2},
+                 {"sampling_topk": 0, "seed": 4}):
+        got = lm.generate_batch(prompts, max_decoding_length=10, return_scores=True, **opts)
+        assert len(got) == len(prompts)
+        hyps, lps = [], []
+        for p, r in zip(prompts, got):
+            assert len(r.hypotheses) == opts.get("num_hypotheses", 1)
+            for h, lp in zip(r.hypotheses, r.log_probs):
+                assert h[:len(p)] == p and len(h) < 10
+                hyps.append(h)
+                lps.append(lp)
+        assert lps == pytest.approx(lm.score_batch(None, hyps), rel=1e-4, abs=1e-4)
+    with pytest.raises(tfm.Error, match="encoder-decoder"):
+        translator.generate_batch(["hund"])
+    with pytest.raises(tfm.Error, match="generate_batch"):
+        lm.translate_batch([[5]])
+    with pytest.raises(tfm.Error, match="prompt 1: token id 2 is the model's EOS"):
+        lm.generate_batch([[2]])
+    with pytest.raises(TypeError, match="prompts"):
+        lm.generate_batch("abc")

@@ -296,6 +296,44 @@ class Translator:
               _TOKENS: self._impl.translate_tokens}[kind]
         return _call("source", kind, fn, items, prefix, options, return_scores)
 
+    def generate_batch(
+        self,
+        prompts: Source,
+        beam_size: int = 1,
+        num_hypotheses: int = 1,
+        length_penalty: float = 0.0,
+        normalize_scores: bool = False,
+        max_decoding_length: int = 1024,
+        min_decoding_length: int = 0,
+        sampling_topk: int = 1,
+        sampling_topp: float = 1.0,
+        sampling_temperature: float = 1.0,
+        seed: int = 0,
+        return_scores: bool = False,
+    ) -> List[TranslationResult]:
+        """Continues each prompt with a decoder-only model; one TranslationResult per prompt.
+
+        prompts: a list of texts (the target vocabulary encodes them; the hypotheses are text)
+          or of token id lists without BOS/EOS (the hypotheses are id lists); an empty prompt
+          starts from BOS alone. Each hypothesis holds its prompt and the continuation, and its
+          log_probs are score_batch's (source=None) score of the whole.
+        The options are translate_batch's; the output is capped by max_decoding_length (tokens
+        with EOS, the prompt counted) and the model's positions. An encoder-decoder model
+        raises tfm.Error (it translates).
+        """
+        options = self._options(
+            beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
+            normalize_scores=normalize_scores, max_decoding_length=max_decoding_length,
+            min_decoding_length=min_decoding_length, sampling_topk=sampling_topk,
+            sampling_topp=sampling_topp, sampling_temperature=sampling_temperature, seed=seed)
+        return_scores = _bool("return_scores", return_scores)
+        kind, items = _batch("prompts", prompts)
+        if kind == _TOKENS:
+            raise TypeError("prompts: give texts or token id lists (target_tokens_to_ids turns "
+                            "token lists into ids)")
+        fn = self._impl.generate_text if kind == _TEXT else self._impl.generate_ids
+        return _call("prompts", kind, fn, items, options, return_scores)
+
     def translate_iterable(self, source: Iterable[Any],
                            target_prefix: Optional[Iterable[Any]] = None,
                            max_batch_size: Optional[int] = None, read_ahead: int = 16,
