@@ -160,9 +160,19 @@ class Server {
                                            const TranslationOptions& o,
                                            const std::vector<std::string>& prefix_texts = {}) {
     t_sentences = texts.size();
+    std::vector<std::vector<int64_t>> prefixes;
+    bool any_prefix = false;
+    for (const auto& t : prefix_texts) {
+      const Ids p = vocabs_.trg->encode(t);
+      any_prefix = any_prefix || !p.empty();
+      prefixes.emplace_back(p.begin(), p.end());
+    }
+    if (!any_prefix) prefixes.clear();
     try {
-      // The Translator's own checks of the options, on no sentence: a bad value is the client's.
-      translator_.translate_batch(std::vector<std::vector<int64_t>>{}, o);
+      // The Translator's own checks of the options and the prefixes, on empty sources (which it
+      // decodes nothing for), one request at a time: a bad value is the client's, and never
+      // reaches a batch shared with other requests' sentences.
+      translator_.translate_batch(std::vector<std::vector<int64_t>>(prefixes.size()), prefixes, o);
     } catch (const Error& e) {
       throw HttpError(400, e.message());
     }
@@ -172,26 +182,6 @@ class Server {
     for (const auto& t : texts) {
       const Ids x = vocabs_.src->encode(t);
       ids.emplace_back(x.begin(), x.end());
-    }
-    // Prefixes are checked here, one request at a time (a bad one in a shared batch would fail
-    // the other requests' sentences), by the Translator's own rules: on empty sources, which it
-    // checks the prefixes of and decodes nothing for.
-    std::vector<std::vector<int64_t>> prefixes;
-    bool any_prefix = false;
-    for (const auto& t : prefix_texts) {
-      const Ids p = vocabs_.trg->encode(t);
-      any_prefix = any_prefix || !p.empty();
-      prefixes.emplace_back(p.begin(), p.end());
-    }
-    if (any_prefix) {
-      try {
-        translator_.translate_batch(std::vector<std::vector<int64_t>>(prefixes.size()), prefixes,
-                                    o);
-      } catch (const Error& e) {
-        throw HttpError(400, e.message());
-      }
-    } else {
-      prefixes.clear();
     }
     auto job = std::make_shared<Job>(std::move(ids), o, std::move(prefixes));
     if (!batcher_.submit(job))
