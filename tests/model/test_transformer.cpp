@@ -1,6 +1,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <tuple>
 
 #include "support/test_util.h"
 #include "tfm/autograd/grad_mode.h"
@@ -217,6 +218,35 @@ TEST(Transformer, DropoutOnlyInTraining) {
   Tensor t2 = m.forward(src, trg);
   EXPECT_TRUE(testing::bitwise_equal(t1, t2));  // same seed, same masks
   EXPECT_GT(testing::max_abs_diff(t1, e1), 1e-3);
+}
+
+// Data-parallel training spaces batches' streams by this count (train_loop.cpp) and checks it per
+// batch; here every combination of sites, stacks and shapes against what a forward really draws.
+TEST(Transformer, DropoutStreamsPerForwardIsWhatAForwardDraws) {
+  for (const bool decoder_only : {false, true})
+    for (const double p : {0.0, 0.3})
+      for (const double pa : {0.0, 0.2})
+        for (const bool pre : {false, true}) {
+          ModelConfig c = tiny(pre, decoder_only);
+          c.dropout = p, c.attention_dropout = pa;
+          c.decoder_layers = 3;
+          Transformer m(c, 3);
+          m.set_training(true);
+          Generator g(7);
+          m.set_generator(&g);
+          for (const auto& [b, s, t] : {std::tuple{1, 3, 2}, std::tuple{3, 5, 7}}) {
+            const uint64_t before = g.position();
+            m.forward(Tensor::full({b, s}, 5, DType::i32), Tensor::full({b, t}, 4, DType::i32));
+            autograd::clear_tape();
+            EXPECT_EQ(static_cast<int64_t>(g.position() - before), m.dropout_streams_per_forward())
+                << "decoder_only " << decoder_only << " dropout " << p << " attention " << pa
+                << " pre " << pre << " batch " << b << "x" << s << "x" << t;
+          }
+        }
+  ModelConfig c = tiny(false);
+  c.dropout = 0.1, c.attention_dropout = 0.1;
+  // Embeddings 2, encoder 2 × (2 sublayers + 1 attention), decoder 2 × (3 + 2).
+  EXPECT_EQ(Transformer(c).dropout_streams_per_forward(), 2 + 2 * 3 + 2 * 5);
 }
 
 TEST(Transformer, ErrorsAreClear) {

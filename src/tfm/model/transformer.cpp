@@ -186,6 +186,16 @@ void Transformer::set_train_compute(ComputeType t) {
   output_kernel_.set_train_compute(t);
 }
 
+int64_t Transformer::dropout_streams_per_forward() const {
+  const int64_t sub = c_.dropout > 0 ? 1 : 0, att = c_.attention_dropout > 0 ? 1 : 0;
+  // Encoder layer: self-attention and feed-forward sublayers, one attention. Decoder layer: the
+  // same plus cross-attention's sublayer and attention. Each stack's embeddings: one.
+  const int64_t cross = c_.has_encoder() ? 1 : 0;
+  const int64_t encoder = cross * (sub + c_.encoder_layers * (2 * sub + att));
+  const int64_t decoder = sub + c_.decoder_layers * ((2 + cross) * sub + (1 + cross) * att);
+  return encoder + decoder;
+}
+
 Tensor Transformer::padding_mask(const Tensor& ids) const {
   TFM_CHECK(ids.defined() && ids.dtype() == DType::i32 && ids.dim() == 2)
       << "padding_mask: expected i32 ids (B, L), got " << ids.describe();

@@ -56,6 +56,11 @@ class Transformer : public nn::Module {
   const ModelConfig& config() const { return c_; }
   // Source of dropout streams while training (the default generator when null).
   void set_generator(Generator* gen) { gen_ = gen; }
+  // How many streams one training forward draws from that generator: one per dropout site that
+  // is on (embeddings and sublayer outputs at `dropout` > 0, attention probabilities at
+  // `attention_dropout` > 0), whatever the batch's shape. Data-parallel training spaces its
+  // batches' streams by this count, so one process draws them in the order it always has.
+  int64_t dropout_streams_per_forward() const;
 
   // u8 (B, L): 1 where ids == pad_id.
   Tensor padding_mask(const Tensor& ids) const;

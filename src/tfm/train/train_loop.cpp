@@ -188,9 +188,10 @@ bool TrainLoop::train_update() {
   const ModelConfig& c = model_.config();
   double loss_sum = 0, nll_sum = 0;
   int64_t tokens = 0, correct = 0, sentences = 0, src_tokens = 0;
-  // Batch i of an update draws its dropout streams from base + i * kStreamsPerBatch, whichever
-  // rank runs it: N ranks × update_freq k see the masks of one rank × N·k.
-  constexpr uint64_t kStreamsPerBatch = uint64_t{1} << 20;
+  // Batch i of an update draws its dropout streams from base + i · (streams a forward draws),
+  // whichever rank runs it: N ranks × update_freq k see the masks of one rank × N·k, and one
+  // rank draws them in sequence, as a single process always has.
+  const auto per_batch = static_cast<uint64_t>(model_.dropout_streams_per_forward());
   dist::World& dw = world();
   const int64_t share = o_.update_freq, total = share * dw.size();
   const uint64_t base = dropout_gen_.position();
@@ -203,10 +204,14 @@ bool TrainLoop::train_update() {
       train_.skip();
       continue;
     }
-    const uint64_t first = base + static_cast<uint64_t>(i) * kStreamsPerBatch;
+    const uint64_t first = base + static_cast<uint64_t>(i) * per_batch;
     dropout_gen_.set_state(dropout_gen_.seed(), first);
     const Batch b = train_.next();
     const Tensor logits = model_.forward(b.src, b.trg_in);  // (B, T, V)
+    TFM_CHECK(dropout_gen_.position() - first == per_batch)
+        << "a training batch drew " << dropout_gen_.position() - first
+        << " dropout streams, the model's count is " << per_batch
+        << " (Transformer::dropout_streams_per_forward is out of step with the forward)";
     const CrossEntropyResult ce = softmax_cross_entropy(
         logits, to_device(b.trg_out, logits.device()), o_.label_smoothing, c.pad_id);
     sentences += b.trg_in.shape()[0];
@@ -223,15 +228,12 @@ bool TrainLoop::train_update() {
       autograd::backward(ce.loss, seed, gradient_sum->hooks());
     else
       autograd::backward(ce.loss, seed);
-    TFM_CHECK(dropout_gen_.position() - first <= kStreamsPerBatch)
-        << "a batch drew more than " << kStreamsPerBatch << " dropout streams";
     loss_sum += to_host<float>(ce.loss)[0] * static_cast<double>(ce.tokens);
     nll_sum += ce.nll_sum;
     tokens += ce.tokens;
     correct += ce.correct;
   }
-  dropout_gen_.set_state(dropout_gen_.seed(),
-                         base + static_cast<uint64_t>(total) * kStreamsPerBatch);
+  dropout_gen_.set_state(dropout_gen_.seed(), base + static_cast<uint64_t>(total) * per_batch);
   if (dw.size() > 1) {
     const double comm_start = now_seconds();
     // The update's sums over all ranks, added in rank order (every rank gets the same bits).
