@@ -174,6 +174,14 @@ class Translator {
   void translate_stream(std::istream& in, std::ostream& out, const TranslationOptions& options = {},
                         const StreamOptions& stream = {},
                         const std::string& source_name = "<input>") const;
+  // The same for a decoder-only model: each line of `in` is a prompt (text, or target ids with
+  // stream.ids; an empty line starts from BOS alone), continued as generate_batch does, and each
+  // output line is the prompt with its continuation (n-best: 'index ||| text ||| score'). The
+  // windows, order and errors are translate_stream's; stream.target_prefix must be null (the
+  // prompts are the prefixes).
+  void generate_stream(std::istream& in, std::ostream& out, const TranslationOptions& options = {},
+                       const StreamOptions& stream = {},
+                       const std::string& source_name = "<input>") const;
 
   class Impl;
 

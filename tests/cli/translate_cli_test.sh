@@ -133,4 +133,41 @@ expect_error_input '"x" is not a token id' "3 x" translate --model "$d" --ids
 expect_error_input "exceeds --beam-size" "3" translate --model "$d" --ids --beam-size 2 --n-best 3
 expect_error_input "needs --beam-size 1" "3" translate --model "$d" --ids --beam-size 2 --sampling-topk 3
 
+# tfm generate: a decoder-only model continues each line (here ids); each output line starts with
+# its prompt, an empty line starts from BOS, and the n-best scores are tfm score's log-probs of the
+# whole lines (length penalty 0).
+lm=$2/decoder_only_odd
+printf '3 4\n\n7 8 9\n5\n' >"$tmp/prompts"
+if "$tfm" generate --model "$lm" --ids --max-length 12 <"$tmp/prompts" >"$tmp/gen" 2>"$tmp/err"; then
+  [[ $(wc -l <"$tmp/gen") -eq 4 ]] && ok || bad "generate: $(wc -l <"$tmp/gen") lines for 4 prompts"
+  paste -d'|' "$tmp/prompts" "$tmp/gen" | awk -F'|' '
+    { n = split($1, p, " "); m = split($2, g, " ")
+      if (m + 1 > 12) bad = 1
+      longer += m > n
+      for (i = 1; i <= n; ++i) if (p[i] != g[i]) bad = 1 }
+    END { exit bad || longer < 3 }' && ok ||
+    bad "generate: lines are not prompt + continuation: $(cat "$tmp/gen")"
+  "$tfm" generate --model "$lm" --ids --max-length 12 --batch-size 1 <"$tmp/prompts" >"$tmp/gen1" 2>/dev/null
+  cmp -s "$tmp/gen" "$tmp/gen1" && ok || bad "generate: --batch-size 1 differs"
+else
+  bad "generate failed: $(cat "$tmp/err")"
+fi
+if "$tfm" generate --model "$lm" --ids --max-length 12 --beam-size 3 --n-best 2 <"$tmp/prompts" >"$tmp/gnb" 2>"$tmp/err"; then
+  [[ $(wc -l <"$tmp/gnb") -eq 8 ]] && ok || bad "generate --n-best 2: $(wc -l <"$tmp/gnb") lines"
+  awk -F' \\|\\|\\| ' '{ print $2 }' "$tmp/gnb" >"$tmp/gnb_trg"
+  if "$tfm" score --model "$lm" --trg "$tmp/gnb_trg" --ids >"$tmp/gsc" 2>"$tmp/err"; then
+    awk -F' \\|\\|\\| ' '{ print $3 }' "$tmp/gnb" | paste -d' ' - "$tmp/gsc" | awk '
+      { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * (1 + ($2 < 0 ? -$2 : $2))) bad = 1; ++n }
+      END { exit bad || n != 8 }' && ok || bad "generate n-best scores differ from tfm score"
+  else
+    bad "score of generated lines failed: $(cat "$tmp/err")"
+  fi
+else
+  bad "generate --n-best failed: $(cat "$tmp/err")"
+fi
+expect_error_input "is an encoder-decoder model; tfm translate" "3" generate --model "$d" --ids
+expect_error_input "is a decoder-only model; tfm generate" "3" translate --model "$lm" --ids
+expect_error_input "<stdin>:2: token id 2 is the model's EOS" "3
+4 2" generate --model "$lm" --ids
+
 finish "translate cli"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "support/test_util.h"
 #include "tfm/autograd/grad_mode.h"
@@ -118,6 +119,71 @@ TEST(Generate, BeamAndSamplingAreScoredAsScoreBatchWhateverTheBatching) {
     for (size_t j = 0; j < want.size(); ++j)
       EXPECT_NEAR(log_probs[j], want[j], 1e-4 * (1 + std::abs(want[j]))) << "hypothesis " << j;
   }
+}
+
+std::string id_line(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (size_t k = 0; k < ids.size(); ++k) s += (k ? " " : "") + std::to_string(ids[k]);
+  return s;
+}
+
+// generate_stream (what tfm generate runs) gives generate_batch's continuations, one line each in
+// input order, in windows of any size; n-best lines carry generate_batch's scores.
+TEST(Generate, StreamGivesGenerateBatchsLines) {
+  Translator t(kLm, {.inter_threads = 2, .max_batch_size = 2});
+  std::string input;
+  for (const auto& p : kPrompts) input += id_line(p) + "\n";
+  TranslationOptions beam;
+  beam.beam_size = 3;
+  beam.num_hypotheses = 2;
+  beam.max_decoding_length = 10;
+  TranslationOptions greedy;
+  greedy.max_decoding_length = 9;
+  for (const TranslationOptions& o : {greedy, beam}) {
+    const auto want = t.generate_batch(kPrompts, o);
+    std::string lines, n_best;
+    for (size_t i = 0; i < want.size(); ++i) {
+      lines += id_line(want[i].hypotheses.at(0).ids) + "\n";
+      for (const auto& h : want[i].hypotheses) {
+        char score[32];
+        std::snprintf(score, sizeof score, "%.6f", h.score);
+        n_best += std::to_string(i) + " ||| " + id_line(h.ids) + " ||| " + score + "\n";
+      }
+    }
+    for (int64_t read_ahead : {100, 3, 1}) {
+      std::istringstream in(input), in2(input);
+      std::ostringstream out, out2;
+      t.generate_stream(in, out, o, {.ids = true, .read_ahead = read_ahead});
+      EXPECT_EQ(out.str(), lines) << "beam " << o.beam_size << " read_ahead " << read_ahead;
+      t.generate_stream(in2, out2, o, {.ids = true, .n_best = true, .read_ahead = read_ahead});
+      EXPECT_EQ(out2.str(), n_best) << "beam " << o.beam_size << " read_ahead " << read_ahead;
+    }
+  }
+  // The continuations are not the prompts alone: the comparison above sees generated tokens.
+  size_t longer = 0;
+  const auto got = t.generate_batch(kPrompts, greedy);
+  for (size_t i = 0; i < kPrompts.size(); ++i)
+    longer += got[i].hypotheses.at(0).ids.size() > kPrompts[i].size();
+  EXPECT_GE(longer, kPrompts.size() - 2);
+
+  auto error = [&](const std::string& text, StreamOptions so, const Translator& tr) {
+    std::istringstream in(text);
+    std::ostringstream out;
+    so.ids = true;
+    return testing::error_of([&] { tr.generate_stream(in, out, greedy, so, "in.ids"); });
+  };
+  auto has = [](const std::string& what, const std::string& part) {
+    return what.find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(has(error("3\n4 2\n", {}, t), "in.ids:2: token id 2 is the model's EOS"));
+  EXPECT_TRUE(has(error("3\nx\n", {}, t), "in.ids:2"));
+  std::istringstream pre("3\n");
+  EXPECT_TRUE(has(error("3\n", {.target_prefix = &pre}, t), "the input lines are the prompts"));
+  Translator seq2seq(kSeq2seq);
+  EXPECT_TRUE(has(error("3\n", {}, seq2seq), "is an encoder-decoder model"));
+  std::istringstream in("3\n");
+  std::ostringstream out;
+  EXPECT_TFM_ERROR(t.translate_stream(in, out, {}, {.ids = true}), "continues prompts");
 }
 
 TEST(Generate, ErrorsNameTheProblem) {

@@ -11,6 +11,7 @@ void add_info(CLI::App& app);
 void add_score(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_translate(CLI::App& app);
+void add_generate(CLI::App& app);
 void add_vocab(CLI::App& app);
 void add_train(CLI::App& app);
 void add_average(CLI::App& app);

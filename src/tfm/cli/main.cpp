@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_score(app);
   tfm::cli::add_eval(app);
   tfm::cli::add_translate(app);
+  tfm::cli::add_generate(app);
   tfm::cli::add_vocab(app);
   tfm::cli::add_train(app);
   tfm::cli::add_average(app);

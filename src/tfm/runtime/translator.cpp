@@ -209,7 +209,6 @@ class Translator::Impl {
   // all), target ids other than PAD/BOS/EOS, and room for EOS after each.
   std::vector<Ids> prepare_prefixes(const std::vector<std::vector<int64_t>>& prefixes,
                                     size_t sources, const TranslationOptions& o) const {
-    const ModelConfig& c = config();
     TFM_CHECK(prefixes.empty() || prefixes.size() == sources)
         << "target_prefix has " << prefixes.size() << " entries for " << sources
         << " sources (one per source, empty for none)";
@@ -246,6 +245,15 @@ class Translator::Impl {
         << (by_option ? " leaves" : " leave") << " room for " << room << " before EOS";
   }
 
+  void stream(std::istream& in, std::ostream& out, const TranslationOptions& options,
+              const StreamOptions& stream, const std::string& source_name, bool prompts) const;
+
+  void require_decoder_only() const {
+    TFM_CHECK(!config().has_encoder())
+        << info_.directory << " is an encoder-decoder model: it translates (translate_batch); "
+        << "generate_batch continues prompts with a decoder-only model";
+  }
+
   void require_encoder() const {
     TFM_CHECK(config().has_encoder())
         << info_.directory << " is a decoder-only model: it continues prompts (generate_batch) "
@@ -254,9 +262,7 @@ class Translator::Impl {
 
   std::vector<TranslationResult> generate(const std::vector<std::vector<int64_t>>& prompts,
                                           const TranslationOptions& options, bool text) const {
-    TFM_CHECK(!config().has_encoder())
-        << info_.directory << " is an encoder-decoder model: it translates (translate_batch); "
-        << "generate_batch continues prompts with a decoder-only model";
+    require_decoder_only();
     TFM_CHECK(!options.return_attention)
         << "return_attention: a decoder-only model has no cross-attention to return";
     const auto so = search_options(options, config());
@@ -481,12 +487,31 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
                                   const TranslationOptions& options, const StreamOptions& stream,
                                   const std::string& source_name) const {
   impl_->require_encoder();
-  if (!stream.ids) impl_->require_vocabs();
+  impl_->stream(in, out, options, stream, source_name, /*prompts=*/false);
+}
+
+void Translator::generate_stream(std::istream& in, std::ostream& out,
+                                 const TranslationOptions& options, const StreamOptions& stream,
+                                 const std::string& source_name) const {
+  impl_->require_decoder_only();
+  TFM_CHECK(stream.target_prefix == nullptr)
+      << "generate_stream: the input lines are the prompts; a target_prefix stream has no place";
+  TFM_CHECK(!options.return_attention)
+      << "return_attention: a decoder-only model has no cross-attention to return";
+  impl_->stream(in, out, options, stream, source_name, /*prompts=*/true);
+}
+
+// Lines in, lines out, for both streams: each input line is a source (translate_stream) or a
+// prompt, forced as a target prefix is (generate_stream, whose sources are all empty).
+void Translator::Impl::stream(std::istream& in, std::ostream& out,
+                              const TranslationOptions& options, const StreamOptions& stream,
+                              const std::string& source_name, bool prompts) const {
+  if (!stream.ids) require_vocabs();
   TFM_CHECK(stream.read_ahead >= 1)
       << "read_ahead must be at least 1 line (got " << stream.read_ahead << ")";
-  auto so = search_options(options, impl_->config());
+  auto so = search_options(options, config());
   so.return_attention = false;  // lines of text have no place for it
-  const ModelConfig& c = impl_->config();
+  const ModelConfig& c = config();
   uint64_t base = 0;  // index of the window's first line in the whole input
   std::vector<std::string> lines;
   // Up to this many windows of read_ahead lines are decoded at once: each is sorted and batched
@@ -531,32 +556,37 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
     reading.end();
     TFM_CHECK(!in.bad()) << "error reading " << source_name;
     if (lines.empty()) break;
-    std::vector<Ids> src(lines.size()), prefixes(prefix_lines.size());
+    std::vector<Ids> src(lines.size()), prefixes(prompts ? lines.size() : prefix_lines.size());
     std::vector<uint64_t> ids(lines.size());
     for (size_t i = 0; i < lines.size(); ++i) {
       const std::string where = source_name + ":" + std::to_string(base + i + 1);
-      src[i] =
-          stream.ids ? parse_ids(lines[i], c.src_vocab_size, where) : impl_->encode_src(lines[i]);
+      ids[i] = base + i;
+      if (prompts) {  // an empty prompt starts from BOS alone
+        prefixes[i] =
+            stream.ids ? parse_ids(lines[i], c.trg_vocab_size, where) : encode_trg(lines[i]);
+        check_prefix(prefixes[i], where, options);
+        continue;
+      }
+      src[i] = stream.ids ? parse_ids(lines[i], c.src_vocab_size, where) : encode_src(lines[i]);
       const size_t n = src[i].size();
-      if (impl_->prepare_source(src[i], where) && stream.warnings)
+      if (prepare_source(src[i], where) && stream.warnings)
         *stream.warnings << "tfm: warning: " << where << ": " << n
                          << " tokens, more than the model's " << src[i].size() << "; truncated\n";
-      ids[i] = base + i;
       if (prefixes.empty()) continue;
       const std::string pwhere = stream.target_prefix_name + ":" + std::to_string(base + i + 1);
       prefixes[i] = stream.ids ? parse_ids(prefix_lines[i], c.trg_vocab_size, pwhere)
-                               : impl_->encode_trg(prefix_lines[i]);
-      impl_->check_prefix(prefixes[i], pwhere, options);
+                               : encode_trg(prefix_lines[i]);
+      check_prefix(prefixes[i], pwhere, options);
     }
     // Lines are written in input order as soon as they and every earlier one are done; batches
     // finish on the workers, so the bookkeeping and the writing happen under one lock.
     std::mutex mu;
     std::vector<decode::NBest> results(src.size());
     std::vector<char> ready(src.size(), 0);
-    for (size_t i = 0; i < src.size(); ++i) ready[i] = src[i].empty();
+    for (size_t i = 0; i < src.size(); ++i) ready[i] = !prompts && src[i].empty();
     size_t next = 0;
     auto text = [&](const Ids& t) {
-      return stream.ids ? join_ids(std::vector<int64_t>(t.begin(), t.end())) : impl_->decode_trg(t);
+      return stream.ids ? join_ids(std::vector<int64_t>(t.begin(), t.end())) : decode_trg(t);
     };
     auto flush_ready = [&] {
       profile::Scope writing(profile::Phase::io);
@@ -581,7 +611,7 @@ void Translator::translate_stream(std::istream& in, std::ostream& out,
                             << (errno ? std::strerror(errno) : "stream failed");
     };
     flush_ready();
-    impl_->search(
+    search(
         src, ids, prefixes, so,
         [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
           std::lock_guard<std::mutex> lock(mu);
