@@ -42,6 +42,10 @@ struct TrainOptions {
   std::string valid_src, valid_trg;  // optional validation set
   // SentencePiece models: one joint vocabulary (which shares the embeddings), or one a side.
   std::string vocab, vocab_src, vocab_trg;
+  // A decoder-only model (a language model): train_trg (and valid_trg) alone, one sentence a
+  // line, and `vocab`; each sentence is learned as BOS sentence EOS. It continues prompts
+  // (Translator::generate_batch, tfm generate). Validation BLEU does not apply.
+  bool decoder_only = false;
 
   // The model: a preset (tiny | small | quick | base | big) or a config.json with every option.
   std::string preset = "small";

@@ -168,4 +168,32 @@ expect_error "lr-schedule" "${base[@]}" --model "$tmp/x5" --train-trg "$tmp/trai
   --lr-schedule cosine
 expect_error "x7-missing does not exist" average --out "$tmp/x6" "$tmp/a" "$tmp/x7-missing"
 
+# A decoder-only model (a language model) on target text alone, also from a config file, then
+# tfm generate with it: each output line continues its prompt. Resumed runs are bit for bit.
+lm() {
+  "$tfm" train --decoder-only --model "$1" --train-trg "$tmp/train.en" --vocab "$tmp/voc.model" \
+    --preset tiny --batch-tokens 300 --lr 3e-3 --warmup 10 --seed 3 --threads 1 --save-every 4 \
+    --log-every 1 --keep-last 0 --max-updates "$2"
+}
+if lm "$tmp/lm" 12 >/dev/null 2>"$tmp/lm.err" && lm "$tmp/lm2" 5 >/dev/null 2>&1 &&
+  lm "$tmp/lm2" 12 >/dev/null 2>"$tmp/lm2.err"; then
+  grep -q '"decoder_only": true' "$tmp/lm/config.json" && ok || bad "LM config: $(cat "$tmp/lm/config.json")"
+  cmp -s "$tmp/lm/model.safetensors" "$tmp/lm2/model.safetensors" && ok ||
+    bad "LM stopped at 5 and resumed to 12 differs from 12 straight"
+  if printf 'the dog\nhouse\n' | "$tfm" generate --model "$tmp/lm" --max-length 12 >"$tmp/lm.out" 2>"$tmp/lm.err"; then
+    [[ $(wc -l <"$tmp/lm.out") -eq 2 && $(sed -n 1p "$tmp/lm.out") == "the dog"* &&
+      $(sed -n 2p "$tmp/lm.out") == "house"* ]] && ok || bad "generate with the LM: $(cat "$tmp/lm.out")"
+  else
+    bad "generate with the trained LM failed: $(cat "$tmp/lm.err")"
+  fi
+else
+  bad "decoder-only training failed: $(cat "$tmp/lm.err" "$tmp/lm2.err" 2>/dev/null)"
+fi
+lmbase=(train --decoder-only --train-trg "$tmp/train.en" --vocab "$tmp/voc.model" --preset tiny --threads 1)
+expect_error "a decoder-only model trains on --train-trg alone" "${lmbase[@]}" --model "$tmp/x9" \
+  --train-src "$tmp/train.de"
+expect_error "a decoder-only model has no sources to translate" "${lmbase[@]}" --model "$tmp/x10" \
+  --valid-trg "$tmp/train.en" --valid-bleu
+expect_error "is a decoder-only model; tfm generate" translate --model "$tmp/lm"
+
 finish train_cli

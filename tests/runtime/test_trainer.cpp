@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "tfm/core/file_util.h"
 #include "tfm/data/vocab_trainer.h"
 #include "tfm/trainer.h"
+#include "tfm/translator.h"
 
 namespace tfm {
 namespace {
@@ -214,6 +216,86 @@ TEST_F(TrainerApi, ErrorsNameTheApiOptions) {
   m = message(o);
   EXPECT_NE(m.find("metric bleu needs valid_bleu"), std::string::npos) << m;
   EXPECT_FALSE(fs::exists(root_ / "bad")) << "a bad option touched the directory";
+}
+
+// A decoder-only model (a language model) trained on target sentences alone: it learns two
+// sentences well enough to continue each from its first word, its validation perplexity is what
+// the Translator's score_batch gives the same sentences, and a stopped run resumes bit for bit.
+TEST_F(TrainerApi, DecoderOnlyLearnsItsSentencesAndValidatesAsScoreBatchDoes) {
+  const std::vector<std::string> sentences = {"ein hund laeuft der baum",
+                                              "die katze springt das haus blau"};
+  {
+    std::ofstream lm(root_ / "lm.txt");
+    for (int i = 0; i < 60; ++i) lm << sentences[i % 2] << "\n" << (i % 7 == 0 ? "\n" : "");
+  }
+  const auto lm_options = [&](const std::string& name, int64_t updates) {
+    TrainOptions o = options(name, updates);
+    o.decoder_only = true;
+    o.train_src.clear();
+    o.valid_src.clear();
+    o.train_trg = (root_ / "lm.txt").string();
+    o.valid_trg = (root_ / "valid.trg").string();  // other sentences: a finite perplexity
+    o.valid_every = updates;
+    o.save_every = 0;
+    return o;
+  };
+  const TrainResult r = Trainer(lm_options("lm", 300)).train();
+  ASSERT_EQ(r.updates, 300);
+  ASSERT_GT(r.last_valid_perplexity, 1.0);
+
+  const Translator t((root_ / "lm").string());
+  EXPECT_TRUE(t.model_info().decoder_only);
+  EXPECT_EQ(t.model_info().encoder_layers, 0);
+  for (const std::string& s : sentences) {
+    const std::string first = s.substr(0, s.find(' '));
+    const auto got = t.generate_batch(std::vector<std::string>{first});
+    EXPECT_EQ(got.at(0).hypotheses.at(0).text, s) << "continuing '" << first << "'";
+  }
+  // Validation's loss (the training forward, dropout off) against inference's scores.
+  const std::vector<std::string> valid = lines_of(root_ / "valid.trg");
+  const std::vector<double> lp = t.score_batch(std::vector<std::string>{}, valid);
+  double nll = 0, tokens = 0;
+  for (size_t i = 0; i < valid.size(); ++i) {
+    nll -= lp[i];
+    tokens += static_cast<double>(t.tokenize_target(valid[i]).size() + 1);
+  }
+  EXPECT_NEAR(r.last_valid_perplexity, std::exp(nll / tokens), 1e-4 * r.last_valid_perplexity);
+
+  Trainer(lm_options("lm_straight", 10)).train();
+  {
+    Trainer* self = nullptr;
+    TrainCallbacks cb;
+    cb.on_update = [&](const TrainUpdateEvent& e) {
+      if (e.update == 4) self->request_stop();
+    };
+    Trainer first(lm_options("lm_stopped", 10), cb);
+    self = &first;
+    EXPECT_EQ(first.train().updates, 4);
+  }
+  Trainer(lm_options("lm_stopped", 10)).train();
+  EXPECT_EQ(read_file((root_ / "lm_stopped" / "model.safetensors").string()),
+            read_file((root_ / "lm_straight" / "model.safetensors").string()))
+      << "stopped at 4 and resumed: weights differ from the straight run";
+
+  const auto message = [](const TrainOptions& o) {
+    try {
+      Trainer bad(o);
+    } catch (const Error& e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  TrainOptions o = lm_options("lm_bad", 2);
+  o.train_src = (root_ / "train.src").string();
+  EXPECT_NE(message(o).find("a decoder-only model trains on train_trg alone"), std::string::npos)
+      << message(o);
+  o = lm_options("lm_bad", 2);
+  o.valid_bleu = true;
+  EXPECT_NE(message(o).find("has no sources to translate"), std::string::npos) << message(o);
+  o = lm_options("lm_bad", 2);
+  o.vocab.clear();
+  o.vocab_trg = (root_ / "joint.model").string();
+  EXPECT_NE(message(o).find("takes one vocabulary, vocab"), std::string::npos) << message(o);
 }
 
 TEST_F(TrainerApi, ACallbackThatThrowsEndsTrainWithItsException) {

@@ -158,6 +158,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--train-src", f.train_src, "Training source text, one sentence a line");
   cmd->add_option("--train-trg", f.train_trg, "Training target text, aligned with --train-src");
   cmd->add_option("--train-tsv", f.train_tsv, "Training pairs as source<TAB>target lines");
+  cmd->add_flag("--decoder-only", f.decoder_only,
+                "A decoder-only model (a language model): --train-trg, --valid-trg and --vocab "
+                "alone; tfm generate continues prompts with it");
   cmd->add_option("--valid-src", f.valid_src, "Validation source text");
   cmd->add_option("--valid-trg", f.valid_trg, "Validation target text");
   cmd->add_option("--vocab", f.vocab, "Joint SentencePiece model (shares the embeddings)");

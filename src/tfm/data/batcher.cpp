@@ -166,7 +166,7 @@ Batch Batcher::make(const std::vector<int64_t>& batch) const {
   for (int64_t i : batch) {
     TFM_CHECK(i >= 0 && i < static_cast<int64_t>(examples_.size()))
         << "batcher: example index " << i << " out of range";
-    src.push_back(&examples_[static_cast<size_t>(i)].src);
+    if (options_.sources) src.push_back(&examples_[static_cast<size_t>(i)].src);
     trg.push_back(&examples_[static_cast<size_t>(i)].trg);
   }
   return make_batch(src, trg, options_.format);

@@ -35,6 +35,9 @@ struct BatcherOptions {
   bool shuffle = true;           // false: corpus order, batches in order (validation)
   uint64_t seed = 0;
   SeqFormat format;  // special ids and source framing (ModelConfig::seq_format())
+  // false: a decoder-only model's examples (targets alone): batches have no src tensor and a
+  // source costs nothing in the budget.
+  bool sources = true;
 };
 
 // Where the batcher stands: the next batch it hands out is batch `index` of epoch `epoch`.
@@ -78,7 +81,8 @@ class Batcher {
   // An example's encoder input length (source + the format's BOS/EOS) and decoder input length
   // (target + BOS), as the budget rule counts them.
   int64_t src_len(const Example& e) const {
-    return static_cast<int64_t>(e.src.size()) + options_.format.source_specials();
+    return options_.sources ? static_cast<int64_t>(e.src.size()) + options_.format.source_specials()
+                            : 0;
   }
   int64_t trg_len(const Example& e) const { return static_cast<int64_t>(e.trg.size()) + 1; }
   // Batch tensors for a list of example indices.

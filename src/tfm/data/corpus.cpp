@@ -100,6 +100,15 @@ CorpusReader CorpusReader::tsv(const std::string& path) {
   return r;
 }
 
+CorpusReader CorpusReader::monolingual(const std::string& path) {
+  CorpusReader r;
+  r.src_path_ = path;
+  r.monolingual_ = true;
+  r.src_.open(path, std::ios::binary);
+  TFM_CHECK(r.src_) << "cannot open corpus " << path;
+  return r;
+}
+
 std::string CorpusReader::name() const {
   return trg_path_.empty() ? src_path_ : src_path_ + " + " + trg_path_;
 }
@@ -119,6 +128,20 @@ bool CorpusReader::read_line(std::ifstream& in, std::string& line, bool& repaire
 bool CorpusReader::next(TextPair& pair) {
   for (;;) {
     bool repaired = false;
+    if (monolingual_) {
+      if (!read_line(src_, pair.trg, repaired)) return false;
+      ++line_;
+      ++stats_.pairs_read;
+      if (repaired) ++stats_.utf8_repaired_lines;
+      pair.src.clear();
+      pair.line = line_;
+      if (pair.trg.empty()) {
+        ++stats_.skipped_empty;
+        continue;
+      }
+      ++stats_.pairs_kept;
+      return true;
+    }
     if (trg_path_.empty()) {  // TSV
       std::string line;
       if (!read_line(src_, line, repaired)) return false;
@@ -160,11 +183,11 @@ SkipReason filter_pair(const Ids& src, const Ids& trg, const FilterOptions& opti
                        CorpusStats* stats) {
   SkipReason reason = SkipReason::none;
   const auto ls = static_cast<int64_t>(src.size()), lt = static_cast<int64_t>(trg.size());
-  if (ls == 0 || lt == 0) {
+  if ((options.sources && ls == 0) || lt == 0) {
     reason = SkipReason::empty;
   } else if (options.max_length > 0 && std::max(ls, lt) > options.max_length) {
     reason = SkipReason::too_long;
-  } else if (options.max_ratio > 0 &&
+  } else if (options.sources && options.max_ratio > 0 &&
              static_cast<double>(std::max(ls, lt)) >
                  options.max_ratio * static_cast<double>(std::min(ls, lt))) {
     reason = SkipReason::ratio;

@@ -63,6 +63,9 @@ class CorpusReader {
   // (skipped_malformed), not an error: web-crawled TSV corpora routinely hold a few such lines
   // and one should not end a long run.
   static CorpusReader tsv(const std::string& path);
+  // One plain-text file of target sentences (a language model's corpus): each pair's source is
+  // empty, and an empty line is a counted skip.
+  static CorpusReader monolingual(const std::string& path);
 
   CorpusReader(CorpusReader&&) = default;
   CorpusReader& operator=(CorpusReader&&) = default;
@@ -80,7 +83,8 @@ class CorpusReader {
   // Reads one line of `in` into `line` (CR stripped, UTF-8 repaired); false at end of file.
   bool read_line(std::ifstream& in, std::string& line, bool& repaired);
 
-  std::string src_path_, trg_path_;  // trg_path_ empty for TSV
+  std::string src_path_, trg_path_;  // trg_path_ empty for TSV and monolingual files
+  bool monolingual_ = false;
   std::ifstream src_, trg_;
   std::string raw_;  // the undecoded line, reused to avoid an allocation a line
   int64_t line_ = 0;
@@ -90,6 +94,7 @@ class CorpusReader {
 struct FilterOptions {
   int64_t max_length = 0;  // most ids a side may have, EOS/BOS not counted; 0: no limit
   double max_ratio = 3.0;  // most max(len)/min(len) (both > 0); 0: no limit
+  bool sources = true;     // false: targets alone (empty sources), no ratio
 };
 
 enum class SkipReason { none, empty, too_long, ratio };

@@ -75,6 +75,23 @@ void check_train_options(const TrainOptions& o, const OptionSpeller& name) {
       << " is not available (this build has no CUDA backend: -DTFM_WITH_CUDA=ON)";
 #endif
 
+  if (o.decoder_only) {
+    // A language model: target sentences alone, one a line, and one vocabulary.
+    TFM_CHECK(!o.train_trg.empty() && o.train_src.empty() && o.train_tsv.empty())
+        << "a decoder-only model trains on " << n("train_trg") << " alone (one sentence a line; "
+        << "no " << n("train_src") << " or " << n("train_tsv") << ")";
+    TFM_CHECK(o.valid_src.empty()) << "a decoder-only model validates on " << n("valid_trg")
+                                   << " alone (no " << n("valid_src") << ")";
+    TFM_CHECK(!o.vocab.empty() && o.vocab_src.empty() && o.vocab_trg.empty())
+        << "a decoder-only model takes one vocabulary, " << n("vocab") << " (not " << n("vocab_src")
+        << " / " << n("vocab_trg") << ")";
+    TFM_CHECK(!o.valid_bleu && o.metric != "bleu")
+        << n("valid_bleu") << " and " << n("metric")
+        << " bleu score translations; a decoder-only model has no sources to translate";
+    TFM_CHECK(o.early_stopping == 0 || !o.valid_trg.empty())
+        << n("early_stopping") << " needs a validation set (" << n("valid_trg") << ")";
+    return;
+  }
   const bool tsv = !o.train_tsv.empty();
   TFM_CHECK(tsv != (!o.train_src.empty() || !o.train_trg.empty()))
       << "give either " << n("train_src") << " and " << n("train_trg") << ", or " << n("train_tsv");
@@ -128,6 +145,8 @@ std::string train_options_json(const TrainOptions& o) {
   j["train-src"] = o.train_src;
   j["train-trg"] = o.train_trg;
   j["train-tsv"] = o.train_tsv;
+  // Only when set: the records of encoder-decoder runs stay what they were.
+  if (o.decoder_only) j["decoder-only"] = true;
   j["valid-src"] = o.valid_src;
   j["valid-trg"] = o.valid_trg;
   j["vocab"] = o.vocab;

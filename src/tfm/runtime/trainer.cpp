@@ -57,8 +57,10 @@ struct ValidSet {
 ValidSet read_valid(const TrainOptions& o, const ModelConfig& config, const Vocab& src,
                     const Vocab& trg, TrainLog& log) {
   ValidSet v;
-  CorpusReader reader = CorpusReader::parallel(o.valid_src, o.valid_trg);
+  CorpusReader reader = o.decoder_only ? CorpusReader::monolingual(o.valid_trg)
+                                       : CorpusReader::parallel(o.valid_src, o.valid_trg);
   FilterOptions fo;
+  fo.sources = !o.decoder_only;
   // Validation keeps long sentences, up to what the model's positions hold (the source framed,
   // the target after BOS): a longer pair is skipped and counted here, at start-up, instead of
   // failing the first validation mid-training.
@@ -95,10 +97,12 @@ ModelConfig build_config(const TrainOptions& o, const Vocab& src, const Vocab& t
   ModelConfig c = o.model_config.empty() ? ModelConfig::preset(o.preset)
                                          : ModelConfig::from_json(read_file(o.model_config));
   if (o.dropout >= 0) c.dropout = o.dropout;
-  c.decoder_only = false;
-  c.src_vocab_size = src.size();
+  c.decoder_only = o.decoder_only;
+  // A decoder-only model has no source side (0, as tools/convert_pytorch.py writes it).
+  c.encoder_layers = o.decoder_only ? 0 : c.encoder_layers;
+  c.src_vocab_size = o.decoder_only ? 0 : src.size();
   c.trg_vocab_size = trg.size();
-  c.share_embeddings = joint;
+  c.share_embeddings = joint && !o.decoder_only;
   for (const Vocab* v : {&src, &trg}) {
     TFM_CHECK(v->pad_id() >= 0 && v->bos_id() >= 0 && v->eos_id() >= 0)
         << v->path() << " lacks a pad, bos or eos piece; train vocabularies with tfm vocab";
@@ -216,11 +220,13 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   }
 
   const bool tsv = !o_.train_tsv.empty();
-  CorpusReader reader =
-      tsv ? CorpusReader::tsv(o_.train_tsv) : CorpusReader::parallel(o_.train_src, o_.train_trg);
+  CorpusReader reader = o_.decoder_only ? CorpusReader::monolingual(o_.train_trg)
+                        : tsv           ? CorpusReader::tsv(o_.train_tsv)
+                                        : CorpusReader::parallel(o_.train_src, o_.train_trg);
   FilterOptions fo;
   fo.max_length = o_.max_length;
   fo.max_ratio = o_.max_ratio;
+  fo.sources = !o_.decoder_only;
   std::vector<Example> train = read_examples(
       reader, [&](const std::string& s) { return vsrc->encode(s); },
       [&](const std::string& s) { return vtrg->encode(s); }, fo);
@@ -229,12 +235,13 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
                             << reader.stats().summary() << ")";
 
   auto valid = std::make_shared<ValidSet>();
-  if (!o_.valid_src.empty()) *valid = read_valid(o_, config, *vsrc, *vtrg, log);
+  if (!o_.valid_trg.empty()) *valid = read_valid(o_, config, *vsrc, *vtrg, log);
 
   BatcherOptions bo;
   bo.batch_tokens = o_.batch_tokens;
   bo.seed = o_.seed;
   bo.format = config.seq_format();
+  bo.sources = config.has_encoder();
   Batcher batcher(std::move(train), bo);
 
   TrainLoopOptions lo;

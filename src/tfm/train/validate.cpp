@@ -23,6 +23,7 @@ ValidLoss validation_loss(Transformer& model, const std::vector<Example>& exampl
   bo.shuffle = false;
   bo.bucket_batches = 0;
   bo.format = c.seq_format();
+  bo.sources = c.has_encoder();
   Batcher batcher(examples, bo);
   const bool was_training = model.training();
   model.set_training(false);
