@@ -1,6 +1,7 @@
 // One-query attention (decoding steps) against the general attention op, which shares no code
 // with it, and against the same maths in double for a fully masked row and a strided KV cache;
 // the probabilities it returns on request.
+#include <algorithm>
 #include <cmath>
 
 #include "support/test_util.h"
@@ -56,6 +57,33 @@ TEST(DecodeAttention, MatchesGeneralAttention) {
           EXPECT_LT(testing::max_abs_diff(weights, ref.weights), 1e-6);
           EXPECT_EQ(testing::max_abs_diff(with, got), 0.0);
         }
+}
+
+// A key's score is one fixed sum whether its position falls in a block of positions scored
+// together or in the tail scored one at a time: the same key at positions 2, 5 (blocks) and 8
+// (the tail of 9) gets bitwise the same probability, for every head. Decoding results then do not
+// depend on how many positions precede a key, and stay those of the one-at-a-time kernel.
+TEST(DecodeAttention, AKeysScoreDoesNotDependOnItsPosition) {
+  NoGradGuard no_grad;
+  for (int64_t dh : {16, 64}) {
+    const int64_t heads = 4, c = heads * dh, s = 9;
+    const Tensor q = random_tensor({2, 1, c}, DType::f32, 5, -2.0, 2.0);
+    Tensor k = random_tensor({2, s, c}, DType::f32, 6, -2.0, 2.0).contiguous();
+    const Tensor v = random_tensor({2, s, c}, DType::f32, 7);
+    float* kd = k.data<float>();
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t at : {5, 8})
+        std::copy(kd + (b * s + 2) * c, kd + (b * s + 3) * c, kd + (b * s + at) * c);
+    Tensor weights;
+    decode_attention(q, k, v, heads, Tensor(), 0.0, &weights);  // (B, H, 1, S)
+    const float* w = weights.contiguous().data<float>();
+    for (int64_t bh = 0; bh < 2 * heads; ++bh) {
+      const float* row = w + bh * s;
+      EXPECT_EQ(row[5], row[2]) << "Dh " << dh << " row " << bh;
+      EXPECT_EQ(row[8], row[2]) << "Dh " << dh << " row " << bh;
+      EXPECT_NE(row[1], row[2]);  // the other keys differ
+    }
+  }
 }
 
 // Keys/values as a KV cache holds them: the first S of a longer buffer per row, read in place;

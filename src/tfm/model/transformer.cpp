@@ -144,15 +144,27 @@ void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> outpu
         << compute_type_name(t);
     return;
   }
-  // fp32 panels serve only few-row products (decoding steps); the encoder's run over whole
-  // sources, on the parameters' own GEMM, so packing them would only add a copy of each weight.
-  std::vector<nn::Linear*> skip;
-  if (t == ComputeType::float32 && c_.has_encoder()) skip = encoder_.linears();
+  // Layers that multiply whole sources (the encoder's, and cross-attention's key and value
+  // projections, which run once per batch) and the decoding steps' few-row layers take different
+  // kernels. fp32: the parameters' own GEMM for the first (packing them would only add a copy of
+  // each weight), panels for the second. bf16: oneDNN's blocked kernel for the first where the
+  // CPU has AVX512-BF16, tfm's panels for the second. int8: one kernel for both.
+  std::vector<nn::Linear*> encoder, cross_kv;
+  if (c_.has_encoder()) {
+    encoder = encoder_.linears();
+    for (const auto& layer : decoder_.layers_) {
+      cross_kv.push_back(&layer->cross_attn_->k_proj_);
+      cross_kv.push_back(&layer->cross_attn_->v_proj_);
+    }
+  }
+  const auto in = [](const std::vector<nn::Linear*>& v, nn::Linear* l) {
+    return std::find(v.begin(), v.end(), l) != v.end();
+  };
   for (nn::Linear* l : linears_) {
-    if (std::find(skip.begin(), skip.end(), l) != skip.end())
+    if (t == ComputeType::float32 && in(encoder, l))
       l->kernel().unbind();
     else
-      l->bind(t, keep_f32);
+      l->bind(t, keep_f32, /*sequences=*/in(encoder, l) || in(cross_kv, l));
   }
   const ComputeType out = output.value_or(t);
   const Tensor& w = c_.tie_output ? embed_trg_ : output_weight_;

@@ -12,9 +12,9 @@ void LinearKernel::set_train_compute(ComputeType t) {
   train_compute_ = t;
 }
 
-void LinearKernel::bind(const Tensor& w, ComputeType t) {
+void LinearKernel::bind(const Tensor& w, ComputeType t, bool sequences) {
   TFM_CHECK(t != ComputeType::automatic) << "bind: resolve the compute type first";
-  bound_ = std::make_shared<const LowpWeight>(w, t);
+  bound_ = std::make_shared<const LowpWeight>(w, t, sequences);
 }
 
 ComputeType LinearKernel::inference_compute() const {
@@ -59,9 +59,9 @@ Linear::Linear(int64_t in, int64_t out, bool bias, Generator& gen) {
   }
 }
 
-void Linear::bind(ComputeType t, bool keep_f32) {
+void Linear::bind(ComputeType t, bool keep_f32, bool sequences) {
   TFM_CHECK(weight_.defined()) << "bind: this layer's f32 weights were released already";
-  kernel_.bind(weight_, t);
+  kernel_.bind(weight_, t, sequences);
   if (!keep_f32 && t != ComputeType::float32) weight_ = Tensor();
 }
 

@@ -30,8 +30,9 @@ class LinearKernel {
 
   void set_train_compute(ComputeType t);  // float32 | bfloat16
   ComputeType train_compute() const { return train_compute_; }
-  // Prepares w (out, in) for inference at `t` (float32, bfloat16 or int8; resolved).
-  void bind(const Tensor& w, ComputeType t);
+  // Prepares w (out, in) for inference at `t` (float32, bfloat16 or int8; resolved); `sequences`
+  // for a layer that multiplies whole sequences (LowpWeight).
+  void bind(const Tensor& w, ComputeType t, bool sequences = false);
   void unbind() { bound_.reset(); }
   // The bound compute type; float32 when nothing is bound (the plain path).
   ComputeType inference_compute() const;
@@ -60,7 +61,7 @@ class Linear : public Module {
   const LinearKernel& kernel() const { return kernel_; }
   // Binds the weight for inference (see LinearKernel); without keep_f32, a bf16/int8 binding
   // releases the f32 weight.
-  void bind(ComputeType t, bool keep_f32 = true);
+  void bind(ComputeType t, bool keep_f32 = true, bool sequences = false);
 
   Tensor weight_;  // (out, in); undefined once released
   Tensor bias_;    // (out) or undefined

@@ -5,7 +5,8 @@
 
 namespace tfm {
 
-LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision) : precision_(precision) {
+LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision, bool sequences)
+    : precision_(precision) {
   TFM_CHECK(weight.defined() && weight.dim() == 2 && weight.dtype() == DType::f32 &&
             weight.device() == Device::cpu)
       << "LowpWeight: expected an f32 CPU weight (out, in), got "
@@ -14,7 +15,7 @@ LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision) : precision_
   const ComputeType kind = precision == ComputeType::bfloat16 ? ComputeType::bfloat16
                            : precision == ComputeType::int8   ? ComputeType::int8
                                                               : ComputeType::float32;
-  packed_ = cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>());
+  packed_ = cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>(), sequences);
 }
 
 int64_t LowpWeight::out_features() const {

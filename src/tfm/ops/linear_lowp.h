@@ -19,8 +19,10 @@ struct PackedWeights;
 // Immutable once made; a copy shares it.
 class LowpWeight {
  public:
-  // weight f32 (out, in).
-  LowpWeight(const Tensor& weight, ComputeType precision);
+  // weight f32 (out, in). `sequences`: the layer multiplies whole sequences (an encoder's), not
+  // the few rows of a decoding step; bf16 then packs for oneDNN's kernel where the CPU has
+  // AVX512-BF16 (ops/cpu/lowp_matmul_cpu.h).
+  LowpWeight(const Tensor& weight, ComputeType precision, bool sequences = false);
   ComputeType precision() const { return precision_; }
   int64_t out_features() const;
   int64_t in_features() const;

@@ -71,26 +71,37 @@ TFM_TILE_INLINE void weighted_sum_block(int64_t S, int64_t Dh, int64_t spad, con
   std::memcpy(acc, o, sizeof o);
 }
 
-// q_h · k_s for 8 positions of one head (kp[i] + off: position i's Dh values), Dh a multiple of
-// 8: eight ymm accumulators reduced together by a tree of hadds into one vector of 8 scores.
-// Eight separate horizontal sums (one a head and a position) were most of the kernel's time on
-// AVX2. AVX2 + FMA is the library's floor (x86-64-v3): both copies of the row kernel use it.
-TFM_TILE_INLINE __m256 dots8(const float* qh, const float* const* kp, int64_t off, int64_t Dh) {
-  __m256 acc[8];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
-  for (int64_t d = 0; d < Dh; d += 8) {
-    const __m256 qv = _mm256_loadu_ps(qh + d);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i)
-      acc[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kp[i] + off + d), acc[i]);
+// q_h · k_s for 4 positions of one head (kp[i] + off: position i's Dh values), Dh a multiple of
+// 16, summed exactly as the one-position path below sums one (two 8-lane chains of products
+// over d, lo + hi, then attn::hsum's halving tree), so a position's score is the same bits
+// whether it falls in a block or not, and the same as before blocks were used. The four
+// positions' trees run side by side in two ymm registers (hadd pairs adjacent lanes, so the
+// halves are first put in the tree's order); one horizontal reduction a position was most of
+// the kernel's time on AVX2. AVX2 + FMA is the library's floor (x86-64-v3): both copies of the
+// row kernel use it.
+TFM_TILE_INLINE __m128 dots4(const float* qh, const float* const* kp, int64_t off, int64_t Dh) {
+  V8 lo[4] = {}, hi[4] = {};
+  for (int64_t d = 0; d < Dh; d += 16) {
+    const V8 q0 = attn::vload<float, V8>(qh + d), q1 = attn::vload<float, V8>(qh + d + 8);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {  // the same expressions as below: the same contraction
+      lo[i] += q0 * attn::vload<float, V8>(kp[i] + off + d);
+      hi[i] += q1 * attn::vload<float, V8>(kp[i] + off + d + 8);
+    }
   }
-  // hadd(a, b) = [a01 a23 b01 b23 | a45 a67 b45 b67]: two levels give, in each 128-bit half, the
-  // four positions' sums of that half's lanes; the halves are then added.
-  const __m256 t0 = _mm256_hadd_ps(acc[0], acc[1]), t1 = _mm256_hadd_ps(acc[2], acc[3]);
-  const __m256 t2 = _mm256_hadd_ps(acc[4], acc[5]), t3 = _mm256_hadd_ps(acc[6], acc[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+  __m256 w[4];
+  for (int i = 0; i < 4; ++i) w[i] = static_cast<__m256>(lo[i] + hi[i]);
+  // Halving 8 lanes to 4: u_j = w_j + w_{j+4}, two positions a register.
+  const __m256 s01 = _mm256_add_ps(_mm256_permute2f128_ps(w[0], w[1], 0x20),
+                                   _mm256_permute2f128_ps(w[0], w[1], 0x31));
+  const __m256 s23 = _mm256_add_ps(_mm256_permute2f128_ps(w[2], w[3], 0x20),
+                                   _mm256_permute2f128_ps(w[2], w[3], 0x31));
+  // 4 to 2 to 1: (u0 + u2) + (u1 + u3). hadd adds neighbours, so lanes go to (u0, u2, u1, u3).
+  const __m256 r01 = _mm256_permute_ps(s01, _MM_SHUFFLE(3, 1, 2, 0));
+  const __m256 r23 = _mm256_permute_ps(s23, _MM_SHUFFLE(3, 1, 2, 0));
+  const __m256 t = _mm256_hadd_ps(r01, r23);  // [p0: u0+u2, u1+u3, p2: .., .. | p1: .., p3: ..]
+  const __m256 v = _mm256_hadd_ps(t, t);      // [p0, p2, p0, p2 | p1, p3, p1, p3]
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
 }
 
 // All heads of batch row b. Keys and values are walked position by position, each position's
@@ -126,20 +137,19 @@ TFM_TILE_INLINE void one_row(const DecodeAttentionArgs& a, int64_t b, std::vecto
 
   // Scores; masked keys and the padding past S at -inf, so the vector exp below gives 0 there.
   int64_t s = 0;
-  if (Dh % 8 == 0) {
-    const __m256 scale = _mm256_set1_ps(a.scale);
-    for (; s + 8 <= S; s += 8) {
+  if (vec) {
+    const __m128 scale = _mm_set1_ps(a.scale);
+    for (; s + 4 <= S; s += 4) {
       // As below: the next block's keys to L1, this block's values to L2.
-      for (int64_t i = 0; i < 8; ++i)
+      for (int64_t i = 0; i < 4; ++i)
         for (int64_t c = 0; c < C; c += 64 / sizeof(float)) {
-          __builtin_prefetch(kp[s + 8 + i] + c, 0, 3);
+          __builtin_prefetch(kp[s + 4 + i] + c, 0, 3);
           __builtin_prefetch(vp[s + i] + c, 0, 2);
         }
       for (int64_t h = 0; h < H; ++h)
-        _mm256_storeu_ps(p + h * spad + s,
-                         _mm256_mul_ps(dots8(q + h * Dh, kp + s, h * Dh, Dh), scale));
+        _mm_storeu_ps(p + h * spad + s, _mm_mul_ps(dots4(q + h * Dh, kp + s, h * Dh, Dh), scale));
       if (mask)
-        for (int64_t i = s; i < s + 8; ++i)
+        for (int64_t i = s; i < s + 4; ++i)
           if (mask[i])
             for (int64_t h = 0; h < H; ++h) p[h * spad + i] = kNegInf<float>;
     }

@@ -122,7 +122,7 @@ void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* s
 }
 
 std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, int64_t k,
-                                                  const float* w) {
+                                                  const float* w, bool sequences) {
   check_pack_args(kind, n, k);
   auto packed = std::make_shared<PackedWeights>();
   packed->kind = kind;
@@ -134,8 +134,15 @@ std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, i
       packed->bytes = packed->f32.bytes;
       break;
     case ComputeType::bfloat16:
-      packed->bf16 = pack_bf16(n, k, w);
-      packed->bytes = packed->bf16.bytes;
+      if (sequences && cpu_has_bf16_dot()) {
+        std::vector<uint16_t> rounded(static_cast<size_t>(n * k));
+        float_to_bf16(n * k, w, rounded.data());
+        packed->onednn = pack_bf16_matmul_weights(n, k, rounded.data());
+        packed->bytes = packed->onednn.bytes;
+      } else {
+        packed->bf16 = pack_bf16(n, k, w);
+        packed->bytes = packed->bf16.bytes;
+      }
       break;
     case ComputeType::int8: {
       std::vector<int8_t> q(static_cast<size_t>(n * k));
@@ -168,7 +175,14 @@ void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, cons
       packed_f32_linear_forward(m, x, w.f32, bias, post, y);
       return;
     case ComputeType::bfloat16:
-      packed_bf16_linear_forward(m, x, w.bf16, bias, post, y);
+      if (w.onednn.desc != nullptr) {
+        auto xb = cpu_allocator().allocate(static_cast<size_t>(m * w.k) * 2);
+        float_to_bf16(m * w.k, x, static_cast<uint16_t*>(xb.get()));
+        matmul_primitive_bf16_packed(m, static_cast<const uint16_t*>(xb.get()), w.onednn, bias,
+                                     post, y);
+      } else {
+        packed_bf16_linear_forward(m, x, w.bf16, bias, post, y);
+      }
       return;
     case ComputeType::int8:
       if (w.int8.data != nullptr)

@@ -19,7 +19,8 @@
 namespace tfm::cpu {
 
 // A weight prepared for its kernel at one compute type: tfm's panels (f32, bf16, and int8 without
-// VNNI) or, for int8 on VNNI CPUs, oneDNN's blocked layout (one copy serves every row count).
+// VNNI) or oneDNN's blocked layout (int8 on VNNI CPUs, bf16 for whole sequences on AVX512-BF16
+// CPUs); one copy serves every row count.
 // int8 also keeps the per output channel scales and the column sums of the quantised weight that
 // undo the activations' zero points. One packed copy of the weight, whatever the type.
 struct PackedWeights {
@@ -29,7 +30,7 @@ struct PackedWeights {
   PackedF32 f32;                 // float32
   PackedBf16 bf16;               // bfloat16
   PackedInt8 int8;               // int8 without VNNI
-  S8MatmulWeights onednn;        // int8 with VNNI
+  OnednnWeights onednn;          // int8 with VNNI; bf16 for whole sequences with AVX512-BF16
   std::vector<float> scales;     // int8: (N) max|w[n, :]| / 127
   std::vector<int32_t> sums;     // int8: (N) Σ_k q[n, k]
 };
@@ -37,15 +38,20 @@ struct PackedWeights {
 // Converts w f32 (N, K) once for `kind` (float32, bfloat16 or int8). f32 keeps the values and
 // only reorders them into panels. bf16 rounds to nearest even; int8 is symmetric per output
 // channel (q = round(w / scale), scale = max|w[n, :]| / 127, an all-zero row gets scale 1).
+// `sequences`: the layer multiplies whole sequences (an encoder's, cross-attention's keys and
+// values), hundreds of rows a call: bf16 then takes oneDNN's blocked layout and kernel where the
+// CPU has AVX512-BF16, as fp32 takes oneDNN's GEMM for those layers; the few-row products of
+// decoding steps stay on tfm's panels. Still one packed copy of the weight.
 std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, int64_t k,
-                                                  const float* w);
+                                                  const float* w, bool sequences = false);
 
 // y (M, N) = post(x (M, K) · wᵀ + bias), at every row count. f32 on tfm's panels
 // (packed_f32_cpu.h). bf16: x is rounded to bf16, products accumulate in f32, on tfm's panels
-// (packed_bf16_cpu.h). int8: each row of x is quantised to u8 with its own scale and zero point
-// (min and max of the row, 0 included), u8·s8 products accumulate exactly in s32 (oneDNN with
-// VNNI, tfm's kernel without), and one pass dequantises with row × channel scales, adds bias and
-// applies the post-op.
+// (packed_bf16_cpu.h) or, for weights packed for sequences, on oneDNN's kernel (each sums a row in
+// its own fixed order, whatever M). int8: each row of x is quantised to u8 with its own scale and
+// zero point (min and max of the row, 0 included), u8·s8 products accumulate exactly in s32 (oneDNN
+// with VNNI, tfm's kernel without), and one pass dequantises with row × channel scales, adds bias
+// and applies the post-op.
 void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,
                          Activation post, float* y);
 

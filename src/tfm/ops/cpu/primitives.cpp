@@ -164,7 +164,7 @@ namespace tfm::cpu {
 namespace {
 
 // The operand types of a cached oneDNN matmul primitive.
-enum class MatmulOperands : uint8_t { f32, bf16, u8s8 };
+enum class MatmulOperands : uint8_t { f32, bf16, u8s8, bf16_packed };
 
 struct PrimitiveKey {
   int64_t m, n, k;
@@ -174,6 +174,7 @@ struct PrimitiveKey {
   int threads;
   // f32: (M, K) · (N, K)ᵀ. bf16: op(A) · op(B) with the layouts the flags say. u8s8: x (M, K) u8
   // times weights s8 in the layout oneDNN picks (format any), into s32, no bias or post-op.
+  // bf16_packed: x (M, K) bf16 times weights bf16 in the layout oneDNN picks, f32 out.
   MatmulOperands operands = MatmulOperands::f32;
   bool trans_a = false, trans_b = true;
   bool operator==(const PrimitiveKey&) const = default;
@@ -220,13 +221,16 @@ std::shared_ptr<const PrimitiveEntry> create_primitive(const PrimitiveKey& key) 
     entry->primitive = dnnl::matmul(pd);
     return entry;
   }
-  const dt in = key.operands == MatmulOperands::bf16 ? dt::bf16 : dt::f32;
+  const dt in = key.operands == MatmulOperands::f32 ? dt::f32 : dt::bf16;
   // Transposed operands are read through their strides, no copy: op(A) (M, K) of a row-major
   // (K, M) is strides (1, M); op(B) (K, N) of a row-major (N, K) (nn.Linear's weight) is (1, K).
   entry->src =
       memory::desc(src_dims, in, key.trans_a ? memory::dims{1, key.m} : memory::dims{key.k, 1});
+  const bool packed = key.operands == MatmulOperands::bf16_packed;
   entry->weights =
-      memory::desc(w_dims, in, key.trans_b ? memory::dims{1, key.k} : memory::dims{key.n, 1});
+      packed
+          ? memory::desc(w_dims, dt::bf16, memory::format_tag::any)
+          : memory::desc(w_dims, in, key.trans_b ? memory::dims{1, key.k} : memory::dims{key.n, 1});
   entry->dst = memory::desc(dst_dims, dt::f32, memory::dims{key.n, 1});
   dnnl::primitive_attr attr;
   // The caller hands in scratch memory per call: the primitive then holds no mutable state and
@@ -250,6 +254,7 @@ std::shared_ptr<const PrimitiveEntry> create_primitive(const PrimitiveKey& key) 
     pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(entry->src, entry->weights, entry->dst),
                                       attr, dnnl_engine());
   }
+  if (packed) entry->weights = pd.weights_desc();
   entry->scratchpad = pd.scratchpad_desc();
   entry->scratchpad_bytes = entry->scratchpad.get_size();
   entry->primitive = dnnl::matmul(pd);
@@ -336,7 +341,7 @@ void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const 
     auto entry = primitive_cache().get(key);
     // Packing fixed the weights' layout; a primitive that wanted another would read them wrong.
     TFM_CHECK(weights == nullptr || entry->weights == *weights)
-        << "oneDNN int8 matmul (m=" << key.m << " n=" << key.n << " k=" << key.k
+        << "oneDNN matmul (m=" << key.m << " n=" << key.n << " k=" << key.k
         << ") wants another weight layout than the packed one";
     const dnnl::engine& eng = dnnl_engine();
     std::unordered_map<int, dnnl::memory> args;
@@ -354,7 +359,7 @@ void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const 
     entry->primitive.execute(dnnl_stream(), args);
     dnnl_stream().wait();
   } catch (const dnnl::error& e) {
-    const char* names[] = {"f32", "bf16", "int8"};
+    const char* names[] = {"f32", "bf16", "int8", "bf16 (packed weights)"};
     TFM_FAIL() << "oneDNN " << names[static_cast<int>(key.operands)] << " matmul (m=" << key.m
                << " n=" << key.n << " k=" << key.k << " trans_a=" << key.trans_a
                << " trans_b=" << key.trans_b << " bias=" << key.bias
@@ -408,11 +413,11 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
       af.get(), bf.get(), bias, c);
 }
 
-S8MatmulWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q) {
+OnednnWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q) {
   TFM_CHECK(n > 0 && k > 0) << "pack_s8_matmul_weights: empty weight (" << n << ", " << k << ")";
   TFM_CHECK(cpu_has_vnni()) << "int8 matmuls on oneDNN need VNNI (CPU level " << cpu_isa_summary()
                             << "); packed_int8_cpu.h serves other CPUs";
-  S8MatmulWeights w;
+  OnednnWeights w;
   w.n = n;
   w.k = k;
   try {
@@ -435,12 +440,48 @@ S8MatmulWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q) {
   return w;
 }
 
-void matmul_primitive_u8s8(int64_t m, const uint8_t* x, const S8MatmulWeights& w, int32_t* acc) {
+void matmul_primitive_u8s8(int64_t m, const uint8_t* x, const OnednnWeights& w, int32_t* acc) {
   TFM_CHECK(m > 0 && w.desc != nullptr)
       << "matmul_primitive_u8s8: empty problem or unpacked weights (m=" << m << ")";
   run_primitive({m, w.n, w.k, false, Activation::none, primitive_threads(), MatmulOperands::u8s8},
                 x, w.data.get(), nullptr, acc,
                 static_cast<const dnnl::memory::desc*>(w.desc.get()));
+}
+
+OnednnWeights pack_bf16_matmul_weights(int64_t n, int64_t k, const uint16_t* w16) {
+  TFM_CHECK(n > 0 && k > 0) << "pack_bf16_matmul_weights: empty weight (" << n << ", " << k << ")";
+  TFM_CHECK(cpu_has_bf16_dot()) << "bf16 matmuls on packed weights need AVX512-BF16 (CPU level "
+                                << cpu_isa_summary() << "); packed_bf16_cpu.h serves other CPUs";
+  OnednnWeights w;
+  w.n = n;
+  w.k = k;
+  try {
+    // The layout the matmul picks for these weights: the same for every M (run_primitive checks).
+    const auto entry = primitive_cache().get(
+        {1, n, k, false, Activation::none, primitive_threads(), MatmulOperands::bf16_packed});
+    auto desc = std::make_shared<dnnl::memory::desc>(entry->weights);
+    w.bytes = desc->get_size();
+    w.data = cpu_allocator().allocate(w.bytes);
+    // (K, N) view of the (N, K) row-major weight: strides (1, K).
+    const dnnl::memory::desc plain({k, n}, dnnl::memory::data_type::bf16, dnnl::memory::dims{1, k});
+    dnnl::memory from(plain, dnnl_engine(), const_cast<uint16_t*>(w16));
+    dnnl::memory to(*desc, dnnl_engine(), w.data.get());
+    dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
+    dnnl_stream().wait();
+    w.desc = desc;
+  } catch (const dnnl::error& e) {
+    TFM_FAIL() << "packing bf16 weights (" << n << ", " << k << ") for oneDNN failed: " << e.what();
+  }
+  return w;
+}
+
+void matmul_primitive_bf16_packed(int64_t m, const uint16_t* x, const OnednnWeights& w,
+                                  const float* bias, Activation post, float* y) {
+  TFM_CHECK(m > 0 && w.desc != nullptr)
+      << "matmul_primitive_bf16_packed: empty problem or unpacked weights (m=" << m << ")";
+  run_primitive(
+      {m, w.n, w.k, bias != nullptr, post, primitive_threads(), MatmulOperands::bf16_packed}, x,
+      w.data.get(), bias, y, static_cast<const dnnl::memory::desc*>(w.desc.get()));
 }
 
 PrimitiveCacheStats matmul_primitive_cache_stats() {

@@ -41,20 +41,26 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
                            const uint16_t* a, const uint16_t* b, const float* bias, Activation post,
                            float* c);
 
-// int8 weights for the u8 × s8 → s32 matmul, in the layout oneDNN picks for them (the same for
-// every M). Only for CPUs with VNNI (core/cpu_isa.h), whose vpdpbusd sums products exactly;
-// oneDNN's path without it adds pairs into 16 bits with saturation (packed_int8_cpu.h is tfm's
-// kernel for those CPUs).
-struct S8MatmulWeights {
+// Weights in the layout oneDNN's matmul picks for them (format any; the same for every M): s8
+// for the u8 × s8 → s32 matmul, bf16 for the bf16 one.
+struct OnednnWeights {
   int64_t n = 0, k = 0;
-  std::shared_ptr<void> data;        // opaque blocked s8 weights
+  std::shared_ptr<void> data;        // opaque blocked weights
   std::shared_ptr<const void> desc;  // their oneDNN memory descriptor
   size_t bytes = 0;
 };
-// q (N, K) s8 row-major, as nn.Linear's weight.
-S8MatmulWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q);
+// int8: only for CPUs with VNNI (core/cpu_isa.h), whose vpdpbusd sums products exactly;
+// oneDNN's path without it adds pairs into 16 bits with saturation (packed_int8_cpu.h is tfm's
+// kernel for those CPUs). q (N, K) s8 row-major, as nn.Linear's weight.
+OnednnWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q);
 // acc (M, N) = x (M, K) · qᵀ in s32. Same cache as the other primitives.
-void matmul_primitive_u8s8(int64_t m, const uint8_t* x, const S8MatmulWeights& w, int32_t* acc);
+void matmul_primitive_u8s8(int64_t m, const uint8_t* x, const OnednnWeights& w, int32_t* acc);
+// bf16: only for CPUs with AVX512-BF16 (cpu_has_bf16_dot). w (N, K) bf16 row-major.
+OnednnWeights pack_bf16_matmul_weights(int64_t n, int64_t k, const uint16_t* w);
+// y (M, N) = post(x (M, K) · wᵀ + bias), x bf16, f32 accumulation and result; bias (N) may be
+// null. oneDNN's blocked kernel sums in its own order (not tfm's panels'), the same for every M.
+void matmul_primitive_bf16_packed(int64_t m, const uint16_t* x, const OnednnWeights& w,
+                                  const float* bias, Activation post, float* y);
 
 struct PrimitiveCacheStats {
   size_t entries = 0;
