@@ -98,6 +98,8 @@ void bind_options(py::module_& m) {
   field(c, "train_src", &O::train_src, "training source text");
   field(c, "train_trg", &O::train_trg, "training target text");
   field(c, "train_tsv", &O::train_tsv, "training pairs as source<TAB>target lines");
+  field(c, "decoder_only", &O::decoder_only,
+        "a decoder-only model (a language model) on train_trg alone, with vocab");
   field(c, "valid_src", &O::valid_src, "validation source text");
   field(c, "valid_trg", &O::valid_trg, "validation target text");
   field(c, "vocab", &O::vocab, "joint SentencePiece model");

@@ -48,6 +48,23 @@ def test_train_equals_cli(tfm_bin, work, vocab):
     assert tfm.Translator(r.model_dir).model_info.src_vocab_size == 36
 
 
+def test_decoder_only_equals_cli_and_generates(tfm_bin, work, vocab):
+    o = _options(work, decoder_only=True, train_src="")
+    run([tfm_bin, "train", "--decoder-only", "--model", str(work / "lm_cli")] +
+        [a for k, v in o.items() if k not in ("decoder_only", "train_src")
+         for a in ("--" + k.replace("_", "-"), str(v))])
+    r = tfm.train(str(work / "lm_py"), **o)
+    assert r.updates == 12
+    assert _weights(work / "lm_py") == _weights(work / "lm_cli")
+    lm = tfm.Translator(r.model_dir)
+    assert lm.model_info.decoder_only and lm.model_info.encoder_layers == 0
+    out = lm.generate_batch(["the", ""], max_decoding_length=8)
+    assert out[0].hypotheses[0].startswith("the")
+    assert len(out[1].hypotheses) == 1
+    with pytest.raises(tfm.Error, match="decoder-only model trains on train_trg alone"):
+        tfm.Trainer(work / "lm_bad", **_options(work, decoder_only=True))
+
+
 def test_callbacks_report_the_log(work, vocab):
     lines, updates, stats, saved = [], [], [], []
     t = tfm.Trainer(work / "t_cb", on_log=lines.append, on_update=updates.append,

@@ -128,6 +128,7 @@ class TrainOptions:
     train_src: str
     train_trg: str
     train_tsv: str
+    decoder_only: bool
     valid_src: str
     valid_trg: str
     vocab: str

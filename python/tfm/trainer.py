@@ -21,6 +21,7 @@ _PATH, _STR, _INT, _FLOAT, _BOOL = "path", "str", "int", "float", "bool"
 _OPTIONS: Dict[str, tuple] = {
     "overwrite": (_BOOL, False),
     "train_src": (_PATH, ""), "train_trg": (_PATH, ""), "train_tsv": (_PATH, ""),
+    "decoder_only": (_BOOL, False),
     "valid_src": (_PATH, ""), "valid_trg": (_PATH, ""),
     "vocab": (_PATH, ""), "vocab_src": (_PATH, ""), "vocab_trg": (_PATH, ""),
     "preset": (_STR, "small"), "model_config": (_PATH, ""), "dropout": (_FLOAT, -1.0),
@@ -56,7 +57,8 @@ class Trainer:
     'model/best'
 
     Keyword options: those of `tfm train`, with '_' for '-' (docs/cli.md): data (train_src,
-    train_trg or train_tsv; valid_src, valid_trg; vocab or vocab_src + vocab_trg), model
+    train_trg or train_tsv; valid_src, valid_trg; vocab or vocab_src + vocab_trg; decoder_only
+    with train_trg, valid_trg and vocab alone: a language model), model
     (preset, model_config, dropout), batches (batch_tokens, update_freq, max_length,
     max_ratio, seed), limits (max_updates, max_epochs, max_minutes), optimisation
     (lr_schedule, lr, lr_factor, warmup, optimizer, weight_decay, label_smoothing, clip_norm),
