@@ -150,6 +150,11 @@ class Translator {
                                                 const TranslationOptions& options = {}) const;
   std::vector<TranslationResult> generate_batch(const std::vector<std::string>& prompts,
                                                 const TranslationOptions& options = {}) const;
+  // generate_batch's checks alone (the model, every option, each prompt), generating nothing: a
+  // tfm::Error names the first problem. A server runs them on each request before its prompts
+  // share a batch with other requests'.
+  void check_generate_batch(const std::vector<std::vector<int64_t>>& prompts,
+                            const TranslationOptions& options) const;
 
   // log P(target + EOS | source) of each pair, teacher-forced.
   std::vector<double> score_batch(const std::vector<std::string>& sources,

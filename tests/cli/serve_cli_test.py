@@ -25,6 +25,7 @@ import urllib.parse
 import urllib.request
 
 TFM, MODEL, SENTENCES, TMP = sys.argv[1:5]
+LM = sys.argv[5] if len(sys.argv) > 5 else None  # a decoder-only model for /v1/generate
 KEY = "s3cret-key"
 failures: list[str] = []
 passed = 0
@@ -42,9 +43,9 @@ def check(cond: bool, what: str) -> None:
 class Server:
     """A `tfm serve` process on a free loopback port; its stderr collected on a thread."""
 
-    def __init__(self, *flags: str):
+    def __init__(self, *flags: str, model: str | None = None):
         self.proc = subprocess.Popen(
-            [TFM, "serve", "--model", MODEL, "--port", "0", "--threads", "1", *flags],
+            [TFM, "serve", "--model", model or MODEL, "--port", "0", "--threads", "1", *flags],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self.port = None
@@ -175,6 +176,66 @@ def wait_for(cond, timeout: float) -> bool:
 def in_flight(server: Server) -> float:
     _, _, body = request(server.url("/metrics"), headers=AUTH, timeout=10)
     return parse_metrics(body)["tfm_serve_requests_in_flight"][""]
+
+
+def lm_checks(lm: str, pool: list[str]) -> None:
+    """POST /v1/generate with a decoder-only model: concurrent clients get `tfm generate`'s lines,
+    n-best and scores too; the wrong endpoint for a model, a target_prefix and bad values are 400s
+    that name the problem."""
+    prompts = [" ".join(l.split()[:2]) for l in pool if l][:10] + [""]
+
+    def generate_ref(*flags: str) -> list[str]:
+        out = subprocess.run([TFM, "generate", "--model", lm, "--threads", "1", "--max-length", "20",
+                              *flags], input="".join(p + "\n" for p in prompts),
+                             capture_output=True, text=True, timeout=120, check=True)
+        return out.stdout.split("\n")[:-1]
+
+    ref = generate_ref()
+    check(len(ref) == len(prompts) and all(r.startswith(p) for r, p in zip(ref, prompts)) and
+          sum(r != p for r, p in zip(ref, prompts)) >= len(prompts) // 2,
+          f"tfm generate's reference: {ref}")
+    ref_nb = [l.split(" ||| ") for l in generate_ref("--beam-size", "2", "--n-best", "2")]
+    g = Server("--max-batch-delay-ms", "20", model=lm)
+    try:
+        def client(c: int):
+            mine = [prompts[(c + i) % len(prompts)] for i in range(1 + c % 3)]
+            status, _, body = request(g.url("/v1/generate"), {"text": mine, "max_length": 20})
+            want = [ref[prompts.index(p)] for p in mine]
+            got = json.loads(body).get("generations") if status == 200 else body
+            return status == 200 and got == want, (status, got, want)
+
+        with cf.ThreadPoolExecutor(6) as ex:
+            results = list(ex.map(client, range(12)))
+        check(all(ok for ok, _ in results),
+              f"/v1/generate under 12 concurrent clients: {[r for ok, r in results if not ok]}")
+        status, _, body = request(g.url("/v1/generate"), {
+            "text": prompts[:3], "max_length": 20, "beam_size": 2, "n_best": 2,
+            "return_scores": True})
+        out = json.loads(body) if status == 200 else {}
+        want_text = [[r[1] for r in ref_nb if r[0] == str(i)] for i in range(3)]
+        want_scores = [[float(r[2]) for r in ref_nb if r[0] == str(i)] for i in range(3)]
+        check(status == 200 and out.get("generations") == want_text and
+              all(abs(a - b) < 1e-5 for s1, s2 in zip(out.get("scores", []), want_scores)
+                  for a, b in zip(s1, s2)), f"/v1/generate n-best: {status} {body} vs {ref_nb}")
+        for want, what, url, body in [
+                (400, "is a decoder-only model: POST /v1/generate", "/v1/translate",
+                 {"text": ["x"]}),
+                (400, "target_prefix does not apply", "/v1/generate",
+                 {"text": ["x"], "target_prefix": ["y"]}),
+                (400, "beam_size", "/v1/generate", {"text": ["x"], "beam_size": 0}),
+                (400, "prompt 1 has", "/v1/generate",
+                 {"text": [" ".join(["haus"] * 300)]})]:
+            status, _, got = request(g.url(url), body)
+            check(status == want and what in got, f"{url} {body}: {status} {got}")
+    finally:
+        g.stop()
+    s = Server()
+    try:
+        status, _, got = request(s.url("/v1/generate"), {"text": ["x"]})
+        check(status == 400 and "is an encoder-decoder model: POST /v1/translate" in got,
+              f"/v1/generate on a translation model: {status} {got}")
+    finally:
+        s.stop()
 
 
 def main() -> int:
@@ -384,6 +445,8 @@ def main() -> int:
     check(any("SIGTERM" in l for l in s.lines) and s.lines[-1] == "tfm serve: stopped",
           f"drain log: {s.lines[-3:]}")
 
+    if LM:
+        lm_checks(LM, pool)
     print(f"serve_cli_test.py: {passed} passed, {len(failures)} failed", flush=True)
     return 1 if failures else 0
 

@@ -202,6 +202,14 @@ TEST(Generate, ErrorsNameTheProblem) {
   const auto r = lm.generate_batch(Prompts{{3, 4}}, {.max_decoding_length = 3});
   EXPECT_EQ(r.at(0).hypotheses.at(0).ids, (std::vector<int64_t>{3, 4}));
   EXPECT_TRUE(lm.generate_batch(Prompts{}).empty());
+  // The same checks alone (what tfm serve runs on a request before batching its prompts).
+  EXPECT_NO_THROW(lm.check_generate_batch(kPrompts, {}));
+  EXPECT_TFM_ERROR(lm.check_generate_batch(Prompts{{3}, {4, 2}}, {}),
+                   "prompt 2: token id 2 is the model's EOS");
+  EXPECT_TFM_ERROR(lm.check_generate_batch(Prompts{{3, 4, 5}}, {.max_decoding_length = 3}),
+                   "max_decoding_length 3 leaves room for 2");
+  EXPECT_TFM_ERROR(lm.check_generate_batch(kPrompts, {.beam_size = 0}), "beam_size");
+  EXPECT_TFM_ERROR(seq2seq.check_generate_batch(kPrompts, {}), "is an encoder-decoder model");
 }
 
 }  // namespace

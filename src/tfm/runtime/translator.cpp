@@ -260,17 +260,25 @@ class Translator::Impl {
         << "and scores targets, it does not translate (an encoder-decoder model does)";
   }
 
-  std::vector<TranslationResult> generate(const std::vector<std::vector<int64_t>>& prompts,
-                                          const TranslationOptions& options, bool text) const {
+  // generate_batch's checks, before any work: the prompts as the search takes them.
+  std::vector<Ids> checked_prompts(const std::vector<std::vector<int64_t>>& prompts,
+                                   const TranslationOptions& options) const {
     require_decoder_only();
     TFM_CHECK(!options.return_attention)
         << "return_attention: a decoder-only model has no cross-attention to return";
-    const auto so = search_options(options, config());
+    static_cast<void>(search_options(options, config()));  // checks every option
     std::vector<Ids> pre(prompts.size());
     for (size_t i = 0; i < prompts.size(); ++i) {
       pre[i].assign(prompts[i].begin(), prompts[i].end());
       check_prefix(pre[i], "prompt " + std::to_string(i + 1), options);
     }
+    return pre;
+  }
+
+  std::vector<TranslationResult> generate(const std::vector<std::vector<int64_t>>& prompts,
+                                          const TranslationOptions& options, bool text) const {
+    const std::vector<Ids> pre = checked_prompts(prompts, options);
+    const auto so = search_options(options, config());
     auto nbest = search(std::vector<Ids>(prompts.size()), {}, pre, so);
     std::vector<TranslationResult> out;
     out.reserve(nbest.size());
@@ -384,6 +392,11 @@ std::vector<TranslationResult> Translator::translate_batch(
 std::vector<TranslationResult> Translator::generate_batch(
     const std::vector<std::vector<int64_t>>& prompts, const TranslationOptions& options) const {
   return impl_->generate(prompts, options, /*text=*/false);
+}
+
+void Translator::check_generate_batch(const std::vector<std::vector<int64_t>>& prompts,
+                                      const TranslationOptions& options) const {
+  impl_->checked_prompts(prompts, options);
 }
 
 std::vector<TranslationResult> Translator::generate_batch(const std::vector<std::string>& prompts,

@@ -142,7 +142,7 @@ TranslateRequest parse_translate_request(const std::string& body, int64_t max_se
 
 std::string translate_response(const TranslateRequest& request,
                                const std::vector<TranslationResult>& results,
-                               int64_t model_positions) {
+                               int64_t model_positions, const char* key) {
   const bool nested = request.options.num_hypotheses > 1;
   json translations = json::array(), scores = json::array(), warnings = json::array();
   for (size_t i = 0; i < results.size(); ++i) {
@@ -164,7 +164,7 @@ std::string translate_response(const TranslateRequest& request,
                          std::to_string(model_positions) +
                          " positions: only its beginning was translated");
   }
-  json out = {{"translations", std::move(translations)}};
+  json out = {{key, std::move(translations)}};
   if (request.return_scores) out["scores"] = std::move(scores);
   if (!warnings.empty()) out["warnings"] = std::move(warnings);
   return dump(out);

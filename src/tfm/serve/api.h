@@ -1,4 +1,5 @@
-// The server's JSON: requests of POST /v1/translate and of LibreTranslate's POST /translate
+// The server's JSON: requests of POST /v1/translate (and /v1/generate) and of LibreTranslate's
+// POST /translate
 // parsed and checked (a malformed body or a wrong type is an HttpError 400 that says which
 // field), and the answers written. No HTTP library here: the handlers in server.cpp call these.
 #pragma once
@@ -42,10 +43,12 @@ struct TranslateRequest {
 TranslateRequest parse_translate_request(const std::string& body, int64_t max_sentences);
 
 // {"translations": [...], "scores": [...]?, "warnings": [...]?}: one entry per text (a list of
-// n_best entries when n_best > 1), the hypotheses' text already filled in.
+// n_best entries when n_best > 1), the hypotheses' text already filled in. POST /v1/generate
+// takes the same request (its texts are prompts; no target_prefix) and answers the same with
+// `key` "generations".
 std::string translate_response(const TranslateRequest& request,
                                const std::vector<TranslationResult>& results,
-                               int64_t model_positions);
+                               int64_t model_positions, const char* key = "translations");
 
 // LibreTranslate's request: q (a string or a list), source, target, format, api_key.
 struct LibreRequest {

@@ -59,8 +59,12 @@ bool Batcher::submit(const std::shared_ptr<Job>& job) {
     ++admitted_;
     job->remaining_ = job->sources_.size();
     const auto now = Clock::now();
-    for (size_t i = 0; i < job->sources_.size(); ++i)
-      queue_.push_back({job, i, static_cast<int64_t>(job->sources_[i].size()), now});
+    // A decoder-only model's sentences are their prompts (the sources are empty).
+    const bool prompts = translator_.model_info().decoder_only;
+    for (size_t i = 0; i < job->sources_.size(); ++i) {
+      const size_t tokens = prompts ? job->prefixes_.at(i).size() : job->sources_[i].size();
+      queue_.push_back({job, i, static_cast<int64_t>(tokens), now});
+    }
   }
   cv_.notify_all();
   return true;
@@ -194,8 +198,13 @@ void Batcher::run_batch(std::vector<Item>& batch) {
   std::string error;
   try {
     // A prefix is per sentence, so sentences with and without one share a batch.
-    results = prefixed ? translator_.translate_batch(sources, prefixes, batch.front().job->options_)
-                       : translator_.translate_batch(sources, batch.front().job->options_);
+    const TranslationOptions& o = batch.front().job->options_;
+    if (translator_.model_info().decoder_only)
+      results = translator_.generate_batch(prefixes, o);
+    else if (prefixed)
+      results = translator_.translate_batch(sources, prefixes, o);
+    else
+      results = translator_.translate_batch(sources, o);
   } catch (const Error& e) {
     error = e.message();
   } catch (const std::exception& e) {

@@ -36,7 +36,8 @@ struct BatcherOptions {
 
 // One request: its sentences as source ids, its search, and where its results go. prefixes:
 // a target prefix per sentence (Translator::translate_batch's target_prefix, checked by the
-// caller), or none at all.
+// caller), or none at all. For a decoder-only model the sources are empty and the prefixes are
+// the prompts (Translator::generate_batch's, checked by the caller).
 class Job {
  public:
   Job(std::vector<std::vector<int64_t>> sources, const TranslationOptions& options,

@@ -160,6 +160,10 @@ class Server {
                                            const TranslationOptions& o,
                                            const std::vector<std::string>& prefix_texts = {}) {
     t_sentences = texts.size();
+    if (translator_.model_info().decoder_only)
+      throw HttpError(400, options_.model_dir +
+                               " is a decoder-only model: POST /v1/generate continues prompts "
+                               "with it (translating needs an encoder-decoder model)");
     std::vector<std::vector<int64_t>> prefixes;
     bool any_prefix = false;
     for (const auto& t : prefix_texts) {
@@ -183,7 +187,36 @@ class Server {
       const Ids x = vocabs_.src->encode(t);
       ids.emplace_back(x.begin(), x.end());
     }
-    auto job = std::make_shared<Job>(std::move(ids), o, std::move(prefixes));
+    return run_job(std::make_shared<Job>(std::move(ids), o, std::move(prefixes)));
+  }
+
+  // Prompts to continuations (a decoder-only model), as translate() does for sources: checked
+  // alone, then batched with other requests' prompts.
+  std::vector<TranslationResult> generate(const std::vector<std::string>& texts,
+                                          const TranslationOptions& o) {
+    t_sentences = texts.size();
+    if (!translator_.model_info().decoder_only)
+      throw HttpError(400, options_.model_dir +
+                               " is an encoder-decoder model: POST /v1/translate translates with "
+                               "it (/v1/generate needs a decoder-only model)");
+    std::vector<std::vector<int64_t>> prompts;
+    for (const auto& t : texts) {
+      const Ids p = vocabs_.trg->encode(t);
+      prompts.emplace_back(p.begin(), p.end());
+    }
+    try {
+      translator_.check_generate_batch(prompts, o);
+    } catch (const Error& e) {
+      throw HttpError(400, e.message());
+    }
+    if (texts.empty()) return {};
+    auto job = std::make_shared<Job>(std::vector<std::vector<int64_t>>(prompts.size()), o,
+                                     std::move(prompts));
+    return run_job(job);
+  }
+
+  // A job through the batcher, within the timeout; the hypotheses' text filled in.
+  std::vector<TranslationResult> run_job(const std::shared_ptr<Job>& job) {
     if (!batcher_.submit(job))
       throw HttpError(503, "the queue is full (" + std::to_string(options_.batcher.max_queue) +
                                " requests, --max-queue): retry later");
@@ -266,6 +299,18 @@ class Server {
           const auto results = translate(r.texts, r.options, r.target_prefix);
           res.set_content(translate_response(r, results, translator_.model_info().max_length),
                           "application/json");
+        }));
+    http_.Post(
+        "/v1/generate", guarded([this](const httplib::Request& req, httplib::Response& res) {
+          const TranslateRequest r = parse_translate_request(req.body, options_.max_sentences);
+          if (!r.target_prefix.empty())
+            throw HttpError(400,
+                            "target_prefix does not apply to /v1/generate: the texts are "
+                            "the prompts");
+          const auto results = generate(r.texts, r.options);
+          res.set_content(
+              translate_response(r, results, translator_.model_info().max_length, "generations"),
+              "application/json");
         }));
     http_.Post("/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
                  const std::string type = req.get_header_value("Content-Type");
