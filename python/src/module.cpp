@@ -166,6 +166,27 @@ class PyTranslator {
                              const tfm::TranslationOptions& options, bool ids, bool n_best,
                              int64_t read_ahead, const std::string& prefix_path) const {
     check(options);
+    return stream_file(in_path, out_path, options, ids, n_best, read_ahead, prefix_path, false);
+  }
+
+  // A decoder-only model continues each line of in_path (generate_stream).
+  void generate_file(const std::string& in_path, const std::string& out_path,
+                     const tfm::TranslationOptions& options, bool ids, bool n_best,
+                     int64_t read_ahead) const {
+    if (translator_->model_info().decoder_only)
+      as_invalid_argument([&] {
+        translator_->check_generate_batch({}, options);
+        return 0;
+      });
+    stream_file(in_path, out_path, options, ids, n_best, read_ahead, "", true);
+  }
+
+  const tfm::Translator& get() const { return *translator_; }
+
+ private:
+  std::string stream_file(const std::string& in_path, const std::string& out_path,
+                          const tfm::TranslationOptions& options, bool ids, bool n_best,
+                          int64_t read_ahead, const std::string& prefix_path, bool generate) const {
     tfm::StreamOptions so;
     so.ids = ids;
     so.n_best = n_best;
@@ -186,7 +207,10 @@ class PyTranslator {
     if (!out.is_open()) raise_os_error(errno, out_path);
     {
       py::gil_scoped_release release;
-      translator_->translate_stream(in, out, options, so, in_path);
+      if (generate)
+        translator_->generate_stream(in, out, options, so, in_path);
+      else
+        translator_->translate_stream(in, out, options, so, in_path);
       errno = 0;
       out.close();
     }
@@ -194,9 +218,6 @@ class PyTranslator {
     return warnings.str();
   }
 
-  const tfm::Translator& get() const { return *translator_; }
-
- private:
   // Every option value is checked by the library before any work, also for an empty batch, so
   // an empty call tells a bad value (InvalidArgumentError) from a failure of the work itself.
   // A decoder-only model refuses to translate at all; that error comes from the real call.
@@ -336,6 +357,8 @@ void bind_translator(py::module_& m) {
       .def("translate_file", &T::translate_file, py::arg("source_path"), py::arg("output_path"),
            py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"),
            py::arg("target_path"))
+      .def("generate_file", &T::generate_file, py::arg("prompt_path"), py::arg("output_path"),
+           py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"))
       .def_property_readonly("model_info", [](const T& t) { return t.get().model_info(); })
       .def_property_readonly("has_vocabularies",
                              [](const T& t) { return t.get().has_vocabularies(); })

@@ -460,3 +460,28 @@ def test_generate_batch_continues_prompts(source_dir, translator):
         lm.generate_batch([[2]])
     with pytest.raises(TypeError, match="prompts"):
         lm.generate_batch("abc")
+
+
+def test_generate_file_is_tfm_generate(tfm_bin, source_dir, translator, tmp_path):
+    # generate_file = generate_batch line for line = `tfm generate` byte for byte, n-best too
+    # (both in fp32: the command's default; the Translator's is auto).
+    model = os.path.join(source_dir, "tests", "fixtures", "decoder_only_odd")
+    lm = tfm.Translator(model, compute_type="fp32")
+    prompts = [[], [5], [3, 4, 5, 6], [7, 8], [9]]
+    (tmp_path / "p.ids").write_text("".join(" ".join(map(str, p)) + "\n" for p in prompts))
+    for flags, opts in (([], {}), (["--beam-size", "3", "--n-best", "2"],
+                                   {"beam_size": 3, "num_hypotheses": 2})):
+        n_best = bool(flags)
+        out = tmp_path / "py.ids"
+        lm.generate_file(tmp_path / "p.ids", out, ids=True, n_best=n_best, read_ahead=2,
+                         max_decoding_length=10, **opts)
+        cli = run([tfm_bin, "generate", "--model", model, "--ids", "--max-length", "10",
+                   "--input", str(tmp_path / "p.ids"), *flags])
+        assert out.read_text() == cli
+        if not n_best:
+            want = [r.hypotheses[0] for r in lm.generate_batch(prompts, max_decoding_length=10)]
+            assert [list(map(int, l.split())) for l in cli.splitlines()] == want
+    with pytest.raises(tfm.Error, match="encoder-decoder"):
+        translator.generate_file(tmp_path / "p.ids", tmp_path / "x.ids", ids=True)
+    with pytest.raises(tfm.InvalidArgumentError, match="beam_size"):
+        lm.generate_file(tmp_path / "p.ids", tmp_path / "x.ids", ids=True, beam_size=0)

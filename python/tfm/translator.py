@@ -413,6 +413,23 @@ class Translator:
         for line in text.splitlines():
             warnings.warn(line.removeprefix("tfm: warning: "), RuntimeWarning, stacklevel=2)
 
+    def generate_file(self, prompt_path: Union[str, os.PathLike],
+                      output_path: Union[str, os.PathLike], ids: bool = False,
+                      n_best: bool = False, read_ahead: int = 0, **options: Any) -> None:
+        """Continues each line of prompt_path with a decoder-only model, as `tfm generate` does.
+
+        One output line per prompt: the prompt and its continuation (ids=True: token ids in and
+        out; n_best=True: "index ||| text ||| score" lines), in order, each written as soon as it
+        and every earlier line are done. options: those of generate_batch, without
+        return_scores. An encoder-decoder model raises tfm.Error (it translates).
+        """
+        if "return_scores" in options:
+            raise TypeError("generate_file: return_scores does not apply (use n_best=True)")
+        opts = self._options(**options)
+        self._impl.generate_file(
+            _path("prompt_path", prompt_path), _path("output_path", output_path), opts,
+            _bool("ids", ids), _bool("n_best", n_best), _int("read_ahead", read_ahead))
+
     # --------------------------------------------------------------------- scoring
     def score_batch(self, source: Optional[Source], target: Source) -> List[float]:
         """log P(target + EOS | source) of each pair, teacher-forced, as `tfm score` prints.
