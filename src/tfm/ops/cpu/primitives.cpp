@@ -413,31 +413,42 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
       af.get(), bf.get(), bias, c);
 }
 
+namespace {
+
+// w (N, K) row-major, as nn.Linear's weight, reordered into the layout the matmul of `operands`
+// picks for it (format any; the same for every M, which run_primitive checks).
+OnednnWeights pack_onednn_weights(int64_t n, int64_t k, MatmulOperands operands,
+                                  dnnl::memory::data_type type, const void* w, const char* what) {
+  OnednnWeights packed;
+  packed.n = n;
+  packed.k = k;
+  try {
+    const auto entry =
+        primitive_cache().get({1, n, k, false, Activation::none, primitive_threads(), operands});
+    auto desc = std::make_shared<dnnl::memory::desc>(entry->weights);
+    packed.bytes = desc->get_size();
+    packed.data = cpu_allocator().allocate(packed.bytes);
+    // (K, N) view of the (N, K) row-major weight: strides (1, K).
+    const dnnl::memory::desc plain({k, n}, type, dnnl::memory::dims{1, k});
+    dnnl::memory from(plain, dnnl_engine(), const_cast<void*>(w));
+    dnnl::memory to(*desc, dnnl_engine(), packed.data.get());
+    dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
+    dnnl_stream().wait();
+    packed.desc = desc;
+  } catch (const dnnl::error& e) {
+    TFM_FAIL() << "packing " << what << " weights (" << n << ", " << k
+               << ") for oneDNN failed: " << e.what();
+  }
+  return packed;
+}
+
+}  // namespace
+
 OnednnWeights pack_s8_matmul_weights(int64_t n, int64_t k, const int8_t* q) {
   TFM_CHECK(n > 0 && k > 0) << "pack_s8_matmul_weights: empty weight (" << n << ", " << k << ")";
   TFM_CHECK(cpu_has_vnni()) << "int8 matmuls on oneDNN need VNNI (CPU level " << cpu_isa_summary()
                             << "); packed_int8_cpu.h serves other CPUs";
-  OnednnWeights w;
-  w.n = n;
-  w.k = k;
-  try {
-    // The layout the matmul picks for these weights: the same for every M (run_primitive checks).
-    const auto entry = primitive_cache().get(
-        {1, n, k, false, Activation::none, primitive_threads(), MatmulOperands::u8s8});
-    auto desc = std::make_shared<dnnl::memory::desc>(entry->weights);
-    w.bytes = desc->get_size();
-    w.data = cpu_allocator().allocate(w.bytes);
-    // (K, N) view of the (N, K) row-major weight: strides (1, K).
-    const dnnl::memory::desc plain({k, n}, dnnl::memory::data_type::s8, dnnl::memory::dims{1, k});
-    dnnl::memory from(plain, dnnl_engine(), const_cast<int8_t*>(q));
-    dnnl::memory to(*desc, dnnl_engine(), w.data.get());
-    dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
-    dnnl_stream().wait();
-    w.desc = desc;
-  } catch (const dnnl::error& e) {
-    TFM_FAIL() << "packing int8 weights (" << n << ", " << k << ") for oneDNN failed: " << e.what();
-  }
-  return w;
+  return pack_onednn_weights(n, k, MatmulOperands::u8s8, dnnl::memory::data_type::s8, q, "int8");
 }
 
 void matmul_primitive_u8s8(int64_t m, const uint8_t* x, const OnednnWeights& w, int32_t* acc) {
@@ -452,27 +463,8 @@ OnednnWeights pack_bf16_matmul_weights(int64_t n, int64_t k, const uint16_t* w16
   TFM_CHECK(n > 0 && k > 0) << "pack_bf16_matmul_weights: empty weight (" << n << ", " << k << ")";
   TFM_CHECK(cpu_has_bf16_dot()) << "bf16 matmuls on packed weights need AVX512-BF16 (CPU level "
                                 << cpu_isa_summary() << "); packed_bf16_cpu.h serves other CPUs";
-  OnednnWeights w;
-  w.n = n;
-  w.k = k;
-  try {
-    // The layout the matmul picks for these weights: the same for every M (run_primitive checks).
-    const auto entry = primitive_cache().get(
-        {1, n, k, false, Activation::none, primitive_threads(), MatmulOperands::bf16_packed});
-    auto desc = std::make_shared<dnnl::memory::desc>(entry->weights);
-    w.bytes = desc->get_size();
-    w.data = cpu_allocator().allocate(w.bytes);
-    // (K, N) view of the (N, K) row-major weight: strides (1, K).
-    const dnnl::memory::desc plain({k, n}, dnnl::memory::data_type::bf16, dnnl::memory::dims{1, k});
-    dnnl::memory from(plain, dnnl_engine(), const_cast<uint16_t*>(w16));
-    dnnl::memory to(*desc, dnnl_engine(), w.data.get());
-    dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
-    dnnl_stream().wait();
-    w.desc = desc;
-  } catch (const dnnl::error& e) {
-    TFM_FAIL() << "packing bf16 weights (" << n << ", " << k << ") for oneDNN failed: " << e.what();
-  }
-  return w;
+  return pack_onednn_weights(n, k, MatmulOperands::bf16_packed, dnnl::memory::data_type::bf16, w16,
+                             "bf16");
 }
 
 void matmul_primitive_bf16_packed(int64_t m, const uint16_t* x, const OnednnWeights& w,
