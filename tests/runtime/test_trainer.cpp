@@ -47,6 +47,29 @@ std::vector<std::string> lines_of(const fs::path& p) {
   return out;
 }
 
+// What a Trainer built from `o` throws ("no error" when it builds).
+std::string message(const TrainOptions& o) {
+  try {
+    Trainer t(o);
+  } catch (const Error& e) {
+    return e.message();
+  }
+  return std::string("no error");
+}
+
+// Trains `o` until request_stop() at update `at`; the result of that run (the directory is
+// released on return).
+TrainResult train_stopped_at(const TrainOptions& o, int64_t at) {
+  Trainer* self = nullptr;
+  TrainCallbacks cb;
+  cb.on_update = [&](const TrainUpdateEvent& e) {
+    if (e.update == at) self->request_stop();
+  };
+  Trainer t(o, cb);
+  self = &t;
+  return t.train();
+}
+
 class TrainerApi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -152,19 +175,10 @@ TEST_F(TrainerApi, CallbacksSayWhatTheLogSays) {
 TEST_F(TrainerApi, RequestStopSavesAStateThatResumesBitForBit) {
   Trainer(options("straight", 8)).train();
 
-  {
-    Trainer* self = nullptr;
-    TrainCallbacks cb;
-    cb.on_update = [&](const TrainUpdateEvent& e) {
-      if (e.update == 3) self->request_stop();
-    };
-    Trainer first(options("stopped", 8), cb);
-    self = &first;
-    const TrainResult r1 = first.train();
-    EXPECT_TRUE(r1.interrupted);
-    EXPECT_EQ(r1.stop_reason, "interrupted");
-    EXPECT_EQ(r1.updates, 3);
-  }  // releases the directory
+  const TrainResult r1 = train_stopped_at(options("stopped", 8), 3);
+  EXPECT_TRUE(r1.interrupted);
+  EXPECT_EQ(r1.stop_reason, "interrupted");
+  EXPECT_EQ(r1.updates, 3);
 
   Trainer second(options("stopped", 8));
   EXPECT_TRUE(second.resuming());
@@ -187,14 +201,6 @@ TEST_F(TrainerApi, OneTrainerADirectory) {
 }
 
 TEST_F(TrainerApi, ErrorsNameTheApiOptions) {
-  const auto message = [](const TrainOptions& o) {
-    try {
-      Trainer t(o);
-    } catch (const Error& e) {
-      return e.message();
-    }
-    return std::string("no error");
-  };
   TrainOptions o = options("bad", 2);
   o.train_trg.clear();
   std::string m = message(o);
@@ -262,29 +268,12 @@ TEST_F(TrainerApi, DecoderOnlyLearnsItsSentencesAndValidatesAsScoreBatchDoes) {
   EXPECT_NEAR(r.last_valid_perplexity, std::exp(nll / tokens), 1e-4 * r.last_valid_perplexity);
 
   Trainer(lm_options("lm_straight", 10)).train();
-  {
-    Trainer* self = nullptr;
-    TrainCallbacks cb;
-    cb.on_update = [&](const TrainUpdateEvent& e) {
-      if (e.update == 4) self->request_stop();
-    };
-    Trainer first(lm_options("lm_stopped", 10), cb);
-    self = &first;
-    EXPECT_EQ(first.train().updates, 4);
-  }
+  EXPECT_EQ(train_stopped_at(lm_options("lm_stopped", 10), 4).updates, 4);
   Trainer(lm_options("lm_stopped", 10)).train();
   EXPECT_EQ(read_file((root_ / "lm_stopped" / "model.safetensors").string()),
             read_file((root_ / "lm_straight" / "model.safetensors").string()))
       << "stopped at 4 and resumed: weights differ from the straight run";
 
-  const auto message = [](const TrainOptions& o) {
-    try {
-      Trainer bad(o);
-    } catch (const Error& e) {
-      return e.message();
-    }
-    return std::string("no error");
-  };
   TrainOptions o = lm_options("lm_bad", 2);
   o.train_src = (root_ / "train.src").string();
   EXPECT_NE(message(o).find("a decoder-only model trains on train_trg alone"), std::string::npos)
