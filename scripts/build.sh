@@ -6,5 +6,8 @@ cd "$(dirname "$0")/.."
 type=${1:-Release}
 shift || true
 build_dir=${BUILD_DIR:-build}
+# ccache (CMakeLists.txt uses it when installed): paths under the parent directory hashed as
+# relative ones, so checkouts side by side share the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$PWD")}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$type" "$@"
 cmake --build "$build_dir" -j"$(nproc)" ${TARGET:+--target "$TARGET"}

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libdnnl-dev
   libsentencepiece-dev sentencepiece
   nlohmann-json3-dev libyaml-dev libcli11-dev libcpp-httplib-dev
