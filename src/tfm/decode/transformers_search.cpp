@@ -1,0 +1,352 @@
+// The transformers search rule (search.h): greedy and beam search as Hugging Face Transformers'
+// generate() runs them (generation/utils.py, _sample and _beam_search, with the logits
+// processors of the generation config), so that a converted model gives generate()'s tokens.
+//
+// Each sentence has a decoder prompt D: the decoder's start token (tfm's BOS) and the target
+// prefix for an encoder-decoder model; the prompt itself for a decoder-only one (BOS when empty).
+// All rows step in lockstep, one position a step: while a sentence's prompt lasts its one row
+// is fed the prompt's tokens; from the prompt's last token on, each step is a generate() step at
+// cur_len = decoder tokens so far. generate()'s max_length and min_length count D, tfm's
+// max_length / min_length count the output (the prefix and what follows), so the two differ by
+// the part of D that is not output (the start token). Scores accumulate in f32 as generate()'s.
+#include <algorithm>
+#include <cmath>
+
+#include "tfm/autograd/grad_mode.h"
+#include "tfm/core/profile.h"
+#include "tfm/decode/detail.h"
+#include "tfm/ops/host.h"
+
+namespace tfm::decode {
+namespace {
+
+struct Beam {
+  Ids tokens;  // generated so far (D excluded)
+  float score = 0.0f;
+  std::vector<float> attention;
+};
+
+struct Finished {
+  Ids tokens;
+  float score = 0.0f;  // sum / length^length_penalty
+  float sum = 0.0f;
+  bool eos = true;
+  std::vector<float> attention;
+};
+
+struct Sentence {
+  int32_t eos = 0;
+  Ids prompt;                              // D, fed one token a step
+  int64_t output_from = 0;                 // D[output_from:] is part of the output (the prefix)
+  int64_t max_length = 0, min_length = 0;  // generate()'s, D counted
+  int64_t width = 0;                       // attention row width
+  std::vector<Beam> live;
+  std::vector<Finished> finished;  // best first, at most beam_size
+  std::vector<float> prompt_attention;
+  bool heuristic_open = true;  // generate's is_early_stop_heuristic_unsatisfied
+  bool done = false;
+};
+
+struct Candidate {
+  float value;
+  int64_t beam;
+  int32_t token;
+};
+
+class TransformersSearch : public Search {
+ public:
+  explicit TransformersSearch(const SearchOptions& o) : o_(o) {}
+
+  std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
+                         const std::vector<uint64_t>& /*ids*/,
+                         const std::vector<Ids>& prefixes) const override;
+
+ private:
+  // What generate()'s logits processors leave of row r's candidates at this step: the best
+  // `keep` (log-prob, token) pairs, banned tokens dropped; a forced token alone at 0.
+  std::vector<std::pair<float, int32_t>> candidates(const Sentence& s, const Ids& seq,
+                                                    const float* vals, const int32_t* ids,
+                                                    int64_t k, int64_t keep) const;
+  // The tokens generate()'s processors ban after input_ids `seq` (D and what was generated).
+  std::vector<int32_t> banned(const Sentence& s, const Ids& seq) const;
+  // One generate() step of sentence s: its beams' candidates -> its new beams and finished list.
+  void beam_step(Sentence& s, std::vector<std::vector<std::pair<float, int32_t>>>& rows,
+                 int64_t cur_len, int64_t first_row, const float* attn, int64_t stride,
+                 std::vector<int64_t>& parents) const;
+  void greedy_step(Sentence& s, const std::vector<std::pair<float, int32_t>>& row, int64_t cur_len,
+                   const float* attn) const;
+
+  SearchOptions o_;
+};
+
+std::vector<int32_t> TransformersSearch::banned(const Sentence& s, const Ids& seq) const {
+  std::vector<int32_t> out;
+  const int64_t cur_len = static_cast<int64_t>(seq.size());
+  // NoBadWordsLogitsProcessor: a sequence's last token, once the rest ends input_ids.
+  for (const Ids& bad : o_.bad_words_ids) {
+    const int64_t n = static_cast<int64_t>(bad.size()) - 1;
+    if (n > cur_len) continue;
+    if (std::equal(bad.begin(), bad.end() - 1, seq.end() - n)) out.push_back(bad.back());
+  }
+  // NoRepeatNGramLogitsProcessor: the token that would complete an n-gram already in input_ids.
+  const int64_t n = o_.no_repeat_ngram_size;
+  if (n > 0 && cur_len >= n) {
+    const auto suffix = seq.end() - (n - 1);
+    for (int64_t i = 0; i + n <= cur_len; ++i)
+      if (std::equal(seq.begin() + i, seq.begin() + i + n - 1, suffix))
+        out.push_back(seq[static_cast<size_t>(i + n - 1)]);
+  }
+  if (cur_len < s.min_length) out.push_back(s.eos);  // MinLengthLogitsProcessor
+  return out;
+}
+
+std::vector<std::pair<float, int32_t>> TransformersSearch::candidates(const Sentence& s,
+                                                                      const Ids& seq,
+                                                                      const float* vals,
+                                                                      const int32_t* ids, int64_t k,
+                                                                      int64_t keep) const {
+  const int64_t cur_len = static_cast<int64_t>(seq.size());
+  // ForcedEOSTokenLogitsProcessor runs after ForcedBOS: at max_length - 1 it wins.
+  if (o_.forced_eos_id >= 0 && cur_len == s.max_length - 1)
+    return {{0.0f, static_cast<int32_t>(o_.forced_eos_id)}};
+  if (o_.forced_bos_id >= 0 && cur_len == 1)
+    return {{0.0f, static_cast<int32_t>(o_.forced_bos_id)}};
+  const std::vector<int32_t> ban = banned(s, seq);
+  std::vector<std::pair<float, int32_t>> out;
+  for (int64_t i = 0; i < k && static_cast<int64_t>(out.size()) < keep; ++i) {
+    if (vals[i] == detail::kNegInf) break;
+    if (std::find(ban.begin(), ban.end(), ids[i]) == ban.end()) out.emplace_back(vals[i], ids[i]);
+  }
+  TFM_CHECK(!out.empty()) << "search: every token is banned at step " << cur_len
+                          << " (bad_words_ids, no_repeat_ngram_size and min_length leave none)";
+  return out;
+}
+
+void TransformersSearch::greedy_step(Sentence& s, const std::vector<std::pair<float, int32_t>>& row,
+                                     int64_t cur_len, const float* attn) const {
+  Beam& b = s.live[0];
+  const auto [lp, token] = row[0];
+  b.score += lp;
+  const bool eos = token == s.eos;
+  if (!eos) {
+    b.tokens.push_back(token);
+    if (attn) b.attention.insert(b.attention.end(), attn, attn + s.width);
+  }
+  if (eos || cur_len + 1 >= s.max_length) {
+    s.finished.push_back({b.tokens, b.score, b.score, eos, b.attention});
+    s.done = true;
+  }
+}
+
+void TransformersSearch::beam_step(Sentence& s,
+                                   std::vector<std::vector<std::pair<float, int32_t>>>& rows,
+                                   int64_t cur_len, int64_t first_row, const float* attn,
+                                   int64_t stride, std::vector<int64_t>& parents) const {
+  const int64_t beam = o_.beam_size;
+  std::vector<Candidate> cands;
+  for (size_t j = 0; j < s.live.size(); ++j)
+    for (const auto& [lp, token] : rows[j])
+      cands.push_back({s.live[j].score + lp, static_cast<int64_t>(j), token});
+  // torch.topk over (beam, token) flattened: best first, ties in index order.
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.value != b.value) return a.value > b.value;
+    return a.beam != b.beam ? a.beam < b.beam : a.token < b.token;
+  });
+  if (static_cast<int64_t>(cands.size()) > 2 * beam) cands.resize(2 * beam);
+  const bool at_max = cur_len + 1 >= s.max_length;
+  auto extended = [&](const Candidate& c, bool keep_token) {
+    Beam b{s.live[c.beam].tokens, c.value, s.live[c.beam].attention};
+    if (keep_token) {
+      b.tokens.push_back(c.token);
+      if (attn) {
+        const float* a = attn + (first_row + c.beam) * stride;
+        b.attention.insert(b.attention.end(), a, a + s.width);
+      }
+    }
+    return b;
+  };
+  // _update_finished_beams: among the best `beam` candidates, those that stop (EOS, or the max
+  // length) join the finished list, unless the sentence is frozen (full under early_stopping
+  // true, or the heuristic said no improvement is possible).
+  const bool full = o_.early_stopping == EarlyStopping::finished &&
+                    static_cast<int64_t>(s.finished.size()) == beam;
+  if (s.heuristic_open && !full) {
+    const double len = static_cast<double>(cur_len + 1 - static_cast<int64_t>(s.prompt.size()));
+    const float norm = static_cast<float>(std::pow(len, o_.length_penalty));
+    std::vector<Finished> merged = s.finished;
+    for (int64_t i = 0; i < std::min<int64_t>(beam, static_cast<int64_t>(cands.size())); ++i) {
+      const Candidate& c = cands[i];
+      const bool eos = c.token == s.eos;
+      if (!eos && !at_max) continue;
+      Beam b = extended(c, !eos);
+      merged.push_back({std::move(b.tokens), c.value / norm, c.value, eos, std::move(b.attention)});
+    }
+    std::stable_sort(merged.begin(), merged.end(),
+                     [](const Finished& a, const Finished& b) { return a.score > b.score; });
+    if (static_cast<int64_t>(merged.size()) > beam) merged.resize(beam);
+    s.finished = std::move(merged);
+  }
+  // _get_running_beams_for_next_iteration: the best `beam` candidates that did not stop.
+  std::vector<Beam> next;
+  if (!at_max)
+    for (const Candidate& c : cands) {
+      if (c.token == s.eos) continue;
+      next.push_back(extended(c, true));
+      parents.push_back(first_row + c.beam);
+      if (static_cast<int64_t>(next.size()) == beam) break;
+    }
+  s.live = std::move(next);
+  // _check_early_stop_heuristic, at cur_len + 1.
+  if (static_cast<int64_t>(s.finished.size()) == beam) {
+    const int64_t gen = o_.early_stopping == EarlyStopping::never && o_.length_penalty > 0
+                            ? s.max_length - static_cast<int64_t>(s.prompt.size())
+                            : cur_len + 1 - static_cast<int64_t>(s.prompt.size());
+    const float best = s.live.empty()
+                           ? detail::kNegInf
+                           : s.live[0].score / static_cast<float>(std::pow(static_cast<double>(gen),
+                                                                           o_.length_penalty));
+    s.heuristic_open = s.heuristic_open && best > s.finished.back().score;
+  }
+  const bool frozen = !s.heuristic_open || (o_.early_stopping == EarlyStopping::finished &&
+                                            static_cast<int64_t>(s.finished.size()) == beam);
+  s.done = frozen || at_max || s.live.empty();
+  if (s.done) parents.resize(parents.size() - s.live.size());
+}
+
+std::vector<NBest> TransformersSearch::run(const Transformer& model,
+                                           const std::vector<Ids>& sources,
+                                           const std::vector<uint64_t>& /*ids*/,
+                                           const std::vector<Ids>& prefixes) const {
+  profile::Scope scope(profile::Phase::search);
+  detail::check_inputs(model, sources, o_, prefixes);
+  const ModelConfig& c = model.config();
+  NoGradGuard no_grad;
+  std::vector<NBest> out(sources.size());
+  if (sources.empty()) return out;
+  std::vector<Sentence> sent(sources.size());
+  std::vector<const Ids*> ptrs;
+  int64_t longest = 1;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    Sentence& s = sent[i];
+    s.eos = static_cast<int32_t>(c.eos_id);
+    const Ids& prefix = detail::prefix_of(prefixes, i);
+    const int64_t src_len = static_cast<int64_t>(sources[i].size());
+    const int64_t p = static_cast<int64_t>(prefix.size());
+    // D: the start token and the prefix; a decoder-only prompt starts the decoder itself.
+    if (c.has_encoder() || prefix.empty())
+      s.prompt.push_back(
+          static_cast<int32_t>(o_.decoder_start_id >= 0 ? o_.decoder_start_id : c.bos_id));
+    s.output_from = static_cast<int64_t>(s.prompt.size());
+    s.prompt.insert(s.prompt.end(), prefix.begin(), prefix.end());
+    const int64_t off = s.output_from;  // D's tokens that are not output
+    // The decoder reads positions 0 … max_length - 2: at most the model's positions.
+    s.max_length = std::min(max_target_length(c, o_, src_len, p) + off, c.max_length + 1);
+    s.min_length = o_.min_length + off;
+    s.width = detail::framed_length(c, src_len);
+    s.live.push_back(Beam{});
+    longest = std::max(longest, s.max_length);
+    ptrs.push_back(&sources[i]);
+  }
+  DecoderState state = detail::start(model, ptrs, longest);
+  std::vector<size_t> active(sources.size());
+  for (size_t i = 0; i < active.size(); ++i) active[i] = i;
+  std::vector<int32_t> tokens;
+  for (const Sentence& s : sent) tokens.push_back(s.prompt[0]);
+  const SpecialIds specials = detail::special_ids(c);
+  const int64_t k_base = o_.beam_size == 1 ? 1 : 2 * o_.beam_size;
+  for (int64_t t = 0; !active.empty(); ++t) {
+    Tensor attn;  // (rows, S)
+    const Tensor logits =
+        detail::step_logits(model, state, tokens, o_.return_attention ? &attn : nullptr);
+    const int64_t rows_now = logits.size(0), V = logits.size(1);
+    // Enough per row to keep k_base after the bans: top-k of the raw log-probs, bans dropped.
+    int64_t k = k_base;
+    for (size_t si : active) {
+      const Sentence& s = sent[si];
+      if (t + 1 < static_cast<int64_t>(s.prompt.size())) continue;
+      for (const Beam& b : s.live) {
+        Ids seq = s.prompt;
+        seq.insert(seq.end(), b.tokens.begin(), b.tokens.end());
+        k = std::max<int64_t>(k, k_base + static_cast<int64_t>(banned(s, seq).size()));
+      }
+    }
+    k = std::min(k, V);
+    profile::Scope top(profile::Phase::top_k);
+    const TopK best = top_k_log_probs(
+        logits, std::vector<StepRule>(static_cast<size_t>(rows_now), StepRule::keep), specials, k);
+    const HostView<float> vals = to_host<float>(best.values);  // (rows, k)
+    const HostView<int32_t> ids = to_host<int32_t>(best.ids);
+    top.end();
+    const HostView<float> attn_h = to_host<float>(attn);
+    const float* ad = o_.return_attention ? attn_h.data() : nullptr;
+    const int64_t S = o_.return_attention ? attn.size(1) : 0;
+    std::vector<int64_t> parents;
+    std::vector<int32_t> next_tokens;
+    std::vector<size_t> still;
+    int64_t r = 0;
+    for (size_t si : active) {
+      Sentence& s = sent[si];
+      const int64_t n = static_cast<int64_t>(s.live.size());
+      const int64_t plen = static_cast<int64_t>(s.prompt.size());
+      if (t + 1 < plen) {  // still reading the prompt: its next token is forced, unscored
+        if (ad && t + 1 >= s.output_from)
+          s.prompt_attention.insert(s.prompt_attention.end(), ad + r * S, ad + r * S + s.width);
+        parents.push_back(r);
+        next_tokens.push_back(s.prompt[static_cast<size_t>(t + 1)]);
+        still.push_back(si);
+        r += n;
+        continue;
+      }
+      if (t + 1 == plen && ad)
+        for (Beam& b : s.live) b.attention = s.prompt_attention;
+      const int64_t cur_len = t + 1;
+      std::vector<std::vector<std::pair<float, int32_t>>> cand_rows;
+      for (int64_t j = 0; j < n; ++j) {
+        Ids seq = s.prompt;
+        seq.insert(seq.end(), s.live[j].tokens.begin(), s.live[j].tokens.end());
+        const size_t at = static_cast<size_t>((r + j) * k);
+        cand_rows.push_back(candidates(s, seq, vals.data() + at, ids.data() + at, k, k_base));
+      }
+      if (o_.beam_size == 1) {
+        greedy_step(s, cand_rows[0], cur_len, ad ? ad + r * S : nullptr);
+        if (!s.done) parents.push_back(r);
+      } else {
+        beam_step(s, cand_rows, cur_len, r, ad, S, parents);
+      }
+      r += n;
+      if (s.done) continue;
+      for (const Beam& b : s.live) next_tokens.push_back(b.tokens.back());
+      still.push_back(si);
+    }
+    active = std::move(still);
+    if (active.empty()) break;
+    detail::reorder(state, parents);
+    tokens = std::move(next_tokens);
+  }
+  for (size_t i = 0; i < sent.size(); ++i) {
+    Sentence& s = sent[i];
+    const Ids prefix(s.prompt.begin() + s.output_from, s.prompt.end());
+    NBest& nb = out[i];
+    for (Finished& f : s.finished) {
+      if (static_cast<int64_t>(nb.size()) == o_.n_best) break;
+      Hypothesis h;
+      h.tokens = prefix;
+      h.tokens.insert(h.tokens.end(), f.tokens.begin(), f.tokens.end());
+      h.eos = f.eos;
+      h.score = f.score;
+      h.log_prob = f.sum;
+      h.attention = std::move(f.attention);
+      nb.push_back(std::move(h));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Search> make_transformers_search(const SearchOptions& o) {
+  TFM_CHECK(!o.sampling) << "search: the transformers rule decodes greedily or by beam search";
+  return std::make_unique<TransformersSearch>(o);
+}
+
+}  // namespace tfm::decode
