@@ -48,6 +48,9 @@ struct TranslationOptions {
   double max_length_factor = 2.0;
   int64_t max_length_extra = 10;
   int64_t max_decoding_length = 1024;
+  // Generated tokens after the target prefix (a decoder-only model's prompt), EOS counted: a cap
+  // besides max_decoding_length; 0: none. generate()'s max_new_tokens.
+  int64_t max_new_tokens = 0;
   int64_t min_decoding_length = 0;  // tokens before EOS is allowed
   // Random sampling (beam_size must be 1): temperature, then the top k (0: all), then nucleus p.
   bool sampling = false;
@@ -57,6 +60,13 @@ struct TranslationOptions {
   uint64_t seed = 0;  // with a sentence's index in the call, keys its random stream
   // Fill TranslationHypothesis::attention (translate_stream, which writes text, ignores it).
   bool return_attention = false;
+  // A multilingual converted model (NLLB, M2M100, mBART-50, mBART): the target language, as its
+  // tokenizer's code ("eng_Latn", "en", "en_XX"); forced as the first generated token, or as the
+  // decoder's start token, as the model's family does. Empty: the model's generation config's.
+  std::string target_lang;
+  // The source language, for the text methods (the tokenizer frames the source with its code;
+  // token ids already hold it). Empty: the tokenizer's default.
+  std::string source_lang;
 };
 
 struct TranslationHypothesis {
@@ -110,6 +120,11 @@ class Translator {
 
   const ModelInfo& model_info() const;
   const TranslatorOptions& options() const;  // compute_type resolved, thread counts filled in
+  // The model's own search settings: TranslationOptions{} for tfm's models; for a converted
+  // Transformers model (model_info().search_rule "transformers"), its generation config's
+  // num_beams, num_return_sequences, length_penalty and lengths, which generate() would use.
+  // The command line, the server and the Python package start from these.
+  TranslationOptions default_options() const;
   // The text methods need the directory's vocabularies, fitting the model (sizes, special ids).
   bool has_vocabularies() const;
   // A tfm::Error saying why the text methods cannot run (no vocabulary, or one that does not

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_vocab(app);
   tfm::cli::add_train(app);
   tfm::cli::add_average(app);
+  tfm::cli::add_convert(app);
   tfm::cli::add_prepare_ding(app);
   tfm::cli::add_bench(app);
   tfm::cli::add_serve(app);

@@ -4,6 +4,7 @@
 
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
+#include "tfm/model/generation_config.h"
 #include "tfm/model/safetensors.h"
 #include "tfm/runtime/model_info_impl.h"
 
@@ -33,6 +34,12 @@ ModelInfo make_model_info(const std::string& dir, const ModelConfig& c, int64_t 
   const ModelVocabPaths v = find_model_vocabs(dir);
   m.src_vocab_path = v.src;
   m.trg_vocab_path = v.trg;
+  if (const auto g = read_generation_config(dir)) {
+    m.family = g->family;
+    m.tokenizer = g->tokenizer;
+    m.compute_type = g->compute_type;
+    m.search_rule = "transformers";
+  }
   return m;
 }
 

@@ -19,16 +19,22 @@
 #endif
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
+#include "tfm/model/generation_config.h"
 #include "tfm/model/score.h"
 #include "tfm/runtime/batch_search.h"
+#include "tfm/runtime/generation_options.h"
 #include "tfm/runtime/model_info_impl.h"
 
 namespace tfm {
 
 namespace {
 
-// Every TranslationOptions value checked before any work, in the API's own words.
-decode::SearchOptions search_options(const TranslationOptions& t, const ModelConfig& c) {
+// Every TranslationOptions value checked before any work, in the API's own words. g: a converted
+// model's generation config (the transformers search rule), null for tfm's own models;
+// target_lang_id: t.target_lang resolved.
+decode::SearchOptions search_options(const TranslationOptions& t, const ModelConfig& c,
+                                     const GenerationConfig* g = nullptr,
+                                     std::optional<int64_t> target_lang_id = std::nullopt) {
   TFM_CHECK(t.beam_size >= 1) << "beam_size must be at least 1 (got " << t.beam_size << ")";
   // The target vocabulary less PAD and BOS, which are never generated.
   const int64_t tokens = std::max<int64_t>(1, c.trg_vocab_size - 2);
@@ -38,8 +44,17 @@ decode::SearchOptions search_options(const TranslationOptions& t, const ModelCon
   TFM_CHECK(t.num_hypotheses >= 1 && t.num_hypotheses <= t.beam_size)
       << "num_hypotheses must be between 1 and beam_size " << t.beam_size << " (got "
       << t.num_hypotheses << ")";
-  TFM_CHECK(std::isfinite(t.length_penalty) && t.length_penalty >= 0 && t.length_penalty <= 10)
-      << "length_penalty must be in [0, 10] (got " << t.length_penalty << ")";
+  // generate()'s length penalty is an exponent that may be negative (shorter outputs).
+  const double lp_min = g ? -10 : 0;
+  TFM_CHECK(std::isfinite(t.length_penalty) && t.length_penalty >= lp_min && t.length_penalty <= 10)
+      << "length_penalty must be in [" << lp_min << ", 10] (got " << t.length_penalty << ")";
+  TFM_CHECK(!g || !t.normalize_scores)
+      << "normalize_scores: a converted model ranks as generate() does, by log-probability / "
+      << "length^length_penalty (length_penalty 1 is the plain normalisation)";
+  TFM_CHECK(!g || !t.sampling) << "sampling: a converted model decodes greedily or by beam "
+                               << "search, as its generate() does";
+  TFM_CHECK(t.max_new_tokens >= 0)
+      << "max_new_tokens must be at least 0 (0: no limit; got " << t.max_new_tokens << ")";
   TFM_CHECK(std::isfinite(t.max_length_factor) && t.max_length_factor >= 0 &&
             t.max_length_factor <= 1000)
       << "max_length_factor must be in [0, 1000] (got " << t.max_length_factor << ")";
@@ -72,6 +87,8 @@ decode::SearchOptions search_options(const TranslationOptions& t, const ModelCon
   o.top_p = t.sampling_topp;
   o.seed = t.seed;
   o.return_attention = t.return_attention;
+  o.max_new_tokens = t.max_new_tokens;
+  if (g) runtime::apply_generation(o, *g, target_lang_id);
   return o;
 }
 
@@ -118,7 +135,13 @@ class Translator::Impl {
     const int cores = omp_get_num_procs();
     if (options_.intra_threads == 0)
       options_.intra_threads = std::max(1, cores / options_.inter_threads);
-    options_.compute_type = resolve_compute_type(o.compute_type, o.device, /*training=*/false);
+    generation_ = read_generation_config(dir);
+    // auto: the precision chosen when the model was converted, if one was.
+    if (o.compute_type == ComputeType::automatic && generation_ &&
+        !generation_->compute_type.empty())
+      options_.compute_type = parse_compute_type(generation_->compute_type);
+    options_.compute_type =
+        resolve_compute_type(options_.compute_type, o.device, /*training=*/false);
     // The workers first, and the model loaded and packed on one of them: the threads that pack
     // the weights are those that translate, and the calling thread starts no OpenMP team of its
     // own (under OMP_WAIT_POLICY=active an idle team spins on a core the workers need).
@@ -152,6 +175,31 @@ class Translator::Impl {
   }
 
   const ModelConfig& config() const { return model_->config(); }
+
+  // The search of `t` for this model: the transformers rule with its generation config for a
+  // converted model.
+  decode::SearchOptions search_options(const TranslationOptions& t) const {
+    std::optional<int64_t> target;
+    if (!t.target_lang.empty()) target = language_id(t.target_lang, "target_lang");
+    TFM_CHECK(t.source_lang.empty() || generation_)
+        << "source_lang: " << info_.directory << " is not a multilingual converted model";
+    return tfm::search_options(t, config(), generation_ ? &*generation_ : nullptr, target);
+  }
+
+  // A language code's token id, by the model's tokenizer.
+  int64_t language_id(const std::string& code, const char* what) const {
+    TFM_CHECK(generation_ && generation_->target_language != TargetLanguage::none)
+        << what << " \"" << code << "\": " << info_.directory
+        << " is not a multilingual converted model (NLLB, M2M100, mBART)";
+    TFM_FAIL() << what << " \"" << code << "\": " << info_.directory
+               << " has no tokenizer with language codes";
+    return -1;
+  }
+
+  TranslationOptions default_options() const {
+    return generation_ ? runtime::generation_defaults(*generation_, config())
+                       : TranslationOptions{};
+  }
   bool has_vocabs() const { return vocabs_.src != nullptr; }
 
   void require_vocabs() const {
@@ -266,7 +314,7 @@ class Translator::Impl {
     require_decoder_only();
     TFM_CHECK(!options.return_attention)
         << "return_attention: a decoder-only model has no cross-attention to return";
-    static_cast<void>(search_options(options, config()));  // checks every option
+    static_cast<void>(search_options(options));  // checks every option
     std::vector<Ids> pre(prompts.size());
     for (size_t i = 0; i < prompts.size(); ++i) {
       pre[i].assign(prompts[i].begin(), prompts[i].end());
@@ -278,7 +326,7 @@ class Translator::Impl {
   std::vector<TranslationResult> generate(const std::vector<std::vector<int64_t>>& prompts,
                                           const TranslationOptions& options, bool text) const {
     const std::vector<Ids> pre = checked_prompts(prompts, options);
-    const auto so = search_options(options, config());
+    const auto so = search_options(options);
     auto nbest = search(std::vector<Ids>(prompts.size()), {}, pre, so);
     std::vector<TranslationResult> out;
     out.reserve(nbest.size());
@@ -290,7 +338,7 @@ class Translator::Impl {
                                            const std::vector<std::vector<int64_t>>& prefixes,
                                            const TranslationOptions& options, bool text) const {
     require_encoder();
-    const auto so = search_options(options, config());
+    const auto so = search_options(options);
     const std::vector<Ids> pre = prepare_prefixes(prefixes, src.size(), options);
     std::vector<char> truncated(src.size());
     for (size_t i = 0; i < src.size(); ++i)
@@ -360,6 +408,7 @@ class Translator::Impl {
   TranslatorOptions options_;
   std::unique_ptr<Transformer> model_;
   ModelVocabs vocabs_;
+  std::optional<GenerationConfig> generation_;  // a converted model's generation.json
   std::string vocab_error_;  // why the directory's vocabularies cannot be used, if they cannot
   ModelInfo info_;
   std::unique_ptr<runtime::WorkerPool> pool_;
@@ -376,6 +425,9 @@ const ModelInfo& Translator::model_info() const {
 }
 const TranslatorOptions& Translator::options() const {
   return impl_->options();
+}
+TranslationOptions Translator::default_options() const {
+  return impl_->default_options();
 }
 bool Translator::has_vocabularies() const {
   return impl_->has_vocabs();
@@ -522,7 +574,7 @@ void Translator::Impl::stream(std::istream& in, std::ostream& out,
   if (!stream.ids) require_vocabs();
   TFM_CHECK(stream.read_ahead >= 1)
       << "read_ahead must be at least 1 line (got " << stream.read_ahead << ")";
-  auto so = search_options(options, config());
+  auto so = search_options(options);
   so.return_attention = false;  // lines of text have no place for it
   const ModelConfig& c = config();
   uint64_t base = 0;  // index of the window's first line in the whole input
