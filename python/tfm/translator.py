@@ -235,14 +235,17 @@ class Translator:
     def translate_batch(
         self,
         source: Source,
-        beam_size: int = 1,
-        num_hypotheses: int = 1,
-        length_penalty: float = 0.0,
+        beam_size: Optional[int] = None,
+        num_hypotheses: Optional[int] = None,
+        length_penalty: Optional[float] = None,
         normalize_scores: bool = False,
-        max_decoding_length: int = 1024,
-        min_decoding_length: int = 0,
-        max_length_factor: float = 2.0,
-        max_length_extra: int = 10,
+        max_decoding_length: Optional[int] = None,
+        min_decoding_length: Optional[int] = None,
+        max_length_factor: Optional[float] = None,
+        max_length_extra: Optional[int] = None,
+        max_new_tokens: Optional[int] = None,
+        source_lang: Optional[str] = None,
+        target_lang: Optional[str] = None,
         sampling_topk: int = 1,
         sampling_topp: float = 1.0,
         sampling_temperature: float = 1.0,
@@ -259,13 +262,21 @@ class Translator:
           token id lists without BOS/EOS (lists, tuples, 1-D NumPy integer arrays, or one 2-D
           NumPy array; the hypotheses are id lists). An empty sentence gives a result without
           hypotheses.
+        Search arguments left None take the model's own value (default_options(): tfm's
+        defaults, beam_size 1, length_penalty 0, max_decoding_length 1024, max_length_factor 2,
+        max_length_extra 10; a model converted from Transformers: its generation config's, and
+        it ranks and stops as generate() does, docs/convert.md).
         beam_size: 1 is greedy search (or sampling). num_hypotheses: returned per sentence, at
           most beam_size.
-        length_penalty: GNMT alpha, score / ((5 + len) / 6)^alpha; 0: the raw log-probability.
+        length_penalty: GNMT alpha, score / ((5 + len) / 6)^alpha; 0: the raw log-probability
+          (a converted model: generate()'s, score / length^alpha).
           normalize_scores: rank by log-probability / length instead.
         max_decoding_length: a cap on output tokens (with EOS); the output is also capped at
-          max_length_factor * source length + max_length_extra and by the model's positions.
+          max_length_factor * source length + max_length_extra (tfm's own models) and by the
+          model's positions. max_new_tokens: a cap on the tokens after the target prefix.
         min_decoding_length: tokens before EOS is allowed.
+        source_lang, target_lang: a multilingual converted model's language codes (NLLB's
+          "deu_Latn", M2M100's "de", mBART's "de_DE"); None: the model's defaults.
         sampling_topk: as in CTranslate2: 1 (the default) is the argmax; any other value samples
           from the k most likely tokens (0: all), after sampling_temperature, then keeps the
           nucleus of mass sampling_topp. Sampling needs beam_size 1. seed: with a sentence's
@@ -286,7 +297,8 @@ class Translator:
             beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
             normalize_scores=normalize_scores, max_decoding_length=max_decoding_length,
             min_decoding_length=min_decoding_length, max_length_factor=max_length_factor,
-            max_length_extra=max_length_extra, sampling_topk=sampling_topk,
+            max_length_extra=max_length_extra, max_new_tokens=max_new_tokens,
+            source_lang=source_lang, target_lang=target_lang, sampling_topk=sampling_topk,
             sampling_topp=sampling_topp, sampling_temperature=sampling_temperature, seed=seed,
             return_attention=return_attention)
         return_scores = _bool("return_scores", return_scores)
@@ -299,12 +311,13 @@ class Translator:
     def generate_batch(
         self,
         prompts: Source,
-        beam_size: int = 1,
-        num_hypotheses: int = 1,
-        length_penalty: float = 0.0,
+        beam_size: Optional[int] = None,
+        num_hypotheses: Optional[int] = None,
+        length_penalty: Optional[float] = None,
         normalize_scores: bool = False,
-        max_decoding_length: int = 1024,
-        min_decoding_length: int = 0,
+        max_decoding_length: Optional[int] = None,
+        min_decoding_length: Optional[int] = None,
+        max_new_tokens: Optional[int] = None,
         sampling_topk: int = 1,
         sampling_topp: float = 1.0,
         sampling_temperature: float = 1.0,
@@ -324,8 +337,9 @@ class Translator:
         options = self._options(
             beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
             normalize_scores=normalize_scores, max_decoding_length=max_decoding_length,
-            min_decoding_length=min_decoding_length, sampling_topk=sampling_topk,
-            sampling_topp=sampling_topp, sampling_temperature=sampling_temperature, seed=seed)
+            min_decoding_length=min_decoding_length, max_new_tokens=max_new_tokens,
+            sampling_topk=sampling_topk, sampling_topp=sampling_topp,
+            sampling_temperature=sampling_temperature, seed=seed)
         return_scores = _bool("return_scores", return_scores)
         kind, items = _batch("prompts", prompts)
         if kind == _TOKENS:
@@ -459,22 +473,37 @@ class Translator:
         return self._impl.source_tokens(_str("text", text))
 
     # --------------------------------------------------------------------- helpers
-    @staticmethod
-    def _options(beam_size: int = 1, num_hypotheses: int = 1, length_penalty: float = 0.0,
-                 normalize_scores: bool = False, max_decoding_length: int = 1024,
-                 min_decoding_length: int = 0, max_length_factor: float = 2.0,
-                 max_length_extra: int = 10, sampling_topk: int = 1, sampling_topp: float = 1.0,
+    def _options(self, beam_size: Optional[int] = None, num_hypotheses: Optional[int] = None,
+                 length_penalty: Optional[float] = None, normalize_scores: bool = False,
+                 max_decoding_length: Optional[int] = None,
+                 min_decoding_length: Optional[int] = None,
+                 max_length_factor: Optional[float] = None,
+                 max_length_extra: Optional[int] = None, max_new_tokens: Optional[int] = None,
+                 source_lang: Optional[str] = None, target_lang: Optional[str] = None,
+                 sampling_topk: int = 1, sampling_topp: float = 1.0,
                  sampling_temperature: float = 1.0, seed: int = 0,
                  return_attention: bool = False) -> _tfm.TranslationOptions:
-        o = _tfm.TranslationOptions()
-        o.beam_size = _int("beam_size", beam_size)
-        o.num_hypotheses = _int("num_hypotheses", num_hypotheses)
-        o.length_penalty = _float("length_penalty", length_penalty)
+        """The call's options: the model's own (default_options: a converted model's generation
+        config, tfm's defaults otherwise) with every argument that is not None over them."""
+        o = self._impl.default_options()
+        if beam_size is not None:
+            o.beam_size = _int("beam_size", beam_size)
+        if num_hypotheses is not None:
+            o.num_hypotheses = _int("num_hypotheses", num_hypotheses)
+        elif o.num_hypotheses > o.beam_size:
+            o.num_hypotheses = o.beam_size
+        if length_penalty is not None:
+            o.length_penalty = _float("length_penalty", length_penalty)
         o.normalize_scores = _bool("normalize_scores", normalize_scores)
-        o.max_decoding_length = _int("max_decoding_length", max_decoding_length)
-        o.min_decoding_length = _int("min_decoding_length", min_decoding_length)
-        o.max_length_factor = _float("max_length_factor", max_length_factor)
-        o.max_length_extra = _int("max_length_extra", max_length_extra)
+        for name, value, check in (("max_decoding_length", max_decoding_length, _int),
+                                   ("min_decoding_length", min_decoding_length, _int),
+                                   ("max_length_factor", max_length_factor, _float),
+                                   ("max_length_extra", max_length_extra, _int),
+                                   ("max_new_tokens", max_new_tokens, _int),
+                                   ("source_lang", source_lang, _str),
+                                   ("target_lang", target_lang, _str)):
+            if value is not None:
+                setattr(o, name, check(name, value))
         topk = _int("sampling_topk", sampling_topk)
         o.sampling = topk != 1
         o.sampling_topk = topk
@@ -486,3 +515,12 @@ class Translator:
         o.seed = seed
         o.return_attention = _bool("return_attention", return_attention)
         return o
+
+    def default_options(self) -> dict:
+        """The model's own search settings, as translate_batch's keyword arguments: tfm's defaults
+        for its own models; a converted Transformers model's generation config (num_beams,
+        length_penalty, lengths), which translate_batch uses for every argument left None."""
+        o = self._impl.default_options()
+        return {k: getattr(o, k) for k in (
+            "beam_size", "num_hypotheses", "length_penalty", "max_decoding_length",
+            "min_decoding_length", "max_length_factor", "max_length_extra", "max_new_tokens")}

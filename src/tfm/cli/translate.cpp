@@ -59,31 +59,46 @@ class OutputFileBuf : public std::streambuf {
 
 struct Flags {
   std::string dir, input, output, target_prefix, precision = "fp32", device = "cpu";
+  std::string source_lang, target_lang;
   int64_t beam_size = 1, n_best = 0, batch_size = 32, batch_tokens = 0, sampling_topk = 0,
-          min_length = 0, max_length = 0;
+          min_length = 0, max_length = 0, max_new_tokens = 0;
   double length_penalty = 0.0, max_length_factor = 2.0, sampling_topp = 1.0, temperature = 1.0;
   uint64_t seed = 0;
   bool ids = false, normalize = false, profile = false;
   int threads = 0, inter_threads = 1;
 };
 
-// What a subcommand's callback needs to tell a flag given from a default.
+// What a subcommand's callback needs to tell a flag given from a default: a search flag not
+// given takes the model's own setting (Translator::default_options: a converted model's
+// generation config; tfm's defaults, which are the flags', otherwise).
 struct Given {
   CLI::Option *n_best, *topk, *topp, *temperature;
+  CLI::Option *beam_size, *length_penalty, *min_length,
+      *max_length = nullptr, *max_length_factor = nullptr, *max_new_tokens, *precision;
 };
 
 // The flags both commands share: model, search, batching, threads, precision, files.
 Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
   cmd->add_option("--model", f.dir, "Model directory")->required();
-  cmd->add_option("--beam-size", f.beam_size, "Beam size (1: greedy)");
   Given g;
+  g.beam_size = cmd->add_option("--beam-size", f.beam_size,
+                                "Beam size (1: greedy; default: 1, a converted model's num_beams)");
   g.n_best =
       cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'");
-  cmd->add_option("--length-penalty", f.length_penalty, "GNMT length penalty alpha (0: none)");
+  g.length_penalty = cmd->add_option(
+      "--length-penalty", f.length_penalty,
+      "GNMT length penalty alpha (0: none); a converted model's: score / length^alpha");
   cmd->add_flag("--normalize", f.normalize, "Rank by log-probability / length instead");
   cmd->add_option("--batch-size", f.batch_size, "Sentences a batch");
   cmd->add_option("--batch-tokens", f.batch_tokens, batch_tokens_help);
-  cmd->add_option("--min-length", f.min_length, "Tokens before EOS is allowed");
+  g.min_length = cmd->add_option("--min-length", f.min_length, "Tokens before EOS is allowed");
+  g.max_new_tokens =
+      cmd->add_option("--max-new-tokens", f.max_new_tokens,
+                      "Max tokens after the prefix or prompt, EOS counted (0: none)");
+  cmd->add_option("--source-lang", f.source_lang,
+                  "Source language code of a multilingual converted model (NLLB, M2M100, mBART)");
+  cmd->add_option("--target-lang", f.target_lang,
+                  "Target language code of a multilingual converted model (NLLB, M2M100, mBART)");
   g.topk = cmd->add_option("--sampling-topk", f.sampling_topk, "Sample from the K best (0: all)");
   g.topp = cmd->add_option("--sampling-topp", f.sampling_topp, "Nucleus sampling mass P");
   g.temperature = cmd->add_option("--temperature", f.temperature, "Sampling temperature");
@@ -91,7 +106,10 @@ Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
   cmd->add_flag("--ids", f.ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", f.threads, "Threads of each batch (0: all cores / inter-threads)");
   cmd->add_option("--inter-threads", f.inter_threads, "Batches decoded at once");
-  cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
+  g.precision = cmd->add_option(
+      "--precision", f.precision,
+      "Linear layers in fp32, bf16, int8 or auto (default: fp32, or a converted model's "
+      "--quantization)");
   cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
@@ -115,41 +133,56 @@ void run(const char* command, const Flags& f, const Given& given, bool generate)
   else
     require_in_range("--max-length-factor", f.max_length_factor, 0.0, 1000.0);
   require_at_least("--min-length", f.min_length, 0);
+  require_at_least("--max-new-tokens", f.max_new_tokens, 0);
   require_in_range("--temperature", f.temperature, 0.0, 1e6);
   require_at_least("--sampling-topk", f.sampling_topk, 0);
   require_in_range("--sampling-topp", f.sampling_topp, 0.0, 1.0, /*lo_open=*/true);
   TranslatorOptions to;
   to.compute_type = parse_compute_type(f.precision);
+  // Not given: the precision a converted model was given at conversion, if any (auto picks it).
+  if (given.precision->count() == 0 && !read_model_info(f.dir).compute_type.empty())
+    to.compute_type = ComputeType::automatic;
   to.device = parse_device(f.device);
   to.intra_threads = f.threads;
   to.inter_threads = f.inter_threads;
   to.max_batch_size = f.batch_size;
   to.max_batch_tokens = f.batch_tokens;
-  TranslationOptions o;
-  o.beam_size = f.beam_size;
-  o.num_hypotheses = f.n_best > 0 ? f.n_best : 1;
-  o.length_penalty = f.length_penalty;
-  o.normalize_scores = f.normalize;
-  o.max_length_factor = f.max_length_factor;
-  o.min_decoding_length = f.min_length;
-  o.sampling = given.topk->count() > 0 || given.topp->count() > 0 || given.temperature->count() > 0;
-  o.sampling_topk = f.sampling_topk;
-  o.sampling_topp = f.sampling_topp;
-  o.sampling_temperature = f.temperature;
-  o.seed = f.seed;
-  TFM_CHECK(!o.sampling || o.beam_size == 1) << command << ": sampling needs --beam-size 1";
-  TFM_CHECK(o.num_hypotheses <= o.beam_size)
-      << command << ": --n-best " << o.num_hypotheses << " exceeds --beam-size " << o.beam_size;
+  const bool sampling =
+      given.topk->count() > 0 || given.topp->count() > 0 || given.temperature->count() > 0;
+  TFM_CHECK(!sampling || given.beam_size->count() == 0 || f.beam_size == 1)
+      << command << ": sampling needs --beam-size 1";
   profile::enable(f.profile);
   const auto started = std::chrono::steady_clock::now();
   Translator translator(f.dir, to);
   const ModelInfo& info = translator.model_info();
+  TranslationOptions o = translator.default_options();
+  if (given.beam_size->count() || sampling) o.beam_size = f.beam_size;
+  // A model's default hypothesis count fits its default beam, not necessarily --beam-size.
+  o.num_hypotheses = f.n_best > 0 ? f.n_best : std::min(o.num_hypotheses, o.beam_size);
+  if (given.length_penalty->count()) o.length_penalty = f.length_penalty;
+  o.normalize_scores = f.normalize;
+  if (given.max_length_factor && given.max_length_factor->count())
+    o.max_length_factor = f.max_length_factor;
+  if (given.min_length->count()) o.min_decoding_length = f.min_length;
+  if (given.max_new_tokens->count()) o.max_new_tokens = f.max_new_tokens;
+  o.source_lang = f.source_lang;
+  o.target_lang = f.target_lang;
+  o.sampling = sampling;
+  o.sampling_topk = f.sampling_topk;
+  o.sampling_topp = f.sampling_topp;
+  o.sampling_temperature = f.temperature;
+  o.seed = f.seed;
+  TFM_CHECK(o.num_hypotheses <= o.beam_size)
+      << command << ": --n-best " << o.num_hypotheses << " exceeds --beam-size " << o.beam_size;
   if (generate) {
     TFM_CHECK(info.decoder_only)
         << "generate: " << f.dir
         << " is an encoder-decoder model; tfm translate translates with it";
-    // 0: as long as the model's positions allow.
-    o.max_decoding_length = f.max_length > 0 ? f.max_length : info.max_length;
+    // 0: as long as the model's positions allow (a converted model: its generation config's).
+    if (f.max_length > 0)
+      o.max_decoding_length = f.max_length;
+    else if (info.search_rule != "transformers")
+      o.max_decoding_length = info.max_length;
   } else {
     TFM_CHECK(!info.decoder_only) << "translate: " << f.dir
                                   << " is a decoder-only model; tfm generate continues prompts "
@@ -162,8 +195,8 @@ void run(const char* command, const Flags& f, const Given& given, bool generate)
     translator.require_vocabularies();
   }
   const int64_t generable = std::max<int64_t>(1, info.trg_vocab_size - 2);
-  TFM_CHECK(f.beam_size <= generable)
-      << "--beam-size " << f.beam_size << " is larger than the model's target vocabulary ("
+  TFM_CHECK(o.beam_size <= generable)
+      << "--beam-size " << o.beam_size << " is larger than the model's target vocabulary ("
       << generable << " tokens it can generate)";
   StreamOptions so;
   so.ids = f.ids;
@@ -232,8 +265,9 @@ void add_translate(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "Translate lines (stdin by default) with a model");
   static Flags f;
   static Given given = add_common_flags(cmd, f, "Padded source tokens a batch (0: no limit)");
-  cmd->add_option("--max-length-factor", f.max_length_factor,
-                  "Max output length = F * source length + 10 (with EOS)");
+  given.max_length_factor =
+      cmd->add_option("--max-length-factor", f.max_length_factor,
+                      "Max output length = F * source length + 10 (with EOS; tfm's own models)");
   cmd->add_option("--target-prefix", f.target_prefix,
                   "File of target prefixes, one per input line (empty: none), that every "
                   "translation starts with");
@@ -245,8 +279,10 @@ void add_generate(CLI::App& app) {
       "generate", "Continue prompts (lines of stdin by default) with a decoder-only model");
   static Flags f;
   static Given given = add_common_flags(cmd, f, "Padded prompt tokens a batch (0: no limit)");
-  cmd->add_option("--max-length", f.max_length,
-                  "Max output length in tokens, prompt and EOS counted (0: the model's positions)");
+  given.max_length = cmd->add_option(
+      "--max-length", f.max_length,
+      "Max output length in tokens, prompt and EOS counted (0: the model's positions, or a "
+      "converted model's generation config)");
   cmd->callback([] { run("generate", f, given, /*generate=*/true); });
 }
 

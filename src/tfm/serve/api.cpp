@@ -104,7 +104,8 @@ std::vector<std::string> get_texts(const json& j, const char* key, int64_t max_s
 
 }  // namespace
 
-TranslateRequest parse_translate_request(const std::string& body, int64_t max_sentences) {
+TranslateRequest parse_translate_request(const std::string& body, int64_t max_sentences,
+                                         const TranslationOptions& defaults) {
   const json j = parse_object(body);
   TranslateRequest r;
   r.texts = get_texts(j, "text", max_sentences, r.single);
@@ -119,12 +120,18 @@ TranslateRequest parse_translate_request(const std::string& body, int64_t max_se
                                    : "a list of " + std::to_string(r.texts.size()) + " strings"));
   }
   TranslationOptions& o = r.options;
-  o.beam_size = get_int(j, "beam_size", 1, 1, kMaxBeamSize);
-  o.num_hypotheses = get_int(j, "n_best", 1, 1, o.beam_size);
-  o.length_penalty = get_number(j, "length_penalty", 0.0);
-  o.normalize_scores = get_bool(j, "normalize_scores", false);
+  o = defaults;
+  o.beam_size =
+      get_int(j, "beam_size", std::min(defaults.beam_size, kMaxBeamSize), 1, kMaxBeamSize);
+  o.num_hypotheses =
+      get_int(j, "n_best", std::min(defaults.num_hypotheses, o.beam_size), 1, o.beam_size);
+  o.length_penalty = get_number(j, "length_penalty", defaults.length_penalty);
+  o.normalize_scores = get_bool(j, "normalize_scores", defaults.normalize_scores);
   o.max_decoding_length = get_int(j, "max_length", o.max_decoding_length, 1, 1 << 20);
-  o.min_decoding_length = get_int(j, "min_length", 0, 0, 1 << 20);
+  o.max_new_tokens = get_int(j, "max_new_tokens", o.max_new_tokens, 0, 1 << 20);
+  o.min_decoding_length = get_int(j, "min_length", o.min_decoding_length, 0, 1 << 20);
+  o.source_lang = get_string(j, "source_lang", "");
+  o.target_lang = get_string(j, "target_lang", "");
   r.return_scores = get_bool(j, "return_scores", false);
   if (const json* s = field(j, "sampling")) {
     if (!s->is_object())

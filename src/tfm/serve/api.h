@@ -31,16 +31,19 @@ inline constexpr int64_t kMaxBeamSize = 64;
 
 struct TranslateRequest {
   std::vector<std::string> texts;
-  bool single = false;  // "text" was one string, not a list
+  bool single = false;                     // "text" was one string, not a list
   std::vector<std::string> target_prefix;  // empty, or one per text ("" for none)
   TranslationOptions options;
   bool return_scores = false;
 };
 
 // {"text": str | [str], "target_prefix": str | [str] (shaped as "text"), "beam_size", "n_best",
-//  "length_penalty", "max_length", "sampling": {"topk", "topp", "temperature", "seed"},
-//  "return_scores"}. More than max_sentences texts: HttpError 413.
-TranslateRequest parse_translate_request(const std::string& body, int64_t max_sentences);
+//  "length_penalty", "max_length", "max_new_tokens", "source_lang", "target_lang",
+//  "sampling": {"topk", "topp", "temperature", "seed"}, "return_scores"}. A search field left out
+// takes `defaults`' value (the model's own: Translator::default_options). More than max_sentences
+// texts: HttpError 413.
+TranslateRequest parse_translate_request(const std::string& body, int64_t max_sentences,
+                                         const TranslationOptions& defaults = {});
 
 // {"translations": [...], "scores": [...]?, "warnings": [...]?}: one entry per text (a list of
 // n_best entries when n_best > 1), the hypotheses' text already filled in. POST /v1/generate

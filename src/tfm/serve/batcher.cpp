@@ -18,7 +18,8 @@ bool same_search(const TranslationOptions& a, const TranslationOptions& b) {
          a.normalize_scores == b.normalize_scores && a.max_length_factor == b.max_length_factor &&
          a.max_length_extra == b.max_length_extra &&
          a.max_decoding_length == b.max_decoding_length &&
-         a.min_decoding_length == b.min_decoding_length;
+         a.min_decoding_length == b.min_decoding_length && a.max_new_tokens == b.max_new_tokens &&
+         a.source_lang == b.source_lang && a.target_lang == b.target_lang;
 }
 
 }  // namespace

@@ -155,6 +155,12 @@ class Server {
     return !body_key.empty() && constant_time_equal(body_key, options_.api_key);
   }
 
+  // A /v1/translate or /v1/generate body; a field left out is the model's own setting (a
+  // converted model's generation config).
+  TranslateRequest parse_request(const std::string& body) const {
+    return parse_translate_request(body, options_.max_sentences, translator_.default_options());
+  }
+
   // Source text to results with the hypotheses' text: through the batcher, within the timeout.
   std::vector<TranslationResult> translate(const std::vector<std::string>& texts,
                                            const TranslationOptions& o,
@@ -295,23 +301,22 @@ class Server {
               }));
     http_.Post(
         "/v1/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
-          const TranslateRequest r = parse_translate_request(req.body, options_.max_sentences);
+          const TranslateRequest r = parse_request(req.body);
           const auto results = translate(r.texts, r.options, r.target_prefix);
           res.set_content(translate_response(r, results, translator_.model_info().max_length),
                           "application/json");
         }));
-    http_.Post(
-        "/v1/generate", guarded([this](const httplib::Request& req, httplib::Response& res) {
-          const TranslateRequest r = parse_translate_request(req.body, options_.max_sentences);
-          if (!r.target_prefix.empty())
-            throw HttpError(400,
-                            "target_prefix does not apply to /v1/generate: the texts are "
-                            "the prompts");
-          const auto results = generate(r.texts, r.options);
-          res.set_content(
-              translate_response(r, results, translator_.model_info().max_length, "generations"),
-              "application/json");
-        }));
+    http_.Post("/v1/generate", guarded([this](const httplib::Request& req, httplib::Response& res) {
+                 const TranslateRequest r = parse_request(req.body);
+                 if (!r.target_prefix.empty())
+                   throw HttpError(400,
+                                   "target_prefix does not apply to /v1/generate: the texts are "
+                                   "the prompts");
+                 const auto results = generate(r.texts, r.options);
+                 res.set_content(translate_response(r, results, translator_.model_info().max_length,
+                                                    "generations"),
+                                 "application/json");
+               }));
     http_.Post("/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
                  const std::string type = req.get_header_value("Content-Type");
                  LibreRequest r;
@@ -330,7 +335,15 @@ class Server {
                  if (r.format != "text")
                    throw HttpError(400,
                                    "format '" + r.format + "' is not supported: only \"text\"");
-                 const auto results = translate(r.q, TranslationOptions{});
+                 // A multilingual converted model: LibreTranslate's language codes are its
+                 // tokenizer's ("auto" leaves the model's default source language).
+                 TranslationOptions o = translator_.default_options();
+                 const std::string& family = translator_.model_info().family;
+                 if (family == "nllb" || family == "m2m_100" || family == "mbart") {
+                   if (r.source != "auto") o.source_lang = r.source;
+                   o.target_lang = r.target;
+                 }
+                 const auto results = translate(r.q, o);
                  res.set_content(libre_response(r, results), "application/json");
                }));
   }
