@@ -38,6 +38,11 @@ struct TranslatorOptions {
   int64_t max_batch_tokens = 0;  // padded source tokens a batch; 0: no limit
 };
 
+// A model converted from Transformers (ModelInfo::search_rule "transformers") decodes by
+// generate()'s rules (docs/convert.md): length_penalty is generate()'s exponent (score =
+// log-probs / length^alpha, alpha may be negative), max_length_factor/extra, normalize_scores
+// and sampling do not apply, and score/log_prob are generate()'s. Translator::default_options()
+// gives its generation config's settings.
 struct TranslationOptions {
   int64_t beam_size = 1;          // 1: greedy (or sampling)
   int64_t num_hypotheses = 1;     // returned per sentence; at most beam_size

@@ -253,5 +253,43 @@ TEST(HfConvert, QuantizationIsTheAutoPrecision) {
                    "int4");
 }
 
+// The transformers rule returns attention as the tfm rule does: a row per output token (the
+// forced language token included, EOS none), over the source the model reads, summing to 1; and
+// a target prefix starts every hypothesis, forced.
+TEST(HfConvert, AttentionAndPrefixesUnderTheTransformersRule) {
+  const std::string dir = temp_dir("m2m");
+  convert_transformers(kFixtures + "/m2m100/model", dir);
+  Translator t(dir);
+  const std::vector<std::vector<int64_t>> src = {{96, 4, 67, 33, 19, 66, 2}, {96, 50, 2}};
+  TranslationOptions o = t.default_options();
+  o.return_attention = true;
+  o.num_hypotheses = 2;
+  for (const TranslationResult& r : t.translate_batch(src, o)) {
+    ASSERT_EQ(r.hypotheses.size(), 2u);
+    for (const TranslationHypothesis& h : r.hypotheses) {
+      ASSERT_FALSE(h.ids.empty());
+      EXPECT_EQ(h.ids[0], 97);  // forced_bos_token_id
+      ASSERT_EQ(h.attention.size(), h.ids.size());
+      for (const auto& row : h.attention) {
+        double sum = 0;
+        for (float w : row) sum += w;
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+    }
+    EXPECT_GE(r.hypotheses[0].score, r.hypotheses[1].score);
+  }
+  EXPECT_EQ(t.translate_batch(src, o)[0].hypotheses[0].attention[0].size(), src[0].size());
+  // A prefix is generate()'s decoder prompt: forced, outside the score (the forced BOS step is
+  // then inside the prompt).
+  o.return_attention = false;
+  o.num_hypotheses = 1;
+  const auto r = t.translate_batch(src, {{97, 38}, {}}, o);
+  ASSERT_GE(r[0].hypotheses[0].ids.size(), 2u);
+  EXPECT_EQ(r[0].hypotheses[0].ids[0], 97);
+  EXPECT_EQ(r[0].hypotheses[0].ids[1], 38);
+  EXPECT_EQ(r[1].hypotheses[0].ids[0], 97);
+  EXPECT_TFM_ERROR(t.translate_batch(src, {{1}, {}}, o), "PAD");
+}
+
 }  // namespace
 }  // namespace tfm
