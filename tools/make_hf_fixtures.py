@@ -215,9 +215,11 @@ def frame(name: str, cfg, x: list[int]) -> list[int]:
 
 
 def make_sources(name: str, cfg, gen: torch.Generator, count: int, lo: int, hi: int):
+    """count sources as the family's tokenizer frames them; a GPT-2 list starts with an empty
+    prompt (generate() then starts from BOS alone)."""
     ordinary = ordinary_ids(name, cfg)
-    out = []
-    for _ in range(count):
+    out = [[]] if SPECS[name][3] == "prompt" else []
+    while len(out) < count:
         n = int(torch.randint(lo, hi + 1, (1,), generator=gen))
         out.append(frame(name, cfg, [ordinary[int(torch.randint(len(ordinary), (1,),
                                                                   generator=gen))]
@@ -251,7 +253,9 @@ def run_generate(model, cfg, sources, beams: int):
     eos = model.generation_config.eos_token_id
     batches = [[s] for s in sources] if is_lm else [sources]
     for batch in batches:
-        ids, mask = padded(batch, cfg.pad_token_id if cfg.pad_token_id is not None else eos)
+        # An empty prompt: generate() reads BOS alone, which the output does not hold.
+        inputs = [s if s else [cfg.bos_token_id] for s in batch]
+        ids, mask = padded(inputs, cfg.pad_token_id if cfg.pad_token_id is not None else eos)
         out = model.generate(input_ids=ids, attention_mask=mask, num_beams=beams,
                              num_return_sequences=1, return_dict_in_generate=True,
                              output_scores=True, do_sample=False)

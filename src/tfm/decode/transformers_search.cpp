@@ -6,9 +6,9 @@
 // prefix for an encoder-decoder model; the prompt itself for a decoder-only one (BOS when empty).
 // All rows step in lockstep, one position a step: while a sentence's prompt lasts its one row
 // is fed the prompt's tokens; from the prompt's last token on, each step is a generate() step at
-// cur_len = decoder tokens so far. generate()'s max_length and min_length count D, tfm's
-// max_length / min_length count the output (the prefix and what follows), so the two differ by
-// the part of D that is not output (the start token). Scores accumulate in f32 as generate()'s.
+// cur_len = decoder tokens so far. generate()'s max_length and min_length count D; tfm's count
+// an encoder-decoder model's output (the prefix and what follows: D less its start token) and a
+// decoder-only model's D itself. Scores accumulate in f32 as generate()'s.
 #include <algorithm>
 #include <cmath>
 
@@ -231,17 +231,23 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
     s.eos = static_cast<int32_t>(c.eos_id);
     const Ids& prefix = detail::prefix_of(prefixes, i);
     const int64_t src_len = static_cast<int64_t>(sources[i].size());
-    const int64_t p = static_cast<int64_t>(prefix.size());
     // D: the start token and the prefix; a decoder-only prompt starts the decoder itself.
     if (c.has_encoder() || prefix.empty())
       s.prompt.push_back(
           static_cast<int32_t>(o_.decoder_start_id >= 0 ? o_.decoder_start_id : c.bos_id));
     s.output_from = static_cast<int64_t>(s.prompt.size());
     s.prompt.insert(s.prompt.end(), prefix.begin(), prefix.end());
-    const int64_t off = s.output_from;  // D's tokens that are not output
-    // The decoder reads positions 0 … max_length - 2: at most the model's positions.
-    s.max_length = std::min(max_target_length(c, o_, src_len, p) + off, c.max_length + 1);
-    s.min_length = o_.min_length + off;
+    // tfm's max_length and min_length count an encoder-decoder model's output (not its start
+    // token), and a decoder-only model's prompt (BOS standing in for an empty one): what
+    // generate()'s count less the start token, and exactly generate()'s input_ids.
+    const int64_t start = c.has_encoder() ? 1 : 0;
+    const int64_t d = static_cast<int64_t>(s.prompt.size());
+    s.max_length = o_.max_length + start;
+    if (o_.max_new_tokens > 0) s.max_length = std::min(s.max_length, d + o_.max_new_tokens);
+    // The decoder reads positions 0 … max_length - 2: at most the model's positions; and at
+    // least one token follows the prompt (check_inputs left room).
+    s.max_length = std::max(std::min(s.max_length, c.max_length + 1), d + 1);
+    s.min_length = o_.min_length + start;
     s.width = detail::framed_length(c, src_len);
     s.live.push_back(Beam{});
     longest = std::max(longest, s.max_length);
