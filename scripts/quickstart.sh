@@ -104,7 +104,7 @@ fi
 # training input repeats each full-sentence pair (German ends in . ! ? and has >= 4 words) 12 times
 # and each multi-word phrase twice, single words once, so a budget of minutes sees the sentences
 # often enough to learn sentence structure and still sees the whole dictionary
-# (docs/performance.md, "Quick start", has the runs behind these weights). Your own corpus
+# (docs/history/performance.md, "Quick start", has the runs behind these weights). Your own corpus
 # (--corpus) is used as it is.
 train_src=$data/train.de train_trg=$data/train.en
 if [[ -z $corpus_src ]]; then
@@ -181,7 +181,7 @@ echo "  echo 'Ich habe heute keine Zeit.' | $tfm translate --model $best --beam-
 echo
 echo "What this is: a demonstration of $minutes minutes of training on $(nproc) cores. It has seen the"
 echo "dictionary's 18k example sentences a few times each: it gets the topic and many words of a"
-echo "sentence right, not yet its grammar. Measured on a 2-core AMD Zen 4 (docs/performance.md,"
+echo "sentence right, not yet its grammar. Measured on a 2-core AMD Zen 4 (docs/history/performance.md,"
 echo "\"Quick start\"): test BLEU about 7.8 after 15 minutes (5900 updates); trained on, 8.1 after"
 echo "8500 updates and 8.6 after 12700 (about 22 and 32 minutes there), where it starts to overfit"
 echo "the dictionary's sentences (9.2 for the last checkpoint at 16900); 240 minutes not measured."
