@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_train(app);
   tfm::cli::add_average(app);
   tfm::cli::add_prepare_ding(app);
+  tfm::cli::add_prepare_bible(app);
   tfm::cli::add_bench(app);
   tfm::cli::add_serve(app);
   try {
