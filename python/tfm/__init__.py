@@ -14,12 +14,12 @@ models: Marian/OPUS-MT, M2M100/NLLB, BART/mBART, GPT-2), and the exceptions Erro
 InvalidArgumentError (also a ValueError). docs/python.md describes everything.
 """
 from ._tfm import (Error, InvalidArgumentError, ModelInfo, TrainResult, TrainStatsEvent,
-                   TrainUpdateEvent, TrainValidationEvent, TranslationResult, read_model_info)
+                   TrainUpdateEvent, TrainValidationEvent, TranslationResult, __version__,
+                   read_model_info)
 from .convert import convert, convert_transformers
 from .trainer import Trainer, train
 from .translator import Translator
 
-__version__ = "0.1.0"
 __all__ = ["Error", "InvalidArgumentError", "ModelInfo", "TrainResult", "TrainStatsEvent",
            "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
            "Translator", "convert", "convert_transformers", "read_model_info", "train", "__version__"]

@@ -64,8 +64,8 @@ expect_error_input "decodes greedily or by beam search" "4 5 6 0" translate \
   --model "$tmp/marian_shared" --ids --sampling-topk 5
 expect_error_input "not a multilingual converted model" "4 5 6 0" translate \
   --model "$tmp/marian_shared" --ids --target-lang de
-expect_error_input "normalize_scores" "4 5 6 0" translate --model "$tmp/marian_shared" --ids \
-  --normalize
+expect_error_input "--normalize: a converted model ranks as generate() does" "4 5 6 0" translate \
+  --model "$tmp/marian_shared" --ids --normalize
 
 echo "convert_cli: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]

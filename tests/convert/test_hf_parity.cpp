@@ -119,7 +119,9 @@ TEST_P(HfParity, GreedyAndBeamFourEqualGenerate) {
     SCOPED_TRACE("beam " + std::to_string(beam));
     TranslationOptions o = t.default_options();
     EXPECT_EQ(o.beam_size, 4);  // the fixtures' generation config
+    EXPECT_EQ(o.search, Search::beam);
     o.beam_size = beam;
+    o.search = search_for(beam, /*sampling=*/false);
     std::vector<TranslationResult> r;
     if (t.model_info().decoder_only)
       r = t.generate_batch(sources, o);

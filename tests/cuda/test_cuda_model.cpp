@@ -117,8 +117,8 @@ double relative_l2(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 
 // bf16 mixed precision on both devices: the same roundings of every GEMM's operands, so the
 // gradients agree far more closely than bf16's differ from fp32's (1.5–4.7 % per parameter on the
-// CPU, docs/performance.md). Both comparisons are asserted: close to the CPU's bf16 step, and
-// clearly not an fp32 step.
+// CPU, docs/history/performance.md). Both comparisons are asserted: close to the CPU's bf16 step,
+// and clearly not an fp32 step.
 TEST_F(CudaModel, TrainingStepInBf16IsTheCpusBf16Step) {
   ModelConfig c = config(false);
   c.dropout = c.attention_dropout = 0.0;
@@ -207,6 +207,7 @@ TEST_F(CudaModel, TranslatorOnTheGpuTranslatesAsOnTheCpu) {
   for (int64_t beam : {1, 4}) {
     SCOPED_TRACE("beam " + std::to_string(beam));
     TranslationOptions o;
+    o.search = search_for(beam, false);
     o.beam_size = beam;
     o.num_hypotheses = beam == 1 ? 1 : 2;
     const auto want = cpu.translate_batch(sources, o);

@@ -28,7 +28,7 @@ Device parse_device(std::string_view name) {
   const std::string v = lower(name);
   if (v == "cpu") return Device::cpu;
   if (v == "cuda") return Device::cuda;
-  TFM_FAIL() << "unknown device '" << name << "' (expected cpu or cuda)";
+  TFM_FAIL_ARG() << "unknown device '" << name << "' (expected cpu or cuda)";
   return Device::cpu;
 }
 
@@ -48,11 +48,12 @@ const char* compute_type_name(ComputeType t) {
 
 ComputeType parse_compute_type(std::string_view name) {
   const std::string v = lower(name);
-  if (v == "fp32" || v == "float32" || v == "float") return ComputeType::float32;
+  // "default": CTranslate2's name for the type the model was saved in, f32 in tfm's files.
+  if (v == "fp32" || v == "float32" || v == "float" || v == "default") return ComputeType::float32;
   if (v == "bf16" || v == "bfloat16") return ComputeType::bfloat16;
   if (v == "int8") return ComputeType::int8;
-  if (v == "auto" || v == "default") return ComputeType::automatic;
-  TFM_FAIL() << "unknown compute type '" << name << "' (expected fp32, bf16, int8 or auto)";
+  if (v == "auto") return ComputeType::automatic;
+  TFM_FAIL_ARG() << "unknown compute type '" << name << "' (expected fp32, bf16, int8 or auto)";
   return ComputeType::float32;
 }
 
@@ -79,6 +80,30 @@ ComputeType resolve_compute_type(ComputeType requested, Device device, bool trai
   return cpu_has_bf16_dot() ? ComputeType::bfloat16 : ComputeType::float32;
 }
 
+const char* search_name(Search s) {
+  switch (s) {
+    case Search::greedy:
+      return "greedy";
+    case Search::beam:
+      return "beam";
+    case Search::sampling:
+      return "sampling";
+  }
+  return "?";
+}
+
+Search parse_search(std::string_view name) {
+  for (Search s : {Search::greedy, Search::beam, Search::sampling})
+    if (lower(name) == search_name(s)) return s;
+  TFM_FAIL_ARG() << "unknown search '" << name << "' (expected greedy, beam or sampling)";
+  return Search::greedy;
+}
+
+Search search_for(int64_t beam_size, bool sampling) {
+  if (sampling) return Search::sampling;
+  return beam_size > 1 ? Search::beam : Search::greedy;
+}
+
 const char* activation_name(Activation act) {
   switch (act) {
     case Activation::none:
@@ -99,8 +124,8 @@ Activation parse_activation(std::string_view name) {
   for (Activation a : {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
                        Activation::gelu_tanh})
     if (name == activation_name(a)) return a;
-  TFM_FAIL() << "unknown activation '" << name
-             << "' (expected none, relu, gelu, silu or gelu_tanh)";
+  TFM_FAIL_ARG() << "unknown activation '" << name
+                 << "' (expected none, relu, gelu, silu or gelu_tanh)";
   return Activation::none;
 }
 

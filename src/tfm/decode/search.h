@@ -73,6 +73,8 @@ struct SearchOptions {
   int64_t forced_bos_id = -1;     // generate's forced_bos_token_id; -1: none
   int64_t forced_eos_id = -1;     // generate's forced_eos_token_id; -1: none
   int64_t decoder_start_id = -1;  // the decoder's first token (mBART's target language); -1: BOS
+
+  bool operator==(const SearchOptions&) const = default;
 };
 
 struct Hypothesis {

@@ -47,6 +47,16 @@ struct Sentence {
   bool done = false;
 };
 
+// One step's top-k of every row (rows, k), and the attention rows (rows, stride) when asked for.
+struct StepView {
+  const float* vals;
+  const int32_t* ids;
+  int64_t k;     // entries a row
+  int64_t keep;  // candidates a row keeps after the bans (2 · beam; 1 for greedy)
+  const float* attn;
+  int64_t stride;
+};
+
 struct Candidate {
   float value;
   int64_t beam;
@@ -62,6 +72,19 @@ class TransformersSearch : public Search {
                          const std::vector<Ids>& prefixes) const override;
 
  private:
+  // Sentence state for `source` with its target prefix (D, the lengths in generate()'s terms).
+  Sentence make_sentence(const ModelConfig& c, const Ids& source, const Ids& prefix) const;
+  // generate()'s input_ids of beam b: D and what b generated.
+  static Ids input_ids(const Sentence& s, const Beam& b);
+  // Top-k entries a row needs at step t so that `k_base` survive every live beam's bans.
+  int64_t top_k_width(const std::vector<Sentence>& sent, const std::vector<size_t>& active,
+                      int64_t t, int64_t k_base) const;
+  // Step t of sentence s, whose rows start at r: its prompt's next token, or a generate() step.
+  // Appends the rows to keep (parents) and their next tokens; false once the sentence is done.
+  bool advance(Sentence& s, int64_t t, int64_t r, const StepView& v, std::vector<int64_t>& parents,
+               std::vector<int32_t>& next_tokens) const;
+  // The finished hypotheses, the prefix in front, n_best of them.
+  NBest results(Sentence& s) const;
   // What generate()'s logits processors leave of row r's candidates at this step: the best
   // `keep` (log-prob, token) pairs, banned tokens dropped; a forced token alone at 0.
   std::vector<std::pair<float, int32_t>> candidates(const Sentence& s, const Ids& seq,
@@ -213,6 +236,99 @@ void TransformersSearch::beam_step(Sentence& s,
   if (s.done) parents.resize(parents.size() - s.live.size());
 }
 
+Sentence TransformersSearch::make_sentence(const ModelConfig& c, const Ids& source,
+                                           const Ids& prefix) const {
+  Sentence s;
+  s.eos = static_cast<int32_t>(c.eos_id);
+  // D: the start token and the prefix; a decoder-only prompt starts the decoder itself.
+  if (c.has_encoder() || prefix.empty())
+    s.prompt.push_back(
+        static_cast<int32_t>(o_.decoder_start_id >= 0 ? o_.decoder_start_id : c.bos_id));
+  s.output_from = static_cast<int64_t>(s.prompt.size());
+  s.prompt.insert(s.prompt.end(), prefix.begin(), prefix.end());
+  // tfm's max_length and min_length count an encoder-decoder model's output (not its start
+  // token), and a decoder-only model's prompt (BOS standing in for an empty one): what
+  // generate()'s count less the start token, and exactly generate()'s input_ids.
+  const int64_t start = c.has_encoder() ? 1 : 0;
+  const int64_t d = static_cast<int64_t>(s.prompt.size());
+  s.max_length = o_.max_length + start;
+  if (o_.max_new_tokens > 0) s.max_length = std::min(s.max_length, d + o_.max_new_tokens);
+  // The decoder reads positions 0 … max_length - 2: at most the model's positions; and at
+  // least one token follows the prompt (check_inputs left room).
+  s.max_length = std::max(std::min(s.max_length, c.max_length + 1), d + 1);
+  s.min_length = o_.min_length + start;
+  s.width = detail::framed_length(c, static_cast<int64_t>(source.size()));
+  s.live.push_back(Beam{});
+  return s;
+}
+
+Ids TransformersSearch::input_ids(const Sentence& s, const Beam& b) {
+  Ids seq = s.prompt;
+  seq.insert(seq.end(), b.tokens.begin(), b.tokens.end());
+  return seq;
+}
+
+int64_t TransformersSearch::top_k_width(const std::vector<Sentence>& sent,
+                                        const std::vector<size_t>& active, int64_t t,
+                                        int64_t k_base) const {
+  int64_t k = k_base;
+  for (size_t si : active) {
+    const Sentence& s = sent[si];
+    if (t + 1 < static_cast<int64_t>(s.prompt.size())) continue;
+    for (const Beam& b : s.live)
+      k = std::max<int64_t>(k, k_base + static_cast<int64_t>(banned(s, input_ids(s, b)).size()));
+  }
+  return k;
+}
+
+bool TransformersSearch::advance(Sentence& s, int64_t t, int64_t r, const StepView& v,
+                                 std::vector<int64_t>& parents,
+                                 std::vector<int32_t>& next_tokens) const {
+  const int64_t plen = static_cast<int64_t>(s.prompt.size());
+  if (t + 1 < plen) {  // still reading the prompt: its next token is forced, unscored
+    if (v.attn && t + 1 >= s.output_from)
+      s.prompt_attention.insert(s.prompt_attention.end(), v.attn + r * v.stride,
+                                v.attn + r * v.stride + s.width);
+    parents.push_back(r);
+    next_tokens.push_back(s.prompt[static_cast<size_t>(t + 1)]);
+    return true;
+  }
+  if (t + 1 == plen && v.attn)
+    for (Beam& b : s.live) b.attention = s.prompt_attention;
+  const int64_t cur_len = t + 1;
+  std::vector<std::vector<std::pair<float, int32_t>>> rows;
+  for (int64_t j = 0; j < static_cast<int64_t>(s.live.size()); ++j) {
+    const size_t at = static_cast<size_t>((r + j) * v.k);
+    rows.push_back(candidates(s, input_ids(s, s.live[j]), v.vals + at, v.ids + at, v.k, v.keep));
+  }
+  if (o_.beam_size == 1) {
+    greedy_step(s, rows[0], cur_len, v.attn ? v.attn + r * v.stride : nullptr);
+    if (!s.done) parents.push_back(r);
+  } else {
+    beam_step(s, rows, cur_len, r, v.attn, v.stride, parents);
+  }
+  if (s.done) return false;
+  for (const Beam& b : s.live) next_tokens.push_back(b.tokens.back());
+  return true;
+}
+
+NBest TransformersSearch::results(Sentence& s) const {
+  const Ids prefix(s.prompt.begin() + s.output_from, s.prompt.end());
+  NBest nb;
+  for (Finished& f : s.finished) {
+    if (static_cast<int64_t>(nb.size()) == o_.n_best) break;
+    Hypothesis h;
+    h.tokens = prefix;
+    h.tokens.insert(h.tokens.end(), f.tokens.begin(), f.tokens.end());
+    h.eos = f.eos;
+    h.score = f.score;
+    h.log_prob = f.sum;
+    h.attention = std::move(f.attention);
+    nb.push_back(std::move(h));
+  }
+  return nb;
+}
+
 std::vector<NBest> TransformersSearch::run(const Transformer& model,
                                            const std::vector<Ids>& sources,
                                            const std::vector<uint64_t>& /*ids*/,
@@ -223,60 +339,28 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
   NoGradGuard no_grad;
   std::vector<NBest> out(sources.size());
   if (sources.empty()) return out;
-  std::vector<Sentence> sent(sources.size());
+  std::vector<Sentence> sent;
   std::vector<const Ids*> ptrs;
   int64_t longest = 1;
+  std::vector<int32_t> tokens;
   for (size_t i = 0; i < sources.size(); ++i) {
-    Sentence& s = sent[i];
-    s.eos = static_cast<int32_t>(c.eos_id);
-    const Ids& prefix = detail::prefix_of(prefixes, i);
-    const int64_t src_len = static_cast<int64_t>(sources[i].size());
-    // D: the start token and the prefix; a decoder-only prompt starts the decoder itself.
-    if (c.has_encoder() || prefix.empty())
-      s.prompt.push_back(
-          static_cast<int32_t>(o_.decoder_start_id >= 0 ? o_.decoder_start_id : c.bos_id));
-    s.output_from = static_cast<int64_t>(s.prompt.size());
-    s.prompt.insert(s.prompt.end(), prefix.begin(), prefix.end());
-    // tfm's max_length and min_length count an encoder-decoder model's output (not its start
-    // token), and a decoder-only model's prompt (BOS standing in for an empty one): what
-    // generate()'s count less the start token, and exactly generate()'s input_ids.
-    const int64_t start = c.has_encoder() ? 1 : 0;
-    const int64_t d = static_cast<int64_t>(s.prompt.size());
-    s.max_length = o_.max_length + start;
-    if (o_.max_new_tokens > 0) s.max_length = std::min(s.max_length, d + o_.max_new_tokens);
-    // The decoder reads positions 0 … max_length - 2: at most the model's positions; and at
-    // least one token follows the prompt (check_inputs left room).
-    s.max_length = std::max(std::min(s.max_length, c.max_length + 1), d + 1);
-    s.min_length = o_.min_length + start;
-    s.width = detail::framed_length(c, src_len);
-    s.live.push_back(Beam{});
-    longest = std::max(longest, s.max_length);
+    sent.push_back(make_sentence(c, sources[i], detail::prefix_of(prefixes, i)));
+    longest = std::max(longest, sent.back().max_length);
     ptrs.push_back(&sources[i]);
+    tokens.push_back(sent.back().prompt[0]);
   }
   DecoderState state = detail::start(model, ptrs, longest);
   std::vector<size_t> active(sources.size());
   for (size_t i = 0; i < active.size(); ++i) active[i] = i;
-  std::vector<int32_t> tokens;
-  for (const Sentence& s : sent) tokens.push_back(s.prompt[0]);
   const SpecialIds specials = detail::special_ids(c);
   const int64_t k_base = o_.beam_size == 1 ? 1 : 2 * o_.beam_size;
   for (int64_t t = 0; !active.empty(); ++t) {
     Tensor attn;  // (rows, S)
     const Tensor logits =
         detail::step_logits(model, state, tokens, o_.return_attention ? &attn : nullptr);
-    const int64_t rows_now = logits.size(0), V = logits.size(1);
+    const int64_t rows_now = logits.size(0);
     // Enough per row to keep k_base after the bans: top-k of the raw log-probs, bans dropped.
-    int64_t k = k_base;
-    for (size_t si : active) {
-      const Sentence& s = sent[si];
-      if (t + 1 < static_cast<int64_t>(s.prompt.size())) continue;
-      for (const Beam& b : s.live) {
-        Ids seq = s.prompt;
-        seq.insert(seq.end(), b.tokens.begin(), b.tokens.end());
-        k = std::max<int64_t>(k, k_base + static_cast<int64_t>(banned(s, seq).size()));
-      }
-    }
-    k = std::min(k, V);
+    const int64_t k = std::min(top_k_width(sent, active, t, k_base), logits.size(1));
     profile::Scope top(profile::Phase::top_k);
     const TopK best = top_k_log_probs(
         logits, std::vector<StepRule>(static_cast<size_t>(rows_now), StepRule::keep), specials, k);
@@ -284,67 +368,27 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
     const HostView<int32_t> ids = to_host<int32_t>(best.ids);
     top.end();
     const HostView<float> attn_h = to_host<float>(attn);
-    const float* ad = o_.return_attention ? attn_h.data() : nullptr;
-    const int64_t S = o_.return_attention ? attn.size(1) : 0;
+    const StepView view{vals.data(),
+                        ids.data(),
+                        k,
+                        k_base,
+                        o_.return_attention ? attn_h.data() : nullptr,
+                        o_.return_attention ? attn.size(1) : 0};
     std::vector<int64_t> parents;
     std::vector<int32_t> next_tokens;
     std::vector<size_t> still;
     int64_t r = 0;
     for (size_t si : active) {
-      Sentence& s = sent[si];
-      const int64_t n = static_cast<int64_t>(s.live.size());
-      const int64_t plen = static_cast<int64_t>(s.prompt.size());
-      if (t + 1 < plen) {  // still reading the prompt: its next token is forced, unscored
-        if (ad && t + 1 >= s.output_from)
-          s.prompt_attention.insert(s.prompt_attention.end(), ad + r * S, ad + r * S + s.width);
-        parents.push_back(r);
-        next_tokens.push_back(s.prompt[static_cast<size_t>(t + 1)]);
-        still.push_back(si);
-        r += n;
-        continue;
-      }
-      if (t + 1 == plen && ad)
-        for (Beam& b : s.live) b.attention = s.prompt_attention;
-      const int64_t cur_len = t + 1;
-      std::vector<std::vector<std::pair<float, int32_t>>> cand_rows;
-      for (int64_t j = 0; j < n; ++j) {
-        Ids seq = s.prompt;
-        seq.insert(seq.end(), s.live[j].tokens.begin(), s.live[j].tokens.end());
-        const size_t at = static_cast<size_t>((r + j) * k);
-        cand_rows.push_back(candidates(s, seq, vals.data() + at, ids.data() + at, k, k_base));
-      }
-      if (o_.beam_size == 1) {
-        greedy_step(s, cand_rows[0], cur_len, ad ? ad + r * S : nullptr);
-        if (!s.done) parents.push_back(r);
-      } else {
-        beam_step(s, cand_rows, cur_len, r, ad, S, parents);
-      }
+      const int64_t n = static_cast<int64_t>(sent[si].live.size());
+      if (advance(sent[si], t, r, view, parents, next_tokens)) still.push_back(si);
       r += n;
-      if (s.done) continue;
-      for (const Beam& b : s.live) next_tokens.push_back(b.tokens.back());
-      still.push_back(si);
     }
     active = std::move(still);
     if (active.empty()) break;
     detail::reorder(state, parents);
     tokens = std::move(next_tokens);
   }
-  for (size_t i = 0; i < sent.size(); ++i) {
-    Sentence& s = sent[i];
-    const Ids prefix(s.prompt.begin() + s.output_from, s.prompt.end());
-    NBest& nb = out[i];
-    for (Finished& f : s.finished) {
-      if (static_cast<int64_t>(nb.size()) == o_.n_best) break;
-      Hypothesis h;
-      h.tokens = prefix;
-      h.tokens.insert(h.tokens.end(), f.tokens.begin(), f.tokens.end());
-      h.eos = f.eos;
-      h.score = f.score;
-      h.log_prob = f.sum;
-      h.attention = std::move(f.attention);
-      nb.push_back(std::move(h));
-    }
-  }
+  for (size_t i = 0; i < sent.size(); ++i) out[i] = results(sent[i]);
   return out;
 }
 

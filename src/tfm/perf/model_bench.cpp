@@ -420,7 +420,7 @@ std::string ModelBenchResult::to_json() const {
   j["parameters"] = parameters;
   if (options.mode == BenchMode::beam) j["beam_size"] = options.beam_size;
   if (options.mode != BenchMode::train) j["shard_size"] = options.shard_size;
-  // Decisive on a shared machine (docs/performance.md), so recorded with every result.
+  // Decisive on a shared machine (docs/history/performance.md), so recorded with every result.
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   j["omp_wait_policy"] = wait ? wait : "";
   double load[1] = {0};

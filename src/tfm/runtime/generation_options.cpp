@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "tfm/core/check.h"
+#include "tfm/model/checkpoint.h"
 
 namespace tfm::runtime {
 
 TranslationOptions generation_defaults(const GenerationConfig& g, const ModelConfig& c) {
   TranslationOptions t;
   t.beam_size = g.num_beams;
+  t.search = search_for(g.num_beams, /*sampling=*/false);
   t.num_hypotheses = g.num_return_sequences;
   t.length_penalty = g.length_penalty;
   // generate()'s max_length and min_length count the decoder's start token, an encoder-decoder
@@ -46,3 +48,12 @@ void apply_generation(decode::SearchOptions& o, const GenerationConfig& g,
 }
 
 }  // namespace tfm::runtime
+
+namespace tfm {
+
+TranslationOptions read_default_options(const std::string& model_dir) {
+  const auto g = read_generation_config(model_dir);
+  return g ? runtime::generation_defaults(*g, read_model_config(model_dir)) : TranslationOptions{};
+}
+
+}  // namespace tfm
