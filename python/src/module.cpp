@@ -132,10 +132,13 @@ class PyTranslator {
                int64_t max_batch_size, int64_t max_batch_tokens) {
     tfm::TranslatorOptions o;
     o.device = tfm::parse_device(device);
-    if (!compute_type.empty())
+    // "default" (CTranslate2's: the type the model was converted in): a converted model's
+    // --quantization when it has one (auto picks it), else the library's default.
+    const bool as_saved = compute_type.empty() || compute_type == "default";
+    if (as_saved && !tfm::read_model_info(model_dir).compute_type.empty())
+      o.compute_type = tfm::ComputeType::automatic;
+    else if (!compute_type.empty())
       o.compute_type = tfm::parse_compute_type(compute_type);
-    else if (!tfm::read_model_info(model_dir).compute_type.empty())
-      o.compute_type = tfm::ComputeType::automatic;  // a converted model's --quantization
     o.intra_threads = intra_threads;
     o.inter_threads = inter_threads;
     o.max_batch_size = max_batch_size;

@@ -177,9 +177,10 @@ class Translator:
         SentencePiece vocabularies: vocab.model, or vocab.src.model + vocab.trg.model).
       device: "cpu", or "cuda" with a libtfm built with the CUDA backend on a machine with a
         GPU (fp32, inter_threads=1; docs/cuda.md); elsewhere "cuda" raises a tfm.Error.
-      compute_type: of the linear layers: "default" (the model's float32, the library's
-        default), "float32"/"fp32", "bfloat16"/"bf16", "int8", or "auto" (bf16 where the CPU
-        multiplies bf16, else float32).
+      compute_type: of the linear layers: "default" (the type the model was saved in: float32,
+        or the quantization a converted model was given by convert_transformers),
+        "float32"/"fp32", "bfloat16"/"bf16", "int8", or "auto" (a converted model's quantization,
+        else bf16 where the CPU multiplies bf16, else float32).
       intra_threads: threads of each batch's ops; 0: all cores / inter_threads.
       inter_threads: batches translated at once, sharing the weights. Calls from several Python
         threads run at once (the GIL is released) on these workers.
