@@ -10,13 +10,17 @@
 #include "tfm/core/cpu_isa.h"
 #include "tfm/core/output_file.h"
 #include "tfm/dist/world.h"
+#include "tfm/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tfm: train and run encoder-decoder Transformers (transformer.cpp)"};
   app.require_subcommand(1);
-  // The CPU level every kernel choice reads (TFM_CPU_ISA lowers it): which build of which kernel
-  // runs is part of what a bug report needs.
-  app.set_version_flag("--version", [] { return "tfm 0.1.0\ncpu: " + tfm::cpu_isa_summary(); });
+  // The version, the commit and the CPU level every kernel choice reads (TFM_CPU_ISA lowers it):
+  // which build of which kernel runs is part of what a bug report needs.
+  app.set_version_flag("--version", [] {
+    return std::string("tfm ") + tfm::version() + " (commit " + tfm::build_commit() +
+           ")\ncpu: " + tfm::cpu_isa_summary();
+  });
   tfm::cli::add_info(app);
   tfm::cli::add_score(app);
   tfm::cli::add_eval(app);
