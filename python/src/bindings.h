@@ -29,4 +29,7 @@ auto as_invalid_argument(F&& f) {
 // tfm._tfm.Trainer, TrainOptions, the events and TrainResult (trainer.cpp).
 void bind_trainer(pybind11::module_& m);
 
+// __version__, build_commit and the command line (package.cpp).
+void bind_package(pybind11::module_& m);
+
 }  // namespace tfm_python

@@ -408,6 +408,7 @@ PYBIND11_MODULE(_tfm, m) {
   bind_results(m);
   bind_translator(m);
   tfm_python::bind_trainer(m);
+  tfm_python::bind_package(m);
   m.def(
       "parse_compute_type",
       [](const std::string& name) {
