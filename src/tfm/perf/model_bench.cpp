@@ -353,8 +353,8 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& in) {
   }
   if (training)
     model.set_train_compute(compute);
-  else if (o.device == Device::cpu)
-    model.bind_inference(compute);  // a device decodes with the model's f32 weights
+  else
+    model.bind_inference(compute);  // on a device: prepared there (fp32: the f32 weights)
   std::unique_ptr<Workload> work;
   if (training)
     work = std::make_unique<TrainWorkload>(model, o);
