@@ -116,6 +116,8 @@ class TrainWorkload : public Workload {
     std::vector<std::pair<std::string, Tensor>> params;
     for (const auto& [name, p] : model.named_parameters()) params.emplace_back(name, *p);
     adam_ = std::make_unique<Adam>(params, AdamOptions{});
+    // As the Trainer: bf16 training multiplies the optimiser's bf16 weight copies.
+    if (model.train_compute() == ComputeType::bfloat16) adam_->keep_bf16_copies();
     model_.set_training(true);
   }
 
