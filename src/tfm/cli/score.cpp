@@ -51,7 +51,7 @@ void add_score(CLI::App& app) {
   cmd->add_flag("--ids", ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", threads, "Threads (0: all cores)");
   cmd->add_option("--precision", precision, "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
+  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine)");
   cmd->add_option("--batch-size", batch_size, "Sentences a batch");
   cmd->callback([] {
     TranslatorOptions to;

@@ -17,7 +17,7 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--port", o.port, "Port (default 8080; 0: any free port, logged)");
   cmd->add_option("--compute-type,--precision", precision,
                   "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
+  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine)");
   cmd->add_option("--threads", o.translator.intra_threads,
                   "Threads of each batch (0: all cores / inter-threads)");
   cmd->add_option("--inter-threads", o.translator.inter_threads, "Batches translated at once");

@@ -91,7 +91,7 @@ Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
   cmd->add_option("--threads", f.threads, "Threads of each batch (0: all cores / inter-threads)");
   cmd->add_option("--inter-threads", f.inter_threads, "Batches decoded at once");
   cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
+  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine)");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
   cmd->add_flag("--profile", f.profile,

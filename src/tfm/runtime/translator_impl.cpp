@@ -31,10 +31,9 @@ Translator::Impl::Impl(const std::string& dir, TranslatorOptions o) : options_(s
         model_ = load_model(dir);
         // Counted before binding: a bf16 or int8 binding releases the f32 weights it packed.
         parameter_count = model_->parameter_count();
-        if (options_.device == Device::cpu)
-          model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
-        else
-          model_->to(options_.device);  // f32 weights, the CUDA kernels' GEMMs
+        // On a device the weights move first and are prepared there (fp32: as they are).
+        if (options_.device != Device::cpu) model_->to(options_.device);
+        model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
       })
       .get();
   const ModelConfig& c = model_->config();
