@@ -33,6 +33,7 @@
 #include "tfm/ops/cuda/gemm.h"
 #include "tfm/ops/cuda/index.h"
 #include "tfm/ops/cuda/layer_norm.h"
+#include "tfm/ops/cuda/lowp_linear.h"
 #include "tfm/ops/cuda/reduce.h"
 #include "tfm/ops/cuda/softmax.h"
 #include "tfm/types.h"
@@ -101,6 +102,14 @@
     const float*, Activation, float*, const Stream&)                                             \
   X(void, linear_backward_bf16, int64_t, int64_t, int64_t, const float*, const uint16_t*,        \
     const uint16_t*, float*, float*, float*, const Stream&)                                      \
+  X(bool, gemm_s8_cublaslt, int64_t, int64_t, int64_t, const int8_t*, int64_t, const int8_t*,    \
+    int64_t, int32_t*, int64_t, const Stream&)                                                   \
+  X(void, quantize_rows_s8, int64_t, int64_t, int64_t, const float*, int8_t*, int64_t, float*,     \
+    int32_t*, const Stream&)                                                                     \
+  X(void, gemm_s8_simple, int64_t, int64_t, int64_t, const int8_t*, const int8_t*, int32_t*,       \
+    int64_t, const Stream&)                                                                      \
+  X(void, linear_forward_int8, int64_t, int64_t, int64_t, const float*, const int8_t*,           \
+    const float*, const int32_t*, const float*, Activation, float*, Int8Gemm, const Stream&)     \
   X(void, copy_rows, int64_t, size_t, const void*, int64_t, const int32_t*, void*, int64_t,      \
     const Stream&)                                                                               \
   X(void, pick_columns, int64_t, int64_t, const float*, const int32_t*, float*, const Stream&)    \
