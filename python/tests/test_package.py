@@ -69,7 +69,7 @@ def test_one_default_compute_type_and_one_version(model_dir, tfm_bin):
     libtfm's, as tfm --version prints it."""
     assert tfm.Translator(model_dir).compute_type == "fp32"
     out = subprocess.run([tfm_bin, "--version"], capture_output=True, text=True, check=True)
-    assert out.stdout.splitlines()[0] == "tfm " + tfm.__version__
+    assert out.stdout.splitlines()[0].startswith(f"tfm {tfm.__version__} (commit ")
 
 
 def test_library_errors_are_runtime_errors(model_dir, ids_model_dir, translator):
