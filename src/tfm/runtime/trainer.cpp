@@ -193,6 +193,7 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
         &o_.vocab_src, &o_.vocab_trg, &o_.model_config}) {
     TFM_CHECK(path->empty() || !fs::is_directory(*path)) << *path << " is a directory, not a file";
   }
+  check_model_dir(o_.model_dir, /*must_exist=*/false);
   const ComputeType asked = o_.compute_type;
   o_ = runtime::resolve_train_options(std::move(o_));
   dist::World& world = dist::world();
