@@ -219,6 +219,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--log-every", f.log_every, "Log a line every N updates");
   cmd->add_option("--max-nonfinite", f.max_nonfinite,
                   "Stop after N non-finite updates in a row (each is skipped)");
+  cmd->add_option("--tensorboard", f.tensorboard,
+                  "Write TensorBoard event files (loss, perplexity, learning rate, gradient norm, "
+                  "tokens/s, validation) to this directory");
   cmd->add_flag("--overwrite", f.overwrite,
                 "Start from scratch, replacing the model, checkpoints and training state in DIR");
   cmd->callback([cmd] { run_train(cmd, fl); });
