@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_prepare_ding(app);
   tfm::cli::add_bench(app);
   tfm::cli::add_serve(app);
+  tfm::cli::add_plot(app);
   try {
     app.parse(argc, argv);
     // What a command printed with std::cout may still sit in a buffer: a full disk or /dev/full
