@@ -13,6 +13,7 @@
 #include "tfm/cli/flags.h"
 #include "tfm/cli/usage.h"
 #include "tfm/core/check.h"
+#include "tfm/core/suggest.h"
 #include "tfm/dist/world.h"
 #include "tfm/runtime/train_options.h"
 #include "tfm/train/config_file.h"

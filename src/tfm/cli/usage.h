@@ -1,11 +1,11 @@
 // Usage errors, in one place for every subcommand: a command line that names an unknown command
 // or flag, lacks a required flag or gives a bad value is told what it got wrong in its own words,
-// with the closest name the command knows ("unknown command 'tranlsate'; did you mean
-// 'translate'?"), and exits with kUsageExit, as Unix tools do (CLI11's own statuses are 105-114).
+// with the closest name the command knows (core/suggest.h) ("unknown command 'tranlsate'; did you
+// mean 'translate'?"), and exits with kUsageExit, as Unix tools do (CLI11's own statuses are
+// 105-114).
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace CLI {
@@ -24,18 +24,7 @@ inline constexpr int kUsageExit = 2;
 int report_parse_error(const CLI::App& app, const CLI::ParseError& e, int argc,
                        const char* const* argv);
 
-// The names of `known` closest to `word`: those it differs from by the fewest single-character
-// edits (insert, delete, substitute, swap two neighbours), when that is at most a third of its
-// length (a word of three characters or more); else those it begins (`--beam` for
-// `--beam-size`), up to three. Case, '_' for '-' and the leading dashes count for nothing. Empty
-// when none is close.
-std::vector<std::string> closest_names(std::string_view word,
-                                       const std::vector<std::string>& known);
-
 // Every flag of `app`, as typed: "--model", "-m".
 std::vector<std::string> flag_names(const CLI::App& app);
-
-// "'a'", "'a' or 'b'", "'a', 'b' or 'c'" (quote: "'", or "" for flags).
-std::string one_of(const std::vector<std::string>& names, std::string_view quote);
 
 }  // namespace tfm::cli
