@@ -13,7 +13,7 @@ namespace tfm::cli {
 void add_info(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Print a model's config and parameter counts");
   static std::string dir;
-  cmd->add_option("--model", dir, "Model directory")->required();
+  cmd->add_option("-m,--model", dir, "Model directory")->required();
   cmd->callback([] {
     auto model = load_model(dir);
     load_checked_vocabs(dir, model->config());  // a mismatch is worth knowing here too

@@ -135,10 +135,22 @@ ModelConfig checked_config(const std::string& dir, const SafetensorsFile& f) {
 
 }  // namespace
 
+void check_model_dir(const std::string& dir, bool must_exist) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (fs::exists(st) && !fs::is_directory(st)) {
+    const fs::path parent = fs::path(dir).parent_path();
+    TFM_FAIL_ARG() << dir << " is a file, not a model directory: give the directory that holds "
+                   << kWeights << " and " << kConfig
+                   << (parent.empty() ? std::string() : " (" + parent.string() + ")");
+  }
+  TFM_CHECK(!must_exist || fs::exists(st)) << "model directory " << dir << " does not exist";
+}
+
 ModelConfig read_model_config(const std::string& dir) {
   const std::string weights = (fs::path(dir) / kWeights).string();
   const std::string json = (fs::path(dir) / kConfig).string();
-  TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
+  check_model_dir(dir);
   if (!fs::exists(weights)) {
     TFM_CHECK(fs::exists(json)) << dir << " holds neither " << kWeights << " nor " << kConfig;
     return ModelConfig::from_json(read_file(json));
@@ -147,7 +159,7 @@ ModelConfig read_model_config(const std::string& dir) {
 }
 
 std::unique_ptr<Transformer> load_model(const std::string& dir) {
-  TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
+  check_model_dir(dir);
   const std::string weights = (fs::path(dir) / kWeights).string();
   TFM_CHECK(fs::exists(weights)) << "no " << kWeights << " in model directory " << dir;
   // One map and one header parse.

@@ -11,6 +11,11 @@
 
 namespace tfm {
 
+// A model is a directory: throws tfm::InvalidArgument when `dir` is a file (a model directory's
+// model.safetensors or config.json, given for the directory: the message names the directory to
+// give instead) and, with must_exist, when it does not exist.
+void check_model_dir(const std::string& dir, bool must_exist = true);
+
 // Writes dir/model.safetensors and dir/config.json atomically (dir is created if missing).
 void save_model(const Transformer& model, const std::string& dir);
 // The config of a model directory (from the weights' metadata, checked against config.json).
