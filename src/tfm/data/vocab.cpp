@@ -72,6 +72,14 @@ int64_t Vocab::eos_id() const {
   return sp_->eos_id();
 }
 
+SpecialIds Vocab::special_ids() const {
+  return {pad_id(), bos_id(), eos_id(), sp_->unk_id()};
+}
+
+std::string Vocab::describe() const {
+  return "SentencePiece, " + std::to_string(size()) + " pieces (" + path_ + ")";
+}
+
 std::string legacy_vocab_file(const std::string& name) {
   const std::string ext = ".model";
   TFM_CHECK(name.size() > ext.size() && name.ends_with(ext)) << "not a vocabulary name: " << name;
