@@ -111,15 +111,6 @@ ModelVocabPaths find_model_vocabs(const std::string& dir) {
   return {src, trg};
 }
 
-ModelVocabs load_model_vocabs(const std::string& dir) {
-  const ModelVocabPaths p = find_model_vocabs(dir);
-  ModelVocabs v;
-  if (p.src.empty()) return v;
-  v.src = std::make_shared<Vocab>(p.src);
-  v.trg = p.trg == p.src ? v.src : std::make_shared<Vocab>(p.trg);
-  return v;
-}
-
 Ids parse_ids(const std::string& line, int64_t vocab_size, const std::string& where) {
   Ids ids;
   std::istringstream in(line);

@@ -48,15 +48,10 @@ inline constexpr const char* kTrgVocabFile = "vocab.trg.model";
 // What tfm train wrote before the names above (still read): vocab.spm, vocab.src.spm, ….
 std::string legacy_vocab_file(const std::string& name);
 
-// The source and target vocabularies of a model directory: vocab.model (shared) or
-// vocab.src.model + vocab.trg.model (or the legacy .spm names). Null members when the directory
-// has none; a directory with one side's file but not the other's is an error that says so.
-struct ModelVocabs {
-  std::shared_ptr<Vocab> src, trg;
-};
-ModelVocabs load_model_vocabs(const std::string& dir);
-// The same files' paths, without loading them (both empty when the directory has none; equal
-// for a shared vocabulary).
+// The SentencePiece vocabularies of a model directory: vocab.model (shared) or vocab.src.model +
+// vocab.trg.model (or the legacy .spm names), as paths (both empty when the directory has none;
+// equal for a shared vocabulary); a directory with one side's file but not the other's is an
+// error that says so. data/tokenizer_files.h loads them (or a converted directory's tokenizer).
 struct ModelVocabPaths {
   std::string src, trg;
 };

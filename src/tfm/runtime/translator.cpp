@@ -17,6 +17,7 @@
 #ifdef TFM_WITH_CUDA
 #include "tfm/core/cuda/runtime.h"
 #endif
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/score.h"
@@ -139,7 +140,7 @@ class Translator::Impl {
     // Sizes and special ids against the config. A directory whose vocabulary does not fit still
     // translates ids (they need none); the text methods then fail with the reason.
     try {
-      vocabs_ = load_checked_vocabs(dir, c);
+      vocabs_ = load_checked_tokenizers(dir, c);
     } catch (const Error& e) {
       vocab_error_ = e.message();
       vocabs_ = {};
@@ -158,12 +159,16 @@ class Translator::Impl {
     TFM_CHECK(vocab_error_.empty()) << vocab_error_;
     TFM_CHECK(has_vocabs()) << info_.directory << " has no SentencePiece vocabulary ("
                             << kSharedVocabFile << ", or " << kSrcVocabFile << " + "
-                            << kTrgVocabFile << "): translate token ids instead";
+                            << kTrgVocabFile << ") and no " << kTokenizerConfigFile
+                            << ": translate token ids instead";
   }
 
+  // A source as the model reads it: a converted model's tokenizer adds its framing (</s>, the
+  // source language's token); an empty text stays empty (no hypotheses).
   Ids encode_src(const std::string& text) const {
     profile::Scope scope(profile::Phase::spm);
-    return vocabs_.src->encode(text);
+    const Ids pieces = vocabs_.src->encode(text);
+    return pieces.empty() ? pieces : vocabs_.src->frame_source(pieces);
   }
   Ids encode_trg(const std::string& text) const {
     profile::Scope scope(profile::Phase::spm);
@@ -173,7 +178,7 @@ class Translator::Impl {
     profile::Scope scope(profile::Phase::spm);
     return vocabs_.trg->decode(ids);
   }
-  const ModelVocabs& vocabs() const { return vocabs_; }
+  const ModelTokenizers& vocabs() const { return vocabs_; }
 
   // Source ids checked against the vocabulary and cut to the model's positions; true when cut.
   bool prepare_source(Ids& ids, const std::string& where) const {
@@ -184,6 +189,10 @@ class Translator::Impl {
           << c.src_vocab_size << ")";
     const auto limit = static_cast<size_t>(c.max_length - c.seq_format().source_specials());
     if (ids.size() <= limit) return false;
+    // A converted model's framing ends the source (</s>, a language token): cut before it.
+    const size_t keep = vocabs_.src ? std::min(vocabs_.src->framing().suffix.size(), limit) : 0;
+    std::copy(ids.end() - static_cast<std::ptrdiff_t>(keep), ids.end(),
+              ids.begin() + static_cast<std::ptrdiff_t>(limit - keep));
     ids.resize(limit);
     return true;
   }
@@ -359,7 +368,7 @@ class Translator::Impl {
  private:
   TranslatorOptions options_;
   std::unique_ptr<Transformer> model_;
-  ModelVocabs vocabs_;
+  ModelTokenizers vocabs_;
   std::string vocab_error_;  // why the directory's vocabularies cannot be used, if they cannot
   ModelInfo info_;
   std::unique_ptr<runtime::WorkerPool> pool_;

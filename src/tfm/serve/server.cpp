@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "tfm/core/check.h"
-#include "tfm/data/vocab.h"
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/serve/api.h"
 #include "tfm/serve/metrics.h"
 
@@ -76,13 +76,14 @@ class Server {
   explicit Server(const ServeOptions& o)
       : options_(o),
         translator_(o.model_dir, o.translator),
-        vocabs_(load_model_vocabs(o.model_dir)),
+        vocabs_(load_model_tokenizers(o.model_dir)),
         batcher_(translator_, batcher_options(o), [this](const BatchStats& s) {
           metrics_.record_batch(s.sentences, s.source_tokens, s.target_tokens);
         }) {
     TFM_CHECK(vocabs_.src && vocabs_.trg)
         << "serve: " << o.model_dir << " has no SentencePiece vocabulary (vocab.model, or "
-        << "vocab.src.model + vocab.trg.model): the server translates text";
+        << "vocab.src.model + vocab.trg.model) and no " << kTokenizerConfigFile
+        << ": the server translates text";
     TFM_CHECK(o.max_request_bytes >= 1)
         << "serve: --max-request-bytes must be at least 1 (got " << o.max_request_bytes << ")";
     TFM_CHECK(o.max_sentences >= 1)
@@ -183,10 +184,8 @@ class Server {
     if (texts.empty()) return {};
     std::vector<std::vector<int64_t>> ids;
     ids.reserve(texts.size());
-    for (const auto& t : texts) {
-      const Ids x = vocabs_.src->encode(t);
-      ids.emplace_back(x.begin(), x.end());
-    }
+    // As the Translator reads text (a converted model's framing included).
+    for (const auto& t : texts) ids.push_back(translator_.tokenize_source(t));
     return run_job(std::make_shared<Job>(std::move(ids), o, std::move(prefixes)));
   }
 
@@ -378,7 +377,7 @@ class Server {
 
   ServeOptions options_;
   Translator translator_;
-  ModelVocabs vocabs_;
+  ModelTokenizers vocabs_;
   Metrics metrics_;
   Batcher batcher_;
   httplib::Server http_;
