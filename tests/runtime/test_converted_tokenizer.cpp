@@ -73,6 +73,11 @@ TEST_F(ConvertedTokenizer, SourcesAreTransformersInputIdsAndTextIsItsDecoding) {
     ++checked;
   }
   EXPECT_GT(checked, 150u);
+  // Tokens, as CTranslate2's callers pass them, round-trip to the same ids, framing included.
+  const std::vector<std::string> tokens = t.source_tokens(lines_[4]);
+  EXPECT_EQ(tokens.front(), "deu_Latn");
+  EXPECT_EQ(tokens.back(), "</s>");
+  EXPECT_EQ(t.source_tokens_to_ids(tokens), ref_["source"][4].get<std::vector<int64_t>>());
   const ModelTokenizers tok = load_model_tokenizers(dir_.string());
   const std::vector<size_t> picked = {4, 20, 60};
   std::vector<std::string> texts;
