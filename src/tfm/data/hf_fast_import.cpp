@@ -467,8 +467,8 @@ json pipeline_steps(const HfTokenizerConfig& c, const FastModel& m, HfImportOutp
   return side;
 }
 
-SpecialIds special_ids_of(const HfTokenizerConfig& c, const AddedIds& ids) {
-  SpecialIds s;
+TokenizerSpecials special_ids_of(const HfTokenizerConfig& c, const AddedIds& ids) {
+  TokenizerSpecials s;
   for (const auto& [key, fallback] : class_tokens(c.tokenizer_class).named) {
     const auto t = c.named(key, fallback);
     const int64_t id = t ? ids.id_of(t->content) : -1;
@@ -551,7 +551,7 @@ void import_fast(const HfTokenizerConfig& c, HfImportOutput& out) {
     if (!ids.has(t.content)) ids.add(t);
 
   json side = pipeline_steps(c, m, out);
-  const SpecialIds s = special_ids_of(c, ids);
+  const TokenizerSpecials s = special_ids_of(c, ids);
   side["added_tokens"] = added_tokens_json(ids.sorted());
   side["pad"] = s.pad;
   side["bos"] = s.bos;

@@ -37,7 +37,7 @@ struct HfSentencePieceSpec {
   std::unordered_map<std::string, int64_t> language_tokens;
   std::set<int64_t> special_ids;         // skipped when decoding
   std::set<std::string> special_tokens;  // kept out of SentencePiece's decoding
-  SpecialIds special;
+  TokenizerSpecials special;
   int64_t size = 0;
 };
 
@@ -52,7 +52,7 @@ class HfSentencePieceTokenizer : public Tokenizer {
   Ids pieces_to_ids(const std::vector<std::string>& pieces) const override;
   std::vector<std::string> ids_to_pieces(const Ids& ids) const override;
   int64_t size() const override { return spec_.size; }
-  SpecialIds special_ids() const override { return spec_.special; }
+  TokenizerSpecials special_ids() const override { return spec_.special; }
   const std::string& path() const override { return spec_.path; }
   std::string family() const override { return spec_.family; }
   std::string describe() const override;

@@ -21,7 +21,7 @@ struct SlowSpecials {
   std::vector<AddedToken> added;
   std::vector<int64_t> special_ids;
   std::vector<std::string> special_tokens;
-  SpecialIds ids;
+  TokenizerSpecials ids;
 };
 
 SlowSpecials slow_specials(const HfTokenizerConfig& c,

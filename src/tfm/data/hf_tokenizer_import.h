@@ -17,8 +17,8 @@ namespace tfm {
 struct HfTokenizerImport {
   // "marian", "m2m100", "nllb", "mbart", "mbart50", "bart", "gpt2"
   std::string family;
-  std::string hf_class;  // the Transformers class it reproduces ("NllbTokenizer", ...)
-  SpecialIds special;    // the (source) tokenizer's pad/bos/eos/unk ids, -1 where none
+  std::string hf_class;       // the Transformers class it reproduces ("NllbTokenizer", ...)
+  TokenizerSpecials special;  // the (source) tokenizer's pad/bos/eos/unk ids, -1 where none
   int64_t src_size = 0, trg_size = 0;        // ids each side's tokenizer gives are below these
   std::map<std::string, int64_t> languages;  // code -> token id; empty without language tokens
   // The directory's default languages (tokenizer_config.json's src_lang / tgt_lang, or the

@@ -54,7 +54,7 @@ struct PipelineSpec {
   DecoderSpec decoder;
   std::vector<AddedToken> added;
   bool clean_up_tokenization_spaces = false;
-  SpecialIds special;
+  TokenizerSpecials special;
   int64_t size = 0;  // ids are below it
 };
 
@@ -68,7 +68,7 @@ class PipelineTokenizer : public Tokenizer {
   Ids pieces_to_ids(const std::vector<std::string>& pieces) const override;
   std::vector<std::string> ids_to_pieces(const Ids& ids) const override;
   int64_t size() const override { return spec_.size; }
-  SpecialIds special_ids() const override { return spec_.special; }
+  TokenizerSpecials special_ids() const override { return spec_.special; }
   const std::string& path() const override { return spec_.path; }
   std::string family() const override { return spec_.family; }
   std::string describe() const override;

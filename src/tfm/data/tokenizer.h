@@ -18,7 +18,7 @@
 namespace tfm {
 
 // A tokenizer's special ids; -1 where it has none.
-struct SpecialIds {
+struct TokenizerSpecials {
   int64_t pad = -1, bos = -1, eos = -1, unk = -1;
 };
 
@@ -50,7 +50,7 @@ class Tokenizer {
   virtual std::vector<std::string> ids_to_pieces(const Ids& ids) const = 0;
   // Ids are in [0, size()).
   virtual int64_t size() const = 0;
-  virtual SpecialIds special_ids() const = 0;
+  virtual TokenizerSpecials special_ids() const = 0;
   // The file the tokenizer was loaded from (a SentencePiece model, or tfm_tokenizer.json).
   virtual const std::string& path() const = 0;
   // "sentencepiece" for tfm's own vocabularies; a converted model's tokenizer family

@@ -37,8 +37,8 @@ std::string beside(const std::string& config, const std::string& name) {
   return (fs::path(config).parent_path() / name).string();
 }
 
-SpecialIds read_special(const json& j, const std::string& where) {
-  SpecialIds s;
+TokenizerSpecials read_special(const json& j, const std::string& where) {
+  TokenizerSpecials s;
   s.pad = get<int64_t>(j, "pad", where);
   s.bos = get<int64_t>(j, "bos", where);
   s.eos = get<int64_t>(j, "eos", where);

@@ -72,7 +72,7 @@ int64_t Vocab::eos_id() const {
   return sp_->eos_id();
 }
 
-SpecialIds Vocab::special_ids() const {
+TokenizerSpecials Vocab::special_ids() const {
   return {pad_id(), bos_id(), eos_id(), sp_->unk_id()};
 }
 

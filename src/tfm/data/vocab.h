@@ -30,7 +30,7 @@ class Vocab : public Tokenizer {
   int64_t pad_id() const;
   int64_t bos_id() const;
   int64_t eos_id() const;
-  SpecialIds special_ids() const override;
+  TokenizerSpecials special_ids() const override;
   const std::string& path() const override { return path_; }
   std::string family() const override { return "sentencepiece"; }
   std::string describe() const override;

@@ -88,7 +88,7 @@ void check_vocab(const Tokenizer* v, int64_t size, const char* side, const Model
         << " ends sequences with " << config.eos_id;
     return;
   }
-  const SpecialIds ids = v->special_ids();
+  const TokenizerSpecials ids = v->special_ids();
   TFM_CHECK(v->size() == size) << v->path() << " has " << v->size() << " pieces but the model in "
                                << dir << " has a " << side << " vocabulary of " << size
                                << ": the vocabulary file is not the one the model was trained with";
