@@ -3,7 +3,7 @@
 // not timed. GB/s counts what a step must move at least: read g, read and write p, m, v.
 // Written against the API the trainer calls (Adam, global_grad_norm), so the same file builds
 // against a tree from before the parameter arenas. Threads: OpenMP's default; run with
-// OMP_NUM_THREADS=2 to match the reference numbers (docs/performance.md).
+// OMP_NUM_THREADS=2 to match the reference numbers (docs/history/performance.md).
 #include <benchmark/benchmark.h>
 
 #include <string>

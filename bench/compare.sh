@@ -1,32 +1,39 @@
 #!/usr/bin/env bash
 # tfm against PyTorch on whole models, side by side in one run: for each preset and mode, rounds
 # of `tfm bench` then bench/compare_pytorch.py for the seeds' model (seed004) and
-# nn.Transformer (torch-nn), alternating so that load changes hit all three alike; then one
-# table of medians over the rounds and ratios (tfm / PyTorch tokens/s: > 1 means tfm is faster).
-# MFU is useful GEMM FLOP/s over tfm's dnnl_sgemm ceiling (median over its runs), for all three.
-# PyTorch's decoding re-runs the decoder over the prefix and takes minutes at `base`, so it runs
-# --torch-decode-repeat times (default 1) without warm-up; everything else --repeat times after
-# one warm-up. Both sides run under the same OMP_WAIT_POLICY (--wait-policy, default passive:
-# on a machine shared with other jobs, spinning OpenMP threads wait for a descheduled partner
-# at every barrier and both sides lose 3-4x; "default" leaves the variable unset).
+# nn.Transformer (torch-nn: nn.MultiheadAttention, i.e. scaled_dot_product_attention in torch
+# 2.x), alternating so that load changes hit every side alike; then one table of medians over
+# the rounds and ratios (tfm / PyTorch tokens/s: > 1 means tfm is faster). MFU is useful GEMM
+# FLOP/s over tfm's dnnl_sgemm ceiling (median over its runs), for every side.
+# PyTorch is the index's torch 2.x from .venv/ (scripts/setup_venv.sh; --python names another
+# interpreter). PyTorch's decoding re-runs the decoder over the prefix and takes minutes at
+# `base`, so it runs --torch-decode-repeat times (default 1) without warm-up; everything else
+# --repeat times after one warm-up. Both sides run under the same OMP_WAIT_POLICY
+# (--wait-policy, default passive: on a machine shared with other jobs, spinning OpenMP threads
+# wait for a descheduled partner at every barrier and both sides lose 3-4x; "default" leaves
+# the variable unset).
 # --precisions adds rows for tfm at bf16 (training: mixed precision; decoding: bf16 linear
-# layers) and int8 (decoding only). Each bf16 row is compared with the fp32 PyTorch models (the
-# baseline the targets name) and with seed004 under torch.autocast(bf16), PyTorch's own mixed
-# precision (like for like); int8 has no PyTorch counterpart here.
+# layers) and int8 (decoding only). Each bf16 row is compared with both PyTorch models in fp32
+# and under torch.autocast(bf16), PyTorch's own mixed precision (like for like); int8 has no
+# PyTorch counterpart here. --compile adds nn.Transformer's training step through
+# torch.compile (fp32 and bf16).
 #
-#   bench/compare.sh [--build-dir build] [--threads 2] [--rounds 3] [--repeat 3]
-#                    [--torch-decode-repeat 1] [--wait-policy passive|active|default]
+#   bench/compare.sh [--build-dir build] [--python .venv/bin/python] [--threads 2] [--rounds 3]
+#                    [--repeat 3] [--torch-decode-repeat 1] [--wait-policy passive|active|default]
 #                    [--presets "small base"] [--modes "train greedy beam"]
-#                    [--precisions "fp32 bf16"] [--keep DIR]
+#                    [--precisions "fp32 bf16"] [--compile] [--keep DIR]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="$here/../build"
 threads=2 rounds=3 repeat=3 torch_decode_repeat=1 wait_policy=passive
-presets="small base" modes="train greedy beam" precisions="fp32 bf16" keep=""
+presets="small base" modes="train greedy beam" precisions="fp32 bf16" keep="" compile=0
+py="$here/../.venv/bin/python"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
+    --python) py="$2"; shift 2 ;;
+    --compile) compile=1; shift ;;
     --threads) threads="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
@@ -36,18 +43,14 @@ while [[ $# -gt 0 ]]; do
     --modes) modes="$2"; shift 2 ;;
     --precisions) precisions="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 tfm="$build/tfm"
 [[ -x "$tfm" ]] || { echo "compare.sh: $tfm not found; build first (scripts/build.sh)" >&2; exit 1; }
-py=/usr/bin/python3
-"$py" -c "import torch" 2>/dev/null || { echo "compare.sh: $py lacks torch (python3-torch)" >&2; exit 1; }
-case "$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3)" in
-  */blas/*) echo "compare.sh: warning: reference BLAS behind libblas.so.3; PyTorch will be very" \
-                 "slow (scripts/setup.sh installs libopenblas0-openmp)" >&2 ;;
-esac
+"$py" -c "import torch" 2>/dev/null ||
+  { echo "compare.sh: $py lacks torch: run scripts/setup_venv.sh (or pass --python)" >&2; exit 1; }
 
 out="${keep:-$(mktemp -d)}"
 mkdir -p "$out"
@@ -72,14 +75,17 @@ for preset in $presets; do
         [[ $mode == train && $precision == int8 ]] && continue
         "$tfm" bench --preset "$preset" --mode "$mode" --threads "$threads" --repeat "$repeat" \
             --precision "$precision" --json | tail -n 1 | sed 's/^{/{"side":"tfm",/' >> "$results"
-        # PyTorch: both models in fp32, and seed004 under autocast for bf16.
-        models=()
-        [[ $precision == fp32 ]] && models=(seed004 torch-nn)
-        [[ $precision == bf16 ]] && models=(seed004)
-        for model in "${models[@]}"; do
-          "$py" "$here/compare_pytorch.py" --model "$model" --preset "$preset" --mode "$mode" \
-              --threads "$threads" --precision "$precision" "${torch_runs[@]}" --json | tail -n 1 \
-              | sed "s/^{/{\"side\":\"$model\",/" >> "$results"
+        # PyTorch: both models, in fp32 with the fp32 rows and under autocast with the bf16 ones;
+        # nn.Transformer's training step also through torch.compile when asked.
+        sides=()
+        [[ $precision == fp32 || $precision == bf16 ]] && sides=(seed004 torch-nn)
+        [[ $mode == train && $compile == 1 && ${#sides[@]} -gt 0 ]] && sides+=(torch-nn+compile)
+        for side in "${sides[@]}"; do
+          extra=()
+          [[ $side == *+compile ]] && extra=(--compile)
+          "$py" "$here/compare_pytorch.py" --model "${side%+compile}" --preset "$preset" \
+              --mode "$mode" --threads "$threads" --precision "$precision" "${torch_runs[@]}" \
+              "${extra[@]}" --json | tail -n 1 | sed "s/^{/{\"side\":\"$side\",/" >> "$results"
         done
       done
     done
@@ -96,26 +102,27 @@ for line in open(sys.argv[1]):
 med = lambda rs, k: statistics.median(r[k] for r in rs)
 order = lambda k: (k[0], ["train", "greedy", "beam"].index(k[1]), ["fp32", "bf16", "int8"].index(k[2]))
 keys = sorted({(p, m, q) for p, m, q, side in rows if side == "tfm"}, key=order)
-print("| preset | mode | tfm precision | tfm tokens/s | seed004 fp32 tokens/s "
-      "| nn.Transformer fp32 tokens/s | tfm / seed004 fp32 | tfm / nn.Transformer fp32 "
-      "| seed004 autocast-bf16 tokens/s | tfm / seed004 bf16 "
-      "| MFU tfm | MFU seed004 fp32 | MFU nn.Transformer fp32 |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-fmt = lambda x, f: f.format(x) if x is not None else "–"
+names = {"seed004": "seeds' model", "torch-nn": "nn.Transformer (SDPA)",
+         "torch-nn+compile": "nn.Transformer, torch.compile"}
+torch_version = next((r["torch"] for rs in rows.values() for r in rs if "torch" in r), "?")
+print(f"| preset | mode | tfm precision | tfm tokens/s | MFU tfm | PyTorch {torch_version} side | "
+      "its precision | its tokens/s | its MFU | **tfm / it** |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for preset, mode, prec in keys:
     t = rows[(preset, mode, prec, "tfm")]
-    s, n = rows.get((preset, mode, "fp32", "seed004"), []), rows.get((preset, mode, "fp32", "torch-nn"), [])
-    sb = rows.get((preset, mode, prec, "seed004"), []) if prec == "bf16" else []
     ceiling = med(t, "sgemm_gflops")
     tt = med(t, "tokens_per_second")
-    ts = med(s, "tokens_per_second") if s else None
-    tn = med(n, "tokens_per_second") if n else None
-    tb = med(sb, "tokens_per_second") if sb else None
-    mfu = lambda rs: f"{100 * med(rs, 'gflops') / ceiling:.1f} %" if rs else "–"
-    print(f"| {preset} | {mode} | {prec} | {tt:.0f} | {fmt(ts, '{:.0f}')} | {fmt(tn, '{:.0f}')} | "
-          f"**{fmt(tt / ts if ts else None, '{:.2f}x')}** | {fmt(tt / tn if tn else None, '{:.2f}x')} | "
-          f"{fmt(tb, '{:.0f}')} | {fmt(tt / tb if tb else None, '{:.2f}x')} | "
-          f"{mfu(t)} | {mfu(s)} | {mfu(n)} |")
+    mfu = lambda rs: f"{100 * med(rs, 'gflops') / ceiling:.1f} %"
+    peers = [(side, q) for side in names for q in ("fp32", "bf16")
+             if (q == "fp32" or prec == "bf16") and rows.get((preset, mode, q, side))]
+    if not peers:
+        print(f"| {preset} | {mode} | {prec} | {tt:.0f} | {mfu(t)} | – | – | – | – | – |")
+    for side, q in peers:
+        rs = rows[(preset, mode, q, side)]
+        tp = med(rs, "tokens_per_second")
+        q_name = "autocast bf16" if q == "bf16" else "fp32"
+        print(f"| {preset} | {mode} | {prec} | {tt:.0f} | {mfu(t)} | {names[side]} | {q_name} | "
+              f"{tp:.0f} | {mfu(rs)} | **{tt / tp:.2f}x** |")
 t_all = [r for (p, m, q, side), rs in rows.items() if side == "tfm" for r in rs]
 if t_all:
     print(f"\ndnnl_sgemm ceiling (median of tfm's runs): {med(t_all, 'sgemm_gflops'):.1f} GFLOP/s; "

@@ -14,7 +14,7 @@ Modes:
   beam      the same with a straightforward batched beam of 4 (rows = sentences x beams, the
             decoder re-run over each row's prefix, parents gathered with index_select).
 
-    /usr/bin/python3 bench/compare_pytorch.py --model seed004 --preset small --mode train \
+    .venv/bin/python bench/compare_pytorch.py --model seed004 --preset small --mode train \
         --threads 2 [--repeat 5] [--precision fp32|bf16] [--device cpu|cuda] [--json]
 
 --device cuda runs the model, the batches and the optimiser on the GPU (eager; torch-nn's
@@ -208,12 +208,17 @@ def main():
                     help="bf16: torch.autocast('cpu', torch.bfloat16) around the forward and "
                          "loss (training) or the search (decoding), PyTorch's mixed precision")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--compile", action="store_true",
+                    help="training step's forward and loss through torch.compile (train mode only; "
+                         "the compilation happens in the warm-up)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     global DEV
     DEV = torch.device(args.device)
     if args.repeat < 1 or args.seq_len < 1 or args.vocab <= 4:
         ap.error("--repeat and --seq-len must be positive, --vocab > 4")
+    if args.compile and (args.mode != "train" or args.warmup < 1):
+        ap.error("--compile takes --mode train and --warmup >= 1")
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     p, V, L = PRESETS[args.preset], args.vocab, args.seq_len
@@ -238,6 +243,8 @@ def main():
         opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
         fwd = (lambda: model(src, trg_in)) if args.model == "seed004" else \
               (lambda: model.logits(src, trg_in))
+        if args.compile:
+            fwd = torch.compile(fwd)
 
         def run():
             with autocast():
@@ -276,7 +283,7 @@ def main():
     ceiling = mm_ceiling(8192) if gpu else mm_ceiling()
     bf16_ceiling = mm_ceiling(8192, dtype=torch.bfloat16) if gpu and args.precision == "bf16" \
         else 0.0
-    res = dict(mode=args.mode, preset=args.preset, model=args.model,
+    res = dict(mode=args.mode, preset=args.preset, model=args.model, compiled=args.compile,
                device=torch.cuda.get_device_name() if gpu else "cpu",
                precision=args.precision,
                threads=args.threads, tokens_per_second=tokens / med, peak_rss_mb=rss,
@@ -284,7 +291,9 @@ def main():
                gemm_flops_per_repeat=flops, tokens_per_repeat=tokens, times_s=times, median_s=med,
                repeats=args.repeat, warmup=args.warmup, batch_size=B, seq_len=L, vocab=V,
                torch=torch.__version__,
-               blas=os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3"),
+               blas=torch.__config__.show().split("BLAS_INFO=")[-1].split(",")[0]
+               if "BLAS_INFO=" in torch.__config__.show()
+               else os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3"),
                load_average_1m=os.getloadavg()[0],
                omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", ""))
     if args.mode == "beam":

@@ -2,8 +2,8 @@
 // it measures, so it is written to take as little CPU as it can: one thread, one epoll loop,
 // non-blocking keep-alive HTTP/1.1 connections with TCP_NODELAY, a request written with one
 // send(), and the answers parsed (JSON) only after the clock stops. On the 2-core machine of
-// docs/performance.md, 64 Python client threads took ~0.4 ms of CPU a request, a thread-a-client
-// cpp-httplib client ~0.07 ms, this ~0.02 ms.
+// docs/history/performance.md, 64 Python client threads took ~0.4 ms of CPU a request, a
+// thread-a-client cpp-httplib client ~0.07 ms, this ~0.02 ms.
 //
 //   serve_load --port P --input FILE [--expect FILE] (--clients N | --rate R [--seed S])
 //              [--host 127.0.0.1] [--connections C] [--raw] [--path /v1/translate]

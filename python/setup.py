@@ -40,6 +40,7 @@ def tfm_flags():
                                                        text=True))
         cflags, libs = run("--cflags"), run("--libs", "--static")
         prefix = run("--variable=prefix")[0]
+        version = run("--modversion")[0]
     except (OSError, subprocess.CalledProcessError):
         raise SystemExit(
             "tfm python: libtfm not found. Install it (cmake --install build --prefix P) and "
@@ -55,7 +56,7 @@ def tfm_flags():
     depends += glob.glob(os.path.join(prefix, "include", "tfm", "*.h"))
     depends.append(os.path.join(HERE, "src", "bindings.h"))
     return (cflags, libs + ["-Wl,--exclude-libs,ALL"] + [f"-Wl,-rpath,{d}" for d in rpaths],
-            depends)
+            depends, version)
 
 
 def copy_tools():
@@ -72,7 +73,9 @@ def copy_tools():
 
 
 copy_tools()
-cflags, libs, depends = tfm_flags()
+cflags, libs, depends, version = tfm_flags()
+# The package's version is libtfm's: one number, CMake's project VERSION (through tfm.pc).
 ext = Pybind11Extension("tfm._tfm", ["src/module.cpp", "src/trainer.cpp"], cxx_std=20, depends=depends,
-                        extra_compile_args=cflags, extra_link_args=libs)
-setup(ext_modules=[ext], cmdclass={"build_ext": build_ext})
+                        extra_compile_args=cflags, extra_link_args=libs,
+                        define_macros=[("TFM_VERSION", f'"{version}"')])
+setup(version=version, ext_modules=[ext], cmdclass={"build_ext": build_ext})

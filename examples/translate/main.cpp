@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     tfm::Translator translator(argv[1], {.compute_type = tfm::ComputeType::automatic});
     tfm::TranslationOptions options;
     options.beam_size = argc > 2 ? std::atoi(argv[2]) : 4;
+    options.search = tfm::search_for(options.beam_size, /*sampling=*/false);
     std::vector<std::string> lines;
     for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
     for (const tfm::TranslationResult& r : translator.translate_batch(lines, options))

@@ -1,20 +1,31 @@
 // tfm::Translator: a model directory loaded once, translating and scoring text or token ids.
 //
 //   tfm::Translator t("model/", {.compute_type = tfm::ComputeType::automatic});
-//   auto results = t.translate_batch({"Ein Hund läuft.", "Zwei Katzen."}, {.beam_size = 4});
+//   auto results = t.translate_batch({"Ein Hund läuft.", "Zwei Katzen."},
+//                                    {.search = tfm::Search::beam, .beam_size = 4});
 //   std::cout << results[0].hypotheses[0].text << "\n";
 //
 // The translator owns everything between text and the search: SentencePiece tokenisation, the
 // model's source framing, truncation to the model's positions, sorting by length and cutting
 // into batches (max_batch_size sentences, max_batch_tokens padded tokens), and restoring input
-// order. Results do not depend on the batching or the thread counts.
+// order. The ids of the results do not depend on the batching or the thread counts (the scores
+// are equal to float precision; the same batches give the same bits).
+//
+// Every search goes through the translator's request queue, as CTranslate2's translate_batch_async
+// and replica pool do: the *_async methods return at once with an AsyncResults, the others wait
+// for theirs. Dispatcher threads (inter_threads of them) form the batches, from one call's
+// sentences (Batching::own, the default: the batches a synchronous call has always had) or from
+// every caller's at once (Batching::shared: a server's requests, which wait up to
+// max_batch_delay_ms for others to share a batch with).
 //
 // Thread safety: every method is const and may be called from several threads at once; all
 // callers share the one copy of the weights. inter_threads > 1 also runs the batches of one call
 // in parallel, each worker with intra_threads threads of its own.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -26,20 +37,65 @@
 
 namespace tfm {
 
-struct TranslatorOptions {
-  // cpu, or cuda in a build with the CUDA backend on a machine with a GPU: the model's f32
-  // weights on the device, compute_type fp32 (or auto), inter_threads 1.
-  Device device = Device::cpu;
-  // Resolved once, at load: automatic is bf16 where the CPU multiplies bf16, else fp32.
-  ComputeType compute_type = ComputeType::float32;
-  int intra_threads = 0;         // threads of each batch's ops; 0: all cores / inter_threads
-  int inter_threads = 1;         // batches translated at once, sharing the weights
-  int64_t max_batch_size = 32;   // sentences a batch
-  int64_t max_batch_tokens = 0;  // padded source tokens a batch; 0: no limit
+// What one pass of the queue decoded (TranslatorOptions::on_batch).
+struct BatchStats {
+  size_t sentences = 0;
+  int64_t source_tokens = 0;  // the prompts' for a decoder-only model
+  int64_t target_tokens = 0;  // of the best hypotheses
+  double seconds = 0.0;
 };
 
+struct TranslatorOptions {
+  // cpu, or cuda in a build with the CUDA backend on a machine with a GPU: the model's weights on
+  // the device (f32, or prepared there for bf16 / int8), inter_threads 1.
+  Device device = Device::cpu;
+  // Resolved once, at load: automatic is bf16 on cuda and where the CPU multiplies bf16, else
+  // fp32.
+  ComputeType compute_type = ComputeType::float32;
+  int intra_threads = 0;        // threads of each batch's ops; 0: all cores / inter_threads
+  int inter_threads = 1;        // batches translated at once, sharing the weights
+  int64_t max_batch_size = 32;  // sentences a batch
+  // Padded source tokens a batch; 0: no limit. For Batching::shared, also how many source tokens
+  // waiting make a batch ready (0: max_batch_size sentences do).
+  int64_t max_batch_tokens = 0;
+  // How long a shared request's sentences wait for others to batch with (0: not at all).
+  int64_t max_batch_delay_ms = 0;
+  // Asynchronous calls admitted at once (queued or being decoded); one more is a tfm::QueueFull.
+  // 0: no limit. Synchronous calls are never refused.
+  int64_t max_queued_requests = 0;
+  // Called after each pass of the queue's dispatchers over a group of requests (a batch, or the
+  // batches of one or more calls decoded together), on the thread that ran it (a server's
+  // metrics). Empty: nothing.
+  std::function<void(const BatchStats&)> on_batch;
+};
+
+// The queue now: sentences waiting for a batch, and asynchronous calls admitted (waiting or being
+// decoded).
+struct QueueStats {
+  size_t queued_sentences = 0;
+  size_t admitted_requests = 0;
+};
+
+// With whom an asynchronous call's sources share batches.
+// - own: only each other, sorted and cut as translate_batch does: its results, bit for bit.
+// - shared: any caller's sources queued with equal search options, sorted and cut together (a
+//   server's requests): fuller batches; the ids are those of any batching, the scores equal to
+//   float precision. A sampling call is batched as own (its random streams are keyed by each
+//   source's place in the call).
+enum class Batching : uint8_t { own, shared };
+
+// Every TranslatorOptions value in range and the device and compute type available here, named
+// through `name`; a tfm::InvalidArgument names the first problem. The Translator runs it at load.
+void validate_translator_options(const TranslatorOptions& options,
+                                 const OptionSpeller& name = field_name);
+
+// One call's search. validate_translation_options says what each value may be; every method
+// that takes these options checks them there first (tfm::InvalidArgument).
 struct TranslationOptions {
-  int64_t beam_size = 1;          // 1: greedy (or sampling)
+  // greedy, beam (beam_size wide) or sampling (sampling_*); search_for(beam_size, sampling)
+  // reads the usual spellings.
+  Search search = Search::greedy;
+  int64_t beam_size = 1;          // the beam's width; greedy search and sampling keep 1
   int64_t num_hypotheses = 1;     // returned per sentence; at most beam_size
   double length_penalty = 0.0;    // GNMT alpha; 0: the raw sum of log-probabilities
   bool normalize_scores = false;  // rank by log-probability / length instead
@@ -49,8 +105,8 @@ struct TranslationOptions {
   int64_t max_length_extra = 10;
   int64_t max_decoding_length = 1024;
   int64_t min_decoding_length = 0;  // tokens before EOS is allowed
-  // Random sampling (beam_size must be 1): temperature, then the top k (0: all), then nucleus p.
-  bool sampling = false;
+  // Search::sampling draws from the distribution after the temperature, then the top k (0: all),
+  // then the nucleus of mass p.
   double sampling_temperature = 1.0;
   int64_t sampling_topk = 0;
   double sampling_topp = 1.0;
@@ -58,6 +114,19 @@ struct TranslationOptions {
   // Fill TranslationHypothesis::attention (translate_stream, which writes text, ignores it).
   bool return_attention = false;
 };
+
+// Caps a service puts on what its clients may ask, below the model's own limits (0: none).
+struct TranslationLimits {
+  int64_t max_beam_size = 0;
+};
+
+// Every TranslationOptions value in range and every combination allowed for this model, each
+// option named through `name` (so each front end's error names its own spelling of it); a
+// tfm::InvalidArgument names the first problem. The one check of these options: the Translator
+// runs it on every call, and a front end runs it first with its own speller.
+void validate_translation_options(const TranslationOptions& options, const ModelInfo& model,
+                                  const OptionSpeller& name = field_name,
+                                  const TranslationLimits& limits = {});
 
 struct TranslationHypothesis {
   std::string text;          // detokenised (empty for the id methods)
@@ -97,6 +166,38 @@ struct StreamOptions {
   // lines is an error naming target_prefix_name. Null: no prefixes.
   std::istream* target_prefix = nullptr;
   std::string target_prefix_name = "<target prefix>";
+};
+
+// read_ahead in range, named through `name` (tfm::InvalidArgument otherwise).
+void validate_stream_options(const StreamOptions& options, const OptionSpeller& name = field_name);
+
+struct TranslationResult;
+
+// The results of one asynchronous call (Translator::translate_async, generate_async): one per
+// source, in input order, once every source has been decoded. Movable; the Translator must
+// outlive it.
+class AsyncResults {
+ public:
+  AsyncResults();
+  ~AsyncResults();
+  AsyncResults(AsyncResults&&) noexcept;
+  AsyncResults& operator=(AsyncResults&&) noexcept;
+
+  bool ready() const;
+  // Waits until every result is in or `deadline` passes; true when they are in.
+  bool wait_until(std::chrono::steady_clock::time_point deadline) const;
+  // Waits, then hands the results over (once). Rethrows the search's failure (tfm::Error); a
+  // cancelled call is a tfm::Error too.
+  std::vector<TranslationResult> get();
+  // Gives up: the sources not yet in a batch leave the queue and the call its admission slot
+  // (what a server does when a request times out). get() then fails.
+  void cancel();
+
+  struct State;
+  explicit AsyncResults(std::shared_ptr<State> state);
+
+ private:
+  std::shared_ptr<State> state_;
 };
 
 class Translator {
@@ -150,11 +251,27 @@ class Translator {
                                                 const TranslationOptions& options = {}) const;
   std::vector<TranslationResult> generate_batch(const std::vector<std::string>& prompts,
                                                 const TranslationOptions& options = {}) const;
-  // generate_batch's checks alone (the model, every option, each prompt), generating nothing: a
-  // tfm::Error names the first problem. A server runs them on each request before its prompts
-  // share a batch with other requests'.
-  void check_generate_batch(const std::vector<std::vector<int64_t>>& prompts,
-                            const TranslationOptions& options) const;
+  // The asynchronous forms of translate_batch and generate_batch: the same checks, in the
+  // calling thread (a bad option or source throws here), then the sources join the queue and
+  // the call returns. `batching`: with whom they share batches. A tfm::QueueFull when
+  // max_queued_requests calls are admitted already.
+  AsyncResults translate_async(const std::vector<std::string>& sources,
+                               const std::vector<std::string>& target_prefix,
+                               const TranslationOptions& options,
+                               Batching batching = Batching::own) const;
+  AsyncResults translate_async(const std::vector<std::vector<int64_t>>& sources,
+                               const std::vector<std::vector<int64_t>>& target_prefix,
+                               const TranslationOptions& options,
+                               Batching batching = Batching::own) const;
+  AsyncResults generate_async(const std::vector<std::string>& prompts,
+                              const TranslationOptions& options,
+                              Batching batching = Batching::own) const;
+  AsyncResults generate_async(const std::vector<std::vector<int64_t>>& prompts,
+                              const TranslationOptions& options,
+                              Batching batching = Batching::own) const;
+  // From now on shared calls stop waiting for company (a server's drain).
+  void flush() const;
+  QueueStats queue_stats() const;
 
   // log P(target + EOS | source) of each pair, teacher-forced.
   std::vector<double> score_batch(const std::vector<std::string>& sources,

@@ -13,8 +13,10 @@
 #include <cerrno>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bindings.h"
@@ -23,8 +25,13 @@ namespace py = pybind11;
 
 namespace {
 
-using tfm_python::as_invalid_argument;
-using tfm_python::InvalidArgument;
+// How the validator's messages name the options: the keyword arguments are the field names,
+// and the search is CTranslate2's choice (translator.py: sampling when sampling_topk != 1).
+std::string python_name(std::string_view field) {
+  if (field == "search=sampling") return "sampling (sampling_topk other than 1)";
+  if (field == "search=beam") return "a beam_size above 1";
+  return tfm::field_name(field);
+}
 
 // One result as Python sees it: text hypotheses for text input, id lists for id input; scores,
 // log-probabilities and attention only when asked for (CTranslate2 leaves them empty otherwise).
@@ -63,49 +70,103 @@ std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&&
   throw py::error_already_set();
 }
 
+// What a call's hypotheses are for Python: text, id lists, or SentencePiece token lists.
+enum class Kind { text, ids, tokens };
+
+// One asynchronous call's results for Python (translate_iterable keeps a window of them in
+// flight; the synchronous methods wait at once): result() waits with the GIL released, converts
+// once, and returns the same list on every later call.
+class PyAsync {
+ public:
+  PyAsync(tfm::AsyncResults results, const tfm::Translator& translator, Kind kind,
+          bool return_scores, bool return_attention)
+      : results_(std::move(results)),
+        translator_(translator),
+        kind_(kind),
+        return_scores_(return_scores),
+        return_attention_(return_attention) {}
+
+  bool done() const { return converted_.has_value() || results_.ready(); }
+
+  std::vector<PyTranslationResult> result() {
+    if (converted_) return *converted_;
+    std::vector<tfm::TranslationResult> results;
+    std::vector<std::vector<std::vector<std::string>>> tokens;
+    {
+      py::gil_scoped_release release;
+      results = results_.get();
+      if (kind_ == Kind::tokens) {
+        tokens.resize(results.size());
+        for (size_t i = 0; i < results.size(); ++i)
+          for (const tfm::TranslationHypothesis& h : results[i].hypotheses)
+            tokens[i].push_back(translator_.target_ids_to_tokens(h.ids));
+      }
+    }
+    converted_ =
+        to_python(std::move(results), kind_ == Kind::text, return_scores_, return_attention_);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      py::list hyps;
+      for (auto& t : tokens[i]) hyps.append(py::cast(t));
+      (*converted_)[i].hypotheses = hyps;
+    }
+    return *converted_;
+  }
+
+ private:
+  tfm::AsyncResults results_;
+  const tfm::Translator& translator_;
+  Kind kind_;
+  bool return_scores_, return_attention_;
+  std::optional<std::vector<PyTranslationResult>> converted_;
+};
+
 // The Translator with the GIL released around every call: several Python threads using one
-// object run at once, as the C++ Translator allows.
+// object run at once, as the C++ Translator allows. Every translation goes through the
+// library's asynchronous interface (translate_async / generate_async, own batches: the results
+// of translate_batch); the synchronous methods wait for theirs at once.
 class PyTranslator {
  public:
   PyTranslator(const std::string& model_dir, const std::string& device,
                const std::string& compute_type, int intra_threads, int inter_threads,
                int64_t max_batch_size, int64_t max_batch_tokens) {
     tfm::TranslatorOptions o;
-    o.device = as_invalid_argument([&] { return tfm::parse_device(device); });
-    o.compute_type = as_invalid_argument([&] { return tfm::parse_compute_type(compute_type); });
+    o.device = tfm::parse_device(device);
+    if (!compute_type.empty()) o.compute_type = tfm::parse_compute_type(compute_type);
     o.intra_threads = intra_threads;
     o.inter_threads = inter_threads;
     o.max_batch_size = max_batch_size;
     o.max_batch_tokens = max_batch_tokens;
+    tfm::validate_translator_options(o, python_name);
     py::gil_scoped_release release;
     translator_ = std::make_unique<tfm::Translator>(model_dir, o);
   }
 
   // target_prefix: one per source, or empty for none (the library checks the count).
-  std::vector<PyTranslationResult> translate_text(const std::vector<std::string>& sources,
-                                                  const std::vector<std::string>& target_prefix,
-                                                  const tfm::TranslationOptions& options,
-                                                  bool return_scores) const {
+  PyAsync submit_text(const std::vector<std::string>& sources,
+                      const std::vector<std::string>& target_prefix,
+                      const tfm::TranslationOptions& options, bool return_scores) const {
     check(options);
-    std::vector<tfm::TranslationResult> results;
-    {
-      py::gil_scoped_release release;
-      results = translator_->translate_batch(sources, target_prefix, options);
-    }
-    return to_python(std::move(results), /*text=*/true, return_scores, options.return_attention);
+    return wrap(Kind::text, return_scores, options,
+                [&] { return translator_->translate_async(sources, target_prefix, options); });
   }
 
-  std::vector<PyTranslationResult> translate_ids(
-      const std::vector<std::vector<int64_t>>& sources,
-      const std::vector<std::vector<int64_t>>& target_prefix,
-      const tfm::TranslationOptions& options, bool return_scores) const {
+  PyAsync submit_ids(const std::vector<std::vector<int64_t>>& sources,
+                     const std::vector<std::vector<int64_t>>& target_prefix,
+                     const tfm::TranslationOptions& options, bool return_scores) const {
     check(options);
-    std::vector<tfm::TranslationResult> results;
-    {
-      py::gil_scoped_release release;
-      results = translator_->translate_batch(sources, target_prefix, options);
-    }
-    return to_python(std::move(results), /*text=*/false, return_scores, options.return_attention);
+    return wrap(Kind::ids, return_scores, options,
+                [&] { return translator_->translate_async(sources, target_prefix, options); });
+  }
+
+  // CTranslate2's token lists: SentencePiece pieces in, pieces out (the prefix too).
+  PyAsync submit_tokens(const std::vector<std::vector<std::string>>& sources,
+                        const std::vector<std::vector<std::string>>& target_prefix,
+                        const tfm::TranslationOptions& options, bool return_scores) const {
+    check(options);
+    return wrap(Kind::tokens, return_scores, options, [&] {
+      return translator_->translate_async(to_ids(sources, /*source=*/true),
+                                          to_ids(target_prefix, /*source=*/false), options);
+    });
   }
 
   // A decoder-only model's continuations of prompts (text or ids), as translate_* return them.
@@ -113,40 +174,11 @@ class PyTranslator {
   std::vector<PyTranslationResult> generate(const std::vector<Prompt>& prompts,
                                             const tfm::TranslationOptions& options,
                                             bool return_scores) const {
-    std::vector<tfm::TranslationResult> results;
-    {
-      py::gil_scoped_release release;
-      results = translator_->generate_batch(prompts, options);
-    }
-    return to_python(std::move(results), std::is_same_v<Prompt, std::string>, return_scores,
-                     options.return_attention);
-  }
-
-  // CTranslate2's token lists: SentencePiece pieces in, pieces out (the prefix too).
-  std::vector<PyTranslationResult> translate_tokens(
-      const std::vector<std::vector<std::string>>& sources,
-      const std::vector<std::vector<std::string>>& target_prefix,
-      const tfm::TranslationOptions& options, bool return_scores) const {
-    check(options);
-    std::vector<tfm::TranslationResult> results;
-    std::vector<std::vector<std::vector<std::string>>> tokens;
-    {
-      py::gil_scoped_release release;
-      results = translator_->translate_batch(to_ids(sources, /*source=*/true),
-                                             to_ids(target_prefix, /*source=*/false), options);
-      tokens.resize(results.size());
-      for (size_t i = 0; i < results.size(); ++i)
-        for (const tfm::TranslationHypothesis& h : results[i].hypotheses)
-          tokens[i].push_back(translator_->target_ids_to_tokens(h.ids));
-    }
-    std::vector<PyTranslationResult> out =
-        to_python(std::move(results), /*text=*/false, return_scores, options.return_attention);
-    for (size_t i = 0; i < out.size(); ++i) {
-      py::list hyps;
-      for (auto& t : tokens[i]) hyps.append(py::cast(t));
-      out[i].hypotheses = hyps;
-    }
-    return out;
+    check(options, /*generate=*/true);
+    const Kind kind = std::is_same_v<Prompt, std::string> ? Kind::text : Kind::ids;
+    return wrap(kind, return_scores, options,
+                [&] { return translator_->generate_async(prompts, options); })
+        .result();
   }
 
   std::vector<double> score_tokens(const std::vector<std::vector<std::string>>& sources,
@@ -173,15 +205,20 @@ class PyTranslator {
   void generate_file(const std::string& in_path, const std::string& out_path,
                      const tfm::TranslationOptions& options, bool ids, bool n_best,
                      int64_t read_ahead) const {
-    if (translator_->model_info().decoder_only)
-      as_invalid_argument([&] {
-        translator_->check_generate_batch({}, options);
-        return 0;
-      });
+    check(options, /*generate=*/true);
     stream_file(in_path, out_path, options, ids, n_best, read_ahead, "", true);
   }
 
   const tfm::Translator& get() const { return *translator_; }
+
+  // translate_batch's window (read_ahead batches of max_batch_size sentences) checked by the
+  // library's validators: tfm::InvalidArgument (InvalidArgumentError) names the bad one.
+  void check_window(int64_t max_batch_size, int64_t read_ahead) const {
+    tfm::TranslatorOptions o = translator_->options();
+    o.max_batch_size = max_batch_size;
+    tfm::validate_translator_options(o, python_name);
+    tfm::validate_stream_options({.read_ahead = read_ahead}, python_name);
+  }
 
  private:
   std::string stream_file(const std::string& in_path, const std::string& out_path,
@@ -218,15 +255,23 @@ class PyTranslator {
     return warnings.str();
   }
 
-  // Every option value is checked by the library before any work, also for an empty batch, so
-  // an empty call tells a bad value (InvalidArgumentError) from a failure of the work itself.
-  // A decoder-only model refuses to translate at all; that error comes from the real call.
-  void check(const tfm::TranslationOptions& options) const {
-    if (translator_->model_info().decoder_only) return;
-    as_invalid_argument([&] {
+  // The options checked in Python's names before the call (the library checks them again, in
+  // its own). A call of the wrong kind for the model fails in the call itself, with that reason.
+  void check(const tfm::TranslationOptions& options, bool generate = false) const {
+    if (translator_->model_info().decoder_only != generate) return;
+    tfm::validate_translation_options(options, translator_->model_info(), python_name);
+  }
+
+  // A call submitted (the GIL released: tokenising and checking the sources is the library's).
+  template <typename Submit>
+  PyAsync wrap(Kind kind, bool return_scores, const tfm::TranslationOptions& options,
+               Submit submit) const {
+    tfm::AsyncResults results;
+    {
       py::gil_scoped_release release;
-      return translator_->translate_batch(std::vector<std::vector<int64_t>>{}, options);
-    });
+      results = submit();
+    }
+    return PyAsync(std::move(results), *translator_, kind, return_scores, options.return_attention);
   }
 
   std::vector<std::vector<int64_t>> to_ids(const std::vector<std::vector<std::string>>& batch,
@@ -253,7 +298,13 @@ void bind_options(py::module_& m) {
       .def_readwrite("max_length_extra", &tfm::TranslationOptions::max_length_extra)
       .def_readwrite("max_decoding_length", &tfm::TranslationOptions::max_decoding_length)
       .def_readwrite("min_decoding_length", &tfm::TranslationOptions::min_decoding_length)
-      .def_readwrite("sampling", &tfm::TranslationOptions::sampling)
+      .def_property(
+          "search",
+          [](const tfm::TranslationOptions& o) { return std::string(tfm::search_name(o.search)); },
+          [](tfm::TranslationOptions& o, const std::string& name) {
+            o.search = tfm::parse_search(name);
+          },
+          "greedy | beam | sampling")
       .def_readwrite("sampling_temperature", &tfm::TranslationOptions::sampling_temperature)
       .def_readwrite("sampling_topk", &tfm::TranslationOptions::sampling_topk)
       .def_readwrite("sampling_topp", &tfm::TranslationOptions::sampling_topp)
@@ -327,6 +378,13 @@ void bind_results(py::module_& m) {
       });
 }
 
+void bind_async(py::module_& m) {
+  py::class_<PyAsync>(m, "AsyncTranslation",
+                      "The results of one submitted call (Translator.submit_*): result() waits.")
+      .def("done", &PyAsync::done, "whether every result is in")
+      .def("result", &PyAsync::result, "waits, then the TranslationResults in input order");
+}
+
 void bind_translator(py::module_& m) {
   using T = PyTranslator;
   using Ids = std::vector<std::vector<int64_t>>;
@@ -337,18 +395,18 @@ void bind_translator(py::module_& m) {
            py::arg("model_dir"), py::arg("device"), py::arg("compute_type"),
            py::arg("intra_threads"), py::arg("inter_threads"), py::arg("max_batch_size"),
            py::arg("max_batch_tokens"))
-      .def("translate_text", &T::translate_text, py::arg("source"), py::arg("target_prefix"),
-           py::arg("options"), py::arg("return_scores"))
-      .def("translate_ids", &T::translate_ids, py::arg("source"), py::arg("target_prefix"),
-           py::arg("options"), py::arg("return_scores"))
+      .def("submit_text", &T::submit_text, py::arg("source"), py::arg("target_prefix"),
+           py::arg("options"), py::arg("return_scores"), py::keep_alive<0, 1>())
+      .def("submit_ids", &T::submit_ids, py::arg("source"), py::arg("target_prefix"),
+           py::arg("options"), py::arg("return_scores"), py::keep_alive<0, 1>())
+      .def("submit_tokens", &T::submit_tokens, py::arg("source"), py::arg("target_prefix"),
+           py::arg("options"), py::arg("return_scores"), py::keep_alive<0, 1>())
       .def("generate_text", &T::generate<std::string>, py::arg("prompts"), py::arg("options"),
            py::arg("return_scores"))
       .def("generate_ids", &T::generate<std::vector<int64_t>>, py::arg("prompts"),
            py::arg("options"), py::arg("return_scores"))
       .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
       .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))
-      .def("translate_tokens", &T::translate_tokens, py::arg("source"), py::arg("target_prefix"),
-           py::arg("options"), py::arg("return_scores"))
       .def("score_tokens", &T::score_tokens, py::arg("source"), py::arg("target"))
       .def(
           "source_tokens",
@@ -357,6 +415,7 @@ void bind_translator(py::module_& m) {
       .def("translate_file", &T::translate_file, py::arg("source_path"), py::arg("output_path"),
            py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"),
            py::arg("target_path"))
+      .def("check_window", &T::check_window, py::arg("max_batch_size"), py::arg("read_ahead"))
       .def("generate_file", &T::generate_file, py::arg("prompt_path"), py::arg("output_path"),
            py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"))
       .def_property_readonly("model_info", [](const T& t) { return t.get().model_info(); })
@@ -381,10 +440,12 @@ void bind_translator(py::module_& m) {
 
 PYBIND11_MODULE(_tfm, m) {
   m.doc() = "tfm's C++ library (libtfm); the public API is the tfm package.";
+  m.attr("__version__") = TFM_VERSION;  // libtfm's (setup.py passes tfm.pc's)
   // tfm.Error for every library failure, a RuntimeError; InvalidArgumentError, also a
   // ValueError, for a bad option value. Both carry the library's message without the source
   // location (tfm::Error::message()).
   static py::exception<tfm::Error> error(m, "Error", PyExc_RuntimeError);
+  // tfm::QueueFull needs no class of its own here: no Python call is refused by a full queue.
   static py::handle invalid_argument = PyErr_NewExceptionWithDoc(
       "tfm.InvalidArgumentError", "A bad option value: a tfm.Error and a ValueError.",
       py::make_tuple(error, py::handle(PyExc_ValueError)).ptr(), nullptr);
@@ -396,7 +457,7 @@ PYBIND11_MODULE(_tfm, m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const InvalidArgument& e) {
+    } catch (const tfm::InvalidArgument& e) {
       PyErr_SetString(invalid_argument.ptr(), e.message().c_str());
     } catch (const tfm::Error& e) {
       PyErr_SetString(error.ptr(), e.message().c_str());
@@ -406,13 +467,19 @@ PYBIND11_MODULE(_tfm, m) {
   bind_options(m);
   bind_model_info(m);
   bind_results(m);
+  bind_async(m);
   bind_translator(m);
   tfm_python::bind_trainer(m);
   m.def(
-      "parse_compute_type",
-      [](const std::string& name) {
-        return tfm::compute_type_name(
-            as_invalid_argument([&] { return tfm::parse_compute_type(name); }));
+      "search_for",
+      [](int64_t beam_size, bool sampling) {
+        return std::string(tfm::search_name(tfm::search_for(beam_size, sampling)));
       },
+      py::arg("beam_size"), py::arg("sampling"),
+      "The search the usual spellings ask for: sampling when asked, else beam when "
+      "beam_size > 1, else greedy.");
+  m.def(
+      "parse_compute_type",
+      [](const std::string& name) { return tfm::compute_type_name(tfm::parse_compute_type(name)); },
       py::arg("name"), "tfm's name of a compute type (accepts CTranslate2's names too).");
 }

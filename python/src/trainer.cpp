@@ -30,7 +30,7 @@ class PyTrainer {
         on_stats_(std::move(on_stats)),
         on_validation_(std::move(on_validation)),
         on_checkpoint_(std::move(on_checkpoint)) {
-    as_invalid_argument([&] { tfm::validate_train_options(options); });
+    tfm::validate_train_options(options);
     tfm::TrainCallbacks cb;
     cb.on_log = [this](const std::string& line) { call(on_log_, line); };
     // Always: the signal check runs here even without a Python callback.
@@ -137,15 +137,11 @@ void bind_options(py::module_& m) {
   field(c, "max_nonfinite", &O::max_nonfinite, "stop after N non-finite updates in a row");
   c.def_property(
       "device", [](const O& o) { return std::string(tfm::device_name(o.device)); },
-      [](O& o, const std::string& d) {
-        o.device = as_invalid_argument([&] { return tfm::parse_device(d); });
-      });
+      [](O& o, const std::string& d) { o.device = tfm::parse_device(d); });
   c.def_property(
       "compute_type",
       [](const O& o) { return std::string(tfm::compute_type_name(o.compute_type)); },
-      [](O& o, const std::string& t) {
-        o.compute_type = as_invalid_argument([&] { return tfm::parse_compute_type(t); });
-      });
+      [](O& o, const std::string& t) { o.compute_type = tfm::parse_compute_type(t); });
 }
 
 void bind_events(py::module_& m) {

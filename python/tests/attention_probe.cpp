@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     tfm::Translator translator(argv[1]);
     tfm::TranslationOptions options;
     options.beam_size = std::atoi(argv[2]);
+    options.search = tfm::search_for(options.beam_size, /*sampling=*/false);
     options.num_hypotheses = std::atoi(argv[3]);
     options.return_attention = true;
     std::vector<std::string> sources, prefixes;

@@ -49,6 +49,31 @@ def test_bad_option_values_are_value_errors(model_dir, translator):
         list(translator.translate_iterable(["hund"], beam_size=-1))
 
 
+def test_bad_option_messages_name_the_keywords(translator):
+    """The library's one validator speaks Python's names: the keyword arguments, and for the
+    search CTranslate2's choice of it (sampling_topk other than 1)."""
+    cases = [({"beam_size": 2, "sampling_topk": 5},
+              r"^sampling \(sampling_topk other than 1\) needs beam_size 1 \(got 2\)$"),
+             ({"beam_size": 2, "num_hypotheses": 3}, r"^num_hypotheses 3 exceeds beam_size 2"),
+             ({"sampling_topk": 0, "sampling_topp": 1.5}, r"^sampling_topp must be in \(0, 1\]"),
+             ({"min_decoding_length": -1}, r"^min_decoding_length must be between 0 and")]
+    for kwargs, message in cases:
+        with pytest.raises(tfm.InvalidArgumentError, match=message):
+            translator.translate_batch(["hund"], **kwargs)
+    with pytest.raises(tfm.InvalidArgumentError, match=r"^max_batch_size must be between 1 and"):
+        list(translator.translate_iterable(["hund"], max_batch_size=0))
+    with pytest.raises(tfm.InvalidArgumentError, match=r"^read_ahead must be between 1 and"):
+        list(translator.translate_iterable(["hund"], read_ahead=0))
+
+
+def test_one_default_compute_type_and_one_version(model_dir, tfm_bin):
+    """The default compute type is the library's (fp32), as tfm translate's; the version is
+    libtfm's, as tfm --version prints it."""
+    assert tfm.Translator(model_dir).compute_type == "fp32"
+    out = subprocess.run([tfm_bin, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[0] == "tfm " + tfm.__version__
+
+
 def test_library_errors_are_runtime_errors(model_dir, ids_model_dir, translator):
     with pytest.raises(tfm.Error, match="outside the source vocabulary") as e:
         translator.translate_batch([[1, 2, 999]])

@@ -13,12 +13,12 @@ Trainer and train (`tfm train` from Python, with progress callbacks), read_model
 InvalidArgumentError (also a ValueError). docs/python.md describes everything.
 """
 from ._tfm import (Error, InvalidArgumentError, ModelInfo, TrainResult, TrainStatsEvent,
-                   TrainUpdateEvent, TrainValidationEvent, TranslationResult, read_model_info)
+                   TrainUpdateEvent, TrainValidationEvent, TranslationResult, __version__,
+                   read_model_info)
 from .convert import convert
 from .trainer import Trainer, train
 from .translator import Translator
 
-__version__ = "0.1.0"
 __all__ = ["Error", "InvalidArgumentError", "ModelInfo", "TrainResult", "TrainStatsEvent",
            "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
            "Translator", "convert", "read_model_info", "train", "__version__"]

@@ -6,6 +6,7 @@ compute (loading, tokenisation, the search, scoring) runs there with the GIL rel
 """
 from __future__ import annotations
 
+import collections
 import numbers
 import os
 import warnings
@@ -25,6 +26,15 @@ def _int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     return int(value)
+
+
+def _uint64(name: str, value: Any) -> int:
+    """An int that fits the library's unsigned 64 bits (a representation, not a range: the values
+    of the options are checked by the library)."""
+    value = _int(name, value)
+    if not 0 <= value < 1 << 64:
+        raise _tfm.InvalidArgumentError(f"{name} must fit an unsigned 64-bit integer (got {value})")
+    return value
 
 
 def _float(name: str, value: Any) -> float:
@@ -114,9 +124,6 @@ def _prefixes(kind: str, count: int, target_prefix: Any) -> list:
     except TypeError:
         raise TypeError("target_prefix must be a list with one prefix per source, not "
                         f"{type(target_prefix).__name__}") from None
-    if len(items) != count:
-        raise _tfm.InvalidArgumentError(f"target_prefix has {len(items)} entries for {count} "
-                                        "sources (one per source)")
     out = []
     for x in items:
         if kind == _TEXT:
@@ -170,8 +177,9 @@ class Translator:
         SentencePiece vocabularies: vocab.model, or vocab.src.model + vocab.trg.model).
       device: "cpu", or "cuda" with a libtfm built with the CUDA backend on a machine with a
         GPU (fp32, inter_threads=1; docs/cuda.md); elsewhere "cuda" raises a tfm.Error.
-      compute_type: of the linear layers: "auto" (bf16 where the CPU multiplies bf16, else
-        float32), "float32"/"fp32", "bfloat16"/"bf16", "int8"; "default" is "auto".
+      compute_type: of the linear layers: "default" (the model's float32, the library's
+        default), "float32"/"fp32", "bfloat16"/"bf16", "int8", or "auto" (bf16 where the CPU
+        multiplies bf16, else float32).
       intra_threads: threads of each batch's ops; 0: all cores / inter_threads.
       inter_threads: batches translated at once, sharing the weights. Calls from several Python
         threads run at once (the GIL is released) on these workers.
@@ -185,7 +193,7 @@ class Translator:
     """
 
     def __init__(self, model_dir: Union[str, os.PathLike], device: str = "cpu",
-                 compute_type: str = "auto", intra_threads: int = 0, inter_threads: int = 1,
+                 compute_type: str = "default", intra_threads: int = 0, inter_threads: int = 1,
                  max_batch_size: int = 32, max_batch_tokens: int = 0) -> None:
         self._impl = _tfm.Translator(
             _path("model_dir", model_dir), _str("device", device),
@@ -282,19 +290,14 @@ class Translator:
           over the source positions the model reads (the source tokens, then EOS by default;
           see ModelInfo.source_bos / source_eos). Each row sums to 1.
         """
-        options = self._options(
-            beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
+        return self._submit(
+            source, target_prefix, return_scores, beam_size=beam_size,
+            num_hypotheses=num_hypotheses, length_penalty=length_penalty,
             normalize_scores=normalize_scores, max_decoding_length=max_decoding_length,
             min_decoding_length=min_decoding_length, max_length_factor=max_length_factor,
             max_length_extra=max_length_extra, sampling_topk=sampling_topk,
             sampling_topp=sampling_topp, sampling_temperature=sampling_temperature, seed=seed,
-            return_attention=return_attention)
-        return_scores = _bool("return_scores", return_scores)
-        kind, items = _batch("source", source)
-        prefix = _prefixes(kind, len(items), target_prefix)
-        fn = {_TEXT: self._impl.translate_text, _IDS: self._impl.translate_ids,
-              _TOKENS: self._impl.translate_tokens}[kind]
-        return _call("source", kind, fn, items, prefix, options, return_scores)
+            return_attention=return_attention).result()
 
     def generate_batch(
         self,
@@ -341,18 +344,17 @@ class Translator:
         """Translates an iterable of sentences (or of token id lists) lazily, in input order.
 
         Reads read_ahead * max_batch_size items at a time (max_batch_size: the translator's by
-        default), translates them as one translate_batch call (which sorts them by length and cuts
-        them into the translator's batches, running them on its inter_threads workers) and
-        yields their results in order. target_prefix: None, or an iterable of prefixes read
-        alongside source, one per item (as translate_batch takes them). options: those of
-        translate_batch.
+        default) and submits each such window to the translator's queue as one call (the
+        library's translate_async: sorted by length and cut into the translator's batches, run
+        on its inter_threads workers, the results of a translate_batch call on the window). The
+        next window is read while one decodes; results are yielded in order. target_prefix:
+        None, or an iterable of prefixes read alongside source, one per item (as translate_batch
+        takes them). options: those of translate_batch.
         """
         size = self.max_batch_size if max_batch_size is None else _int("max_batch_size",
                                                                         max_batch_size)
         read_ahead = _int("read_ahead", read_ahead)
-        if size < 1 or read_ahead < 1:
-            raise _tfm.InvalidArgumentError("max_batch_size and read_ahead must be at least 1 "
-                                            f"(got {size}, {read_ahead})")
+        self._impl.check_window(size, read_ahead)
         if isinstance(target_prefix, (str, bytes)):
             raise TypeError("target_prefix must be an iterable of prefixes, one per source, not "
                             f"a single {type(target_prefix).__name__}")
@@ -361,10 +363,12 @@ class Translator:
         window = size * read_ahead
         chunk: list = []
         chunk_prefix: list = []
+        in_flight: collections.deque = collections.deque()
+        return_scores = options.pop("return_scores", False)
 
-        def run() -> List[TranslationResult]:
-            return self.translate_batch(
-                chunk, target_prefix=None if prefixes is None else chunk_prefix, **options)
+        def submit() -> None:
+            in_flight.append(self._submit(
+                chunk, None if prefixes is None else chunk_prefix, return_scores, **options))
 
         for item in source:
             chunk.append(item)
@@ -374,12 +378,17 @@ class Translator:
                     raise _tfm.InvalidArgumentError("target_prefix has fewer entries than source")
                 chunk_prefix.append(p)
             if len(chunk) == window:
-                yield from run()
+                submit()
                 chunk, chunk_prefix = [], []
+                # One window decodes while the next is read.
+                while len(in_flight) > 1:
+                    yield from in_flight.popleft().result()
         if prefixes is not None and next(prefixes, missing) is not missing:
             raise _tfm.InvalidArgumentError("target_prefix has more entries than source")
         if chunk:
-            yield from run()
+            submit()
+        while in_flight:
+            yield from in_flight.popleft().result()
 
     def translate_file(self, source_path: Union[str, os.PathLike],
                        output_path: Union[str, os.PathLike], ids: bool = False,
@@ -459,6 +468,18 @@ class Translator:
         return self._impl.source_tokens(_str("text", text))
 
     # --------------------------------------------------------------------- helpers
+    def _submit(self, source: Source, target_prefix: Optional[Any], return_scores: bool,
+                **options: Any) -> "_tfm.AsyncTranslation":
+        """One call submitted to the translator's queue (translate_batch's arguments); its
+        result() waits for the TranslationResults."""
+        opts = self._options(**options)
+        return_scores = _bool("return_scores", return_scores)
+        kind, items = _batch("source", source)
+        prefix = _prefixes(kind, len(items), target_prefix)
+        fn = {_TEXT: self._impl.submit_text, _IDS: self._impl.submit_ids,
+              _TOKENS: self._impl.submit_tokens}[kind]
+        return _call("source", kind, fn, items, prefix, opts, return_scores)
+
     @staticmethod
     def _options(beam_size: int = 1, num_hypotheses: int = 1, length_penalty: float = 0.0,
                  normalize_scores: bool = False, max_decoding_length: int = 1024,
@@ -476,13 +497,11 @@ class Translator:
         o.max_length_factor = _float("max_length_factor", max_length_factor)
         o.max_length_extra = _int("max_length_extra", max_length_extra)
         topk = _int("sampling_topk", sampling_topk)
-        o.sampling = topk != 1
+        # CTranslate2's choice of search: sampling_topk 1 (the default) is the argmax.
+        o.search = _tfm.search_for(o.beam_size, topk != 1)
         o.sampling_topk = topk
         o.sampling_topp = _float("sampling_topp", sampling_topp)
         o.sampling_temperature = _float("sampling_temperature", sampling_temperature)
-        seed = _int("seed", seed)
-        if seed < 0:
-            raise _tfm.InvalidArgumentError(f"seed must be at least 0 (got {seed})")
-        o.seed = seed
+        o.seed = _uint64("seed", seed)
         o.return_attention = _bool("return_attention", return_attention)
         return o

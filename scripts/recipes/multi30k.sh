@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Multi30k German→English with the `small` preset: vocabulary, training, then BLEU/chrF on
 # test_2016_flickr with greedy and beam-4 decoding at each precision, and translation speed.
-# The figures in docs/performance.md ("Multi30k") come from this script.
+# The figures in docs/history/performance.md ("Multi30k") come from this script.
 #
 # Usage: scripts/recipes/multi30k.sh [DATA_DIR [WORK_DIR]]
 #   DATA_DIR holds train.{de,en}, val.{de,en}, test_2016_flickr.{de,en} (default ../shared/data/multi30k)

@@ -86,9 +86,11 @@ TEST_F(ConvertedTokenizer, SourcesAreTransformersInputIdsAndTextIsItsDecoding) {
     texts.push_back(lines_[i]);
     input_ids.push_back(ref_["source"][i].get<std::vector<int64_t>>());
   }
-  const auto results = t.translate_batch(texts, TranslationOptions{.beam_size = 2});
+  const auto results =
+      t.translate_batch(texts, TranslationOptions{.search = Search::beam, .beam_size = 2});
   // Text in is Transformers' ids in.
-  const auto by_ids = t.translate_batch(input_ids, TranslationOptions{.beam_size = 2});
+  const auto by_ids =
+      t.translate_batch(input_ids, TranslationOptions{.search = Search::beam, .beam_size = 2});
   ASSERT_EQ(results.size(), texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
     ASSERT_FALSE(results[i].hypotheses.empty());

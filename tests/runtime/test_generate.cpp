@@ -92,10 +92,11 @@ TEST(Generate, BeamAndSamplingAreScoredAsScoreBatchWhateverTheBatching) {
   Translator t(kLm, {.max_batch_size = 4});
   Translator other(kLm, {.intra_threads = 2, .inter_threads = 2, .max_batch_size = 1});
   TranslationOptions beam, sampling;
+  beam.search = Search::beam;
   beam.beam_size = 3;
   beam.num_hypotheses = 2;
   beam.max_decoding_length = 10;
-  sampling.sampling = true;
+  sampling.search = Search::sampling;
   sampling.seed = 7;
   sampling.max_decoding_length = 10;
   for (const TranslationOptions& o : {beam, sampling}) {
@@ -134,6 +135,7 @@ TEST(Generate, StreamGivesGenerateBatchsLines) {
   std::string input;
   for (const auto& p : kPrompts) input += id_line(p) + "\n";
   TranslationOptions beam;
+  beam.search = Search::beam;
   beam.beam_size = 3;
   beam.num_hypotheses = 2;
   beam.max_decoding_length = 10;
@@ -202,14 +204,14 @@ TEST(Generate, ErrorsNameTheProblem) {
   const auto r = lm.generate_batch(Prompts{{3, 4}}, {.max_decoding_length = 3});
   EXPECT_EQ(r.at(0).hypotheses.at(0).ids, (std::vector<int64_t>{3, 4}));
   EXPECT_TRUE(lm.generate_batch(Prompts{}).empty());
-  // The same checks alone (what tfm serve runs on a request before batching its prompts).
-  EXPECT_NO_THROW(lm.check_generate_batch(kPrompts, {}));
-  EXPECT_TFM_ERROR(lm.check_generate_batch(Prompts{{3}, {4, 2}}, {}),
+  // The asynchronous call makes the same checks before queueing anything (a server's 400s).
+  EXPECT_TFM_ERROR(lm.generate_async(Prompts{{3}, {4, 2}}, {}, Batching::shared),
                    "prompt 2: token id 2 is the model's EOS");
-  EXPECT_TFM_ERROR(lm.check_generate_batch(Prompts{{3, 4, 5}}, {.max_decoding_length = 3}),
+  EXPECT_TFM_ERROR(lm.generate_async(Prompts{{3, 4, 5}}, {.max_decoding_length = 3}),
                    "max_decoding_length 3 leaves room for 2");
-  EXPECT_TFM_ERROR(lm.check_generate_batch(kPrompts, {.beam_size = 0}), "beam_size");
-  EXPECT_TFM_ERROR(seq2seq.check_generate_batch(kPrompts, {}), "is an encoder-decoder model");
+  EXPECT_THROW(lm.generate_async(kPrompts, {.beam_size = 0}), InvalidArgument);
+  EXPECT_TFM_ERROR(seq2seq.generate_async(kPrompts, {}), "is an encoder-decoder model");
+  EXPECT_EQ(lm.queue_stats().admitted_requests, 0u);
 }
 
 }  // namespace

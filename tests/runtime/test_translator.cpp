@@ -64,6 +64,7 @@ void expect_same(const std::vector<TranslationResult>& a, const std::vector<Tran
 TEST(Translator, IdsAgreeWithTheSearchRunOneSentenceAtATime) {
   Translator t(kModel);
   TranslationOptions o;
+  o.search = Search::beam;
   o.beam_size = 4;
   o.num_hypotheses = 2;
   const auto sources = fixture_sources();
@@ -94,6 +95,7 @@ TEST(Translator, IdsAgreeWithTheSearchRunOneSentenceAtATime) {
 TEST(Translator, ResultsDoNotDependOnBatchingOrThreads) {
   const auto sources = fixture_sources();
   TranslationOptions o;
+  o.search = Search::beam;
   o.beam_size = 3;
   o.num_hypotheses = 3;
   const auto want =
@@ -109,6 +111,7 @@ TEST(Translator, ConcurrentCallersShareOneModel) {
   const auto sources = fixture_sources();
   Translator t(kModel, {.inter_threads = 2, .max_batch_size = 2});
   TranslationOptions greedy, beam;
+  beam.search = Search::beam;
   beam.beam_size = 4;
   const auto want_greedy = t.translate_batch(sources, greedy);
   const auto want_beam = t.translate_batch(sources, beam);
@@ -126,6 +129,7 @@ TEST(Translator, ScoresAreScorePairsAndTheSearchsLogProbs) {
   auto sources = fixture_sources();
   std::erase_if(sources, [](const auto& x) { return x.empty(); });
   TranslationOptions o;
+  o.search = Search::beam;
   o.beam_size = 2;
   const auto tr = t.translate_batch(sources, o);
   std::vector<std::vector<int64_t>> targets;
@@ -164,10 +168,11 @@ TEST(Translator, TargetPrefixIsForcedAndScoredAsScoreBatch) {
   const auto sources = fixture_sources();
   const auto prefixes = fixture_prefixes(sources.size());
   TranslationOptions greedy, beam, sampling;
+  beam.search = Search::beam;
   beam.beam_size = 4;
   beam.num_hypotheses = 2;
   beam.length_penalty = 0.6;
-  sampling.sampling = true;
+  sampling.search = Search::sampling;
   sampling.seed = 3;
   for (const TranslationOptions& o : {greedy, beam, sampling}) {
     const auto got = t.translate_batch(sources, prefixes, o);
@@ -238,9 +243,10 @@ TEST(Translator, AttentionIsTheFullForwardsCrossAttention) {
   const auto sources = fixture_sources();
   const auto prefixes = fixture_prefixes(sources.size());
   TranslationOptions greedy, beam, sampling;
+  beam.search = Search::beam;
   beam.beam_size = 3;
   beam.num_hypotheses = 3;
-  sampling.sampling = true;
+  sampling.search = Search::sampling;
   sampling.seed = 9;
   int rows = 0;
   for (TranslationOptions o : {greedy, beam, sampling})
@@ -284,6 +290,7 @@ TEST(Translator, StreamWritesWhatTheBatchMethodReturns) {
     input += "\n";
   }
   TranslationOptions o;
+  o.search = Search::beam;
   o.beam_size = 2;
   o.num_hypotheses = 2;
   const auto want = t.translate_batch(sources, o);
@@ -345,6 +352,7 @@ TEST(Translator, StreamTakesATargetPrefixALine) {
   const auto sources = fixture_sources();
   const auto prefixes = fixture_prefixes(sources.size());
   TranslationOptions o;
+  o.search = Search::beam;
   o.beam_size = 2;
   std::vector<std::vector<int64_t>> want;
   for (const auto& r : t.translate_batch(sources, prefixes, o))
@@ -429,8 +437,8 @@ TEST(Translator, ErrorsNameTheProblemInTheApisWords) {
   EXPECT_EQ(message([&] { t.translate_batch(src, {.beam_size = 0}); }),
             "beam_size must be at least 1 (got 0)");
   EXPECT_NE(message([&] {
-              t.translate_batch(src, {.beam_size = 2, .num_hypotheses = 3});
-            }).find("num_hypotheses must be between 1 and beam_size 2"),
+              t.translate_batch(src, {.search = Search::beam, .beam_size = 2, .num_hypotheses = 3});
+            }).find("num_hypotheses 3 exceeds beam_size 2"),
             std::string::npos);
   EXPECT_NE(message([&] {
               t.translate_batch(src, {.max_length_factor = 1e30});
@@ -448,7 +456,7 @@ TEST(Translator, ErrorsNameTheProblemInTheApisWords) {
             std::string::npos);
   EXPECT_NE(message([&] {
               Translator(kModel, {.inter_threads = 0});
-            }).find("inter_threads must be at least 1"),
+            }).find("inter_threads must be between 1 and 1024 (got 0)"),
             std::string::npos);
   bool gpu = false;  // with a GPU, tests/cuda/test_cuda_model.cpp translates there
 #ifdef TFM_WITH_CUDA
@@ -479,10 +487,10 @@ TEST(Translator, ModelInfoDescribesTheDirectory) {
   EXPECT_GE(t.options().intra_threads, 1);
 }
 
-// Sort groups (a stream's windows decoded at once): every batch, or shard of one, holds
-// sentences of one group only, and each group is cut exactly as when it is searched alone;
-// empty sources count in the groups but are never searched. Sharded and unsharded, on 1 and 2
-// threads: the same results.
+// Sort groups (the queue's own requests, such as a stream's windows, decoded at once): every batch,
+// or shard of one, holds sentences of one group only, and each group is cut exactly as when it is
+// searched alone; empty sources count in the groups but are never searched. Sharded and unsharded,
+// on 1 and 2 threads: the same results.
 TEST(SearchInBatches, SortGroupsAreBatchedAsIfSearchedAlone) {
   auto model = load_model(kModel);
   std::vector<Ids> sources;
@@ -502,13 +510,16 @@ TEST(SearchInBatches, SortGroupsAreBatchedAsIfSearchedAlone) {
       std::mutex mu;
       std::vector<std::vector<size_t>> seen;
       std::vector<decode::NBest> got(sources.size());
+      std::vector<size_t> starts;
+      for (size_t g = group; g < sources.size(); g += group) starts.push_back(g);
       runtime::search_in_batches(
-          *model, *search, sources, {}, {}, {.max_sentences = 3, .sort_group = group}, nullptr,
+          *model, *search, sources, {}, {}, {.max_sentences = 3}, nullptr,
           [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
             std::lock_guard<std::mutex> lock(mu);
             seen.push_back(where);
             for (size_t k = 0; k < where.size(); ++k) got[where[k]] = std::move(r[k]);
-          });
+          },
+          starts);
       // What each group gives searched alone: its batches (as input indices) and its results.
       std::vector<std::vector<size_t>> want;
       for (size_t g = 0; g < sources.size(); g += group) {
@@ -545,8 +556,8 @@ TEST(SearchInBatches, SortGroupsAreBatchedAsIfSearchedAlone) {
       EXPECT_TRUE(got[4].empty());
     }
   set_threads(threads_before);
-  EXPECT_THROW(runtime::search_in_batches(*model, *decode::make_search({}), sources, {}, {},
-                                          {.sort_group = -1}),
+  EXPECT_THROW(runtime::search_in_batches(*model, *decode::make_search({}), sources, {}, {}, {},
+                                          nullptr, {}, {5, 2}),
                Error);
 }
 

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // The CPU level every kernel choice reads (TFM_CPU_ISA lowers it): which build of which kernel
   // runs is part of what a bug report needs.
-  app.set_version_flag("--version", [] { return "tfm 0.1.0\ncpu: " + tfm::cpu_isa_summary(); });
+  app.set_version_flag("--version",
+                       [] { return "tfm " TFM_VERSION "\ncpu: " + tfm::cpu_isa_summary(); });
   tfm::cli::add_info(app);
   tfm::cli::add_score(app);
   tfm::cli::add_eval(app);
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_train(app);
   tfm::cli::add_average(app);
   tfm::cli::add_prepare_ding(app);
+  tfm::cli::add_prepare_bible(app);
   tfm::cli::add_bench(app);
   tfm::cli::add_serve(app);
   try {

@@ -6,11 +6,10 @@
 #include <cstdio>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/flags.h"
 #include "tfm/cli/io.h"
 #include "tfm/core/check.h"
 #include "tfm/core/output_file.h"
-#include "tfm/core/parallel.h"
-#include "tfm/core/validate.h"
 #include "tfm/data/vocab.h"
 #include "tfm/translator.h"
 
@@ -52,16 +51,17 @@ void add_score(CLI::App& app) {
   cmd->add_flag("--ids", ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", threads, "Threads (0: all cores)");
   cmd->add_option("--precision", precision, "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
+  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine)");
   cmd->add_option("--batch-size", batch_size, "Sentences a batch");
   cmd->callback([] {
-    check_thread_count("--threads", threads);
-    require_in_range("--batch-size", batch_size, 1, 1 << 20);
     TranslatorOptions to;
     to.compute_type = parse_compute_type(precision);
     to.device = parse_device(device);
     to.intra_threads = threads;
     to.max_batch_size = batch_size;
+    validate_translator_options(to, flag_speller({{"intra_threads", "--threads"},
+                                                  {"max_batch_size", "--batch-size"},
+                                                  {"compute_type", "--precision"}}));
     Translator translator(dir, to);
     const ModelInfo& info = translator.model_info();
     if (!ids) {

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/flags.h"
 #include "tfm/core/check.h"
 #include "tfm/dist/world.h"
 #include "tfm/runtime/train_options.h"
@@ -22,12 +23,10 @@ namespace tfm::cli {
 namespace {
 
 // What the API's checks call an option on this command line.
-std::string flag_name(std::string_view field) {
-  if (field == "model_dir") return "--model";
-  if (field == "compute_type") return "--precision";
-  std::string s = "--" + std::string(field);
-  std::replace(s.begin(), s.end(), '_', '-');
-  return s;
+const OptionSpeller& flag_name() {
+  static const OptionSpeller speller =
+      flag_speller({{"model_dir", "--model"}, {"compute_type", "--precision"}});
+  return speller;
 }
 
 Trainer* g_trainer = nullptr;
@@ -127,7 +126,7 @@ void run_train(CLI::App* cmd, Flags& f) {
   o.compute_type = parse_compute_type(f.precision);
   Console console(isatty(STDERR_FILENO) == 1);
   // Its errors in the flags' words.
-  Trainer trainer = runtime::make_trainer(o, console.callbacks(), flag_name);
+  Trainer trainer = runtime::make_trainer(o, console.callbacks(), flag_name());
   g_trainer = &trainer;
   install_stop_handlers();
   const TrainResult r = trainer.train();

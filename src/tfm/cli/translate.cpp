@@ -15,13 +15,12 @@
 #include <iostream>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/flags.h"
 #include "tfm/core/allocator.h"
 #include "tfm/core/check.h"
 #include "tfm/core/file_util.h"
 #include "tfm/core/output_file.h"
-#include "tfm/core/parallel.h"
 #include "tfm/core/profile.h"
-#include "tfm/core/validate.h"
 #include "tfm/data/vocab.h"
 #include "tfm/translator.h"
 
@@ -92,7 +91,7 @@ Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
   cmd->add_option("--threads", f.threads, "Threads of each batch (0: all cores / inter-threads)");
   cmd->add_option("--inter-threads", f.inter_threads, "Batches decoded at once");
   cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
+  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine)");
   cmd->add_option("--input", f.input, "Input file (default: stdin)");
   cmd->add_option("--output", f.output, "Output file (default: stdout)");
   cmd->add_flag("--profile", f.profile,
@@ -100,24 +99,25 @@ Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
   return g;
 }
 
-// The flags' values checked in their names before a model is loaded (a bad flag costs nothing),
-// then the run: the Translator checks them again, and what needs the model, in its own words.
-void run(const char* command, const Flags& f, const Given& given, bool generate) {
-  check_thread_count("--threads", f.threads);
-  require_in_range("--inter-threads", int64_t{f.inter_threads}, 1, 1024);
-  require_in_range("--batch-size", f.batch_size, 1, 1 << 20);
-  require_at_least("--batch-tokens", f.batch_tokens, 0);
-  require_at_least("--beam-size", f.beam_size, 1);
-  if (given.n_best->count() > 0) require_at_least("--n-best", f.n_best, 1);
-  require_in_range("--length-penalty", f.length_penalty, 0.0, 10.0);
-  if (generate)
-    require_in_range("--max-length", f.max_length, 0, 1 << 20);
-  else
-    require_in_range("--max-length-factor", f.max_length_factor, 0.0, 1000.0);
-  require_at_least("--min-length", f.min_length, 0);
-  require_in_range("--temperature", f.temperature, 0.0, 1e6);
-  require_at_least("--sampling-topk", f.sampling_topk, 0);
-  require_in_range("--sampling-topp", f.sampling_topp, 0.0, 1.0, /*lo_open=*/true);
+// How the library's checks name the options on these commands' lines.
+OptionSpeller translate_flags(bool generate) {
+  return flag_speller({
+      {"num_hypotheses", "--n-best"},
+      {"normalize_scores", "--normalize"},
+      {"max_decoding_length", generate ? "--max-length" : "max_decoding_length"},
+      {"min_decoding_length", "--min-length"},
+      {"sampling_temperature", "--temperature"},
+      {"search=sampling", "sampling (--sampling-topk, --sampling-topp or --temperature)"},
+      {"search=beam", "a --beam-size above 1"},
+      {"intra_threads", "--threads"},
+      {"max_batch_size", "--batch-size"},
+      {"max_batch_tokens", "--batch-tokens"},
+      {"compute_type", "--precision"},
+      {"read_ahead", "--batch-size"},
+  });
+}
+
+TranslatorOptions translator_options(const Flags& f) {
   TranslatorOptions to;
   to.compute_type = parse_compute_type(f.precision);
   to.device = parse_device(f.device);
@@ -125,105 +125,131 @@ void run(const char* command, const Flags& f, const Given& given, bool generate)
   to.inter_threads = f.inter_threads;
   to.max_batch_size = f.batch_size;
   to.max_batch_tokens = f.batch_tokens;
+  return to;
+}
+
+// The flags as the API's options; the search is sampling when any sampling flag is given.
+TranslationOptions translation_options(const Flags& f, const Given& given, const ModelInfo& info,
+                                       bool generate) {
   TranslationOptions o;
+  const bool sampling =
+      given.topk->count() > 0 || given.topp->count() > 0 || given.temperature->count() > 0;
+  o.search = search_for(f.beam_size, sampling);
   o.beam_size = f.beam_size;
-  o.num_hypotheses = f.n_best > 0 ? f.n_best : 1;
+  o.num_hypotheses = given.n_best->count() > 0 ? f.n_best : 1;
   o.length_penalty = f.length_penalty;
   o.normalize_scores = f.normalize;
   o.max_length_factor = f.max_length_factor;
+  // tfm generate --max-length 0: as long as the model's positions allow.
+  if (generate) o.max_decoding_length = f.max_length == 0 ? info.max_length : f.max_length;
   o.min_decoding_length = f.min_length;
-  o.sampling = given.topk->count() > 0 || given.topp->count() > 0 || given.temperature->count() > 0;
   o.sampling_topk = f.sampling_topk;
   o.sampling_topp = f.sampling_topp;
   o.sampling_temperature = f.temperature;
   o.seed = f.seed;
-  TFM_CHECK(!o.sampling || o.beam_size == 1) << command << ": sampling needs --beam-size 1";
-  TFM_CHECK(o.num_hypotheses <= o.beam_size)
-      << command << ": --n-best " << o.num_hypotheses << " exceeds --beam-size " << o.beam_size;
+  return o;
+}
+
+// The model suits the command: an encoder-decoder translates, a decoder-only model generates.
+void check_model_kind(const Flags& f, const ModelInfo& info, bool generate) {
+  if (generate)
+    TFM_CHECK_ARG(info.decoder_only)
+        << "generate: " << f.dir
+        << " is an encoder-decoder model; tfm translate translates with it";
+  else
+    TFM_CHECK_ARG(!info.decoder_only)
+        << "translate: " << f.dir << " is a decoder-only model; tfm generate continues "
+        << "prompts with it";
+}
+
+// The input, the prefix file and the output opened as the stream reads and writes them; the
+// output is opened last and never over the input (by inode: links and other spellings count).
+struct Files {
+  __gnu_cxx::stdio_filebuf<char> stdin_buf{STDIN_FILENO, std::ios::in, 1 << 16};
+  std::istream stdin_stream{&stdin_buf};
+  std::ifstream file_in, prefix_in;
+  std::istream* in = nullptr;
+  std::string in_name;
+
+  Files(const char* command, const Flags& f, StreamOptions& so) {
+    // Input first: a missing input leaves no empty output file. Standard input is read through
+    // a filebuf on fd 0, whose in_avail sees what the pipe holds (cin's stdio buffer does not).
+    const bool from_stdin = f.input.empty() || f.input == "-";
+    if (!from_stdin) open(command, "--input", f.input, file_in);
+    in = from_stdin ? &stdin_stream : &file_in;
+    in_name = from_stdin ? "<stdin>" : f.input;
+    if (!f.target_prefix.empty()) {
+      open(command, "--target-prefix", f.target_prefix, prefix_in);
+      so.target_prefix = &prefix_in;
+      so.target_prefix_name = f.target_prefix;
+    }
+    TFM_CHECK(f.output.empty() || f.output == "-" ||
+              !same_file(from_stdin ? "/dev/stdin" : f.input, f.output))
+        << command << ": --output " << f.output << " is the input file"
+        << (from_stdin ? " (standard input)" : " " + f.input) << "; write to another file";
+    TFM_CHECK(f.output.empty() || f.output == "-" || f.target_prefix.empty() ||
+              !same_file(f.target_prefix, f.output))
+        << command << ": --output " << f.output << " is the --target-prefix file; write to "
+        << "another file";
+  }
+
+  static void open(const char* command, const char* flag, const std::string& path,
+                   std::ifstream& file) {
+    TFM_CHECK(!std::filesystem::is_directory(path))
+        << command << ": " << flag << " " << path << " is a directory, not a file";
+    file.open(path, std::ios::binary);
+    TFM_CHECK(file.is_open()) << "cannot open " << path << ": " << std::strerror(errno);
+  }
+};
+
+void print_profile(const Translator& translator, std::chrono::steady_clock::time_point started) {
+  const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
+  const TranslatorOptions& used = translator.options();
+  std::cerr << profile::format(profile::collect(), wall.count(),
+                               used.intra_threads * used.inter_threads);
+  const AllocatorStats m = cpu_allocator().stats();
+  std::cerr << "tensor memory: " << (m.peak_in_use_bytes >> 20) << " MiB at most in use, "
+            << (m.cached_bytes >> 20) << " MiB cached at the end; " << m.system_allocs
+            << " system allocations, " << m.trims << " cache trims\n";
+}
+
+// The flags checked by the library's validators in their names before the model is loaded (the
+// config alone is read: a bad flag costs nothing), then one stream call.
+void run(const char* command, const Flags& f, const Given& given, bool generate) {
+  const OptionSpeller flags = translate_flags(generate);
+  const TranslatorOptions to = translator_options(f);
+  validate_translator_options(to, flags);
+  const ModelInfo info = read_model_info(f.dir);
+  check_model_kind(f, info, generate);
+  const TranslationOptions o = translation_options(f, given, info, generate);
+  validate_translation_options(o, info, flags);
+  StreamOptions so;
+  so.ids = f.ids;
+  so.n_best = given.n_best->count() > 0;
+  so.read_ahead = f.batch_size * 8;
+  so.warnings = &std::cerr;
+  validate_stream_options(so, flags);
+
   profile::enable(f.profile);
   const auto started = std::chrono::steady_clock::now();
   Translator translator(f.dir, to);
-  const ModelInfo& info = translator.model_info();
-  if (generate) {
-    TFM_CHECK(info.decoder_only)
-        << "generate: " << f.dir
-        << " is an encoder-decoder model; tfm translate translates with it";
-    // 0: as long as the model's positions allow.
-    o.max_decoding_length = f.max_length > 0 ? f.max_length : info.max_length;
-  } else {
-    TFM_CHECK(!info.decoder_only) << "translate: " << f.dir
-                                  << " is a decoder-only model; tfm generate continues prompts "
-                                  << "with it";
-  }
   if (!f.ids) {
     TFM_CHECK(!info.trg_vocab_path.empty())
         << "no SentencePiece vocabulary in " << f.dir << " (" << kSharedVocabFile << ", or "
         << kSrcVocabFile << " + " << kTrgVocabFile << "); use --ids";
     translator.require_vocabularies();
   }
-  const int64_t generable = std::max<int64_t>(1, info.trg_vocab_size - 2);
-  TFM_CHECK(f.beam_size <= generable)
-      << "--beam-size " << f.beam_size << " is larger than the model's target vocabulary ("
-      << generable << " tokens it can generate)";
-  StreamOptions so;
-  so.ids = f.ids;
-  so.n_best = f.n_best > 0;
-  so.read_ahead = f.batch_size * 8;
-  so.warnings = &std::cerr;
-
-  // Input first: a missing input leaves no empty output file. Standard input is read through a
-  // filebuf on fd 0, whose in_avail sees what the pipe holds (cin's stdio buffer does not).
-  const bool from_stdin = f.input.empty() || f.input == "-";
-  __gnu_cxx::stdio_filebuf<char> stdin_buf(STDIN_FILENO, std::ios::in, 1 << 16);
-  std::ifstream file_in;
-  if (!from_stdin) {
-    TFM_CHECK(!std::filesystem::is_directory(f.input))
-        << command << ": --input " << f.input << " is a directory, not a file";
-    file_in.open(f.input, std::ios::binary);
-    TFM_CHECK(file_in.is_open()) << "cannot open " << f.input << ": " << std::strerror(errno);
-  }
-  std::istream stdin_stream(&stdin_buf);
-  std::istream& in = from_stdin ? stdin_stream : file_in;
-  const std::string in_name = from_stdin ? "<stdin>" : f.input;
-  std::ifstream prefix_in;
-  if (!f.target_prefix.empty()) {
-    TFM_CHECK(!std::filesystem::is_directory(f.target_prefix))
-        << command << ": --target-prefix " << f.target_prefix << " is a directory, not a file";
-    prefix_in.open(f.target_prefix, std::ios::binary);
-    TFM_CHECK(prefix_in.is_open())
-        << "cannot open " << f.target_prefix << ": " << std::strerror(errno);
-    so.target_prefix = &prefix_in;
-    so.target_prefix_name = f.target_prefix;
-  }
-  // Opening the output truncates it: an output that is the input file (by inode, so links and
-  // other spellings of the path count) would destroy the input before it is read.
-  TFM_CHECK(f.output.empty() || f.output == "-" ||
-            !same_file(from_stdin ? "/dev/stdin" : f.input, f.output))
-      << command << ": --output " << f.output << " is the input file"
-      << (from_stdin ? " (standard input)" : " " + f.input) << "; write to another file";
-  TFM_CHECK(f.output.empty() || f.output == "-" || f.target_prefix.empty() ||
-            !same_file(f.target_prefix, f.output))
-      << command << ": --output " << f.output << " is the --target-prefix file; write to "
-      << "another file";
+  Files files(command, f, so);
   OutputFile out_file(f.output);
   OutputFileBuf out_buf(out_file);
   std::ostream out(&out_buf);
   out.exceptions(std::ios::badbit);
   if (generate)
-    translator.generate_stream(in, out, o, so, in_name);
+    translator.generate_stream(*files.in, out, o, so, files.in_name);
   else
-    translator.translate_stream(in, out, o, so, in_name);
+    translator.translate_stream(*files.in, out, o, so, files.in_name);
   out_file.close();
-  if (f.profile) {
-    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
-    const TranslatorOptions& used = translator.options();
-    std::cerr << profile::format(profile::collect(), wall.count(),
-                                 used.intra_threads * used.inter_threads);
-    const AllocatorStats m = cpu_allocator().stats();
-    std::cerr << "tensor memory: " << (m.peak_in_use_bytes >> 20) << " MiB at most in use, "
-              << (m.cached_bytes >> 20) << " MiB cached at the end; " << m.system_allocs
-              << " system allocations, " << m.trims << " cache trims\n";
-  }
+  if (f.profile) print_profile(translator, started);
 }
 
 }  // namespace

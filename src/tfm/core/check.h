@@ -1,6 +1,7 @@
 // Errors with context: TFM_CHECK(cond) << "what went wrong" throws tfm::Error when cond is false.
 // The message carries the failed condition, the source location and whatever was streamed in,
 // so a user sees e.g. "linear: input (4, 7) does not match weight (8, 5) in_features".
+// TFM_CHECK_ARG throws tfm::InvalidArgument instead: for a value the caller gave.
 #pragma once
 
 #include <sstream>
@@ -16,17 +17,20 @@ namespace detail {
 // full expression `TFM_CHECK(c) << a << b;`. Throwing destructors must say noexcept(false).
 class CheckFailure {
  public:
-  CheckFailure(const char* cond, const char* file, int line) {
+  CheckFailure(const char* cond, const char* file, int line, bool argument = false) {
     file_ = file;
     line_ = line;
     cond_ = cond;
+    argument_ = argument;
   }
   CheckFailure(const CheckFailure&) = delete;
   CheckFailure& operator=(const CheckFailure&) = delete;
   ~CheckFailure() noexcept(false) {
     std::string msg = stream_.str();
     if (msg.empty()) msg = std::string("check failed: ") + cond_;
-    throw Error(msg, std::string(cond_) + " at " + file_ + ":" + std::to_string(line_));
+    std::string location = std::string(cond_) + " at " + file_ + ":" + std::to_string(line_);
+    if (argument_) throw InvalidArgument(msg, location);
+    throw Error(msg, location);
   }
   template <typename T>
   CheckFailure& operator<<(const T& v) {
@@ -39,6 +43,7 @@ class CheckFailure {
   const char* file_;
   const char* cond_;
   int line_;
+  bool argument_;
 };
 
 // Lets `TFM_CHECK(c) << ...` be a single expression usable without braces.
@@ -54,3 +59,10 @@ struct Voidify {
          : ::tfm::detail::Voidify() & ::tfm::detail::CheckFailure(#cond, __FILE__, __LINE__)
 
 #define TFM_FAIL() TFM_CHECK(false)
+
+#define TFM_CHECK_ARG(cond)           \
+  (cond) ? (void)0                    \
+         : ::tfm::detail::Voidify() & \
+               ::tfm::detail::CheckFailure(#cond, __FILE__, __LINE__, /*argument=*/true)
+
+#define TFM_FAIL_ARG() TFM_CHECK_ARG(false)

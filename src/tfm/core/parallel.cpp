@@ -23,9 +23,9 @@ void set_threads(int n) {
 
 void check_thread_count(const char* flag, int64_t n) {
   const int64_t hw = omp_get_num_procs();
-  TFM_CHECK(n >= 0) << flag << " must be at least 0 (got " << n << "; 0: all cores)";
-  TFM_CHECK(n <= hw) << flag << " " << n << " is more than the " << hw
-                     << " hardware threads this process may use (0: all of them)";
+  TFM_CHECK_ARG(n >= 0) << flag << " must be at least 0 (got " << n << "; 0: all cores)";
+  TFM_CHECK_ARG(n <= hw) << flag << " " << n << " is more than the " << hw
+                         << " hardware threads this process may use (0: all of them)";
 }
 
 int get_threads() {

@@ -28,7 +28,7 @@ Device parse_device(std::string_view name) {
   const std::string v = lower(name);
   if (v == "cpu") return Device::cpu;
   if (v == "cuda") return Device::cuda;
-  TFM_FAIL() << "unknown device '" << name << "' (expected cpu or cuda)";
+  TFM_FAIL_ARG() << "unknown device '" << name << "' (expected cpu or cuda)";
   return Device::cpu;
 }
 
@@ -48,28 +48,23 @@ const char* compute_type_name(ComputeType t) {
 
 ComputeType parse_compute_type(std::string_view name) {
   const std::string v = lower(name);
-  if (v == "fp32" || v == "float32" || v == "float") return ComputeType::float32;
+  // "default": CTranslate2's name for the type the model was saved in, f32 in tfm's files.
+  if (v == "fp32" || v == "float32" || v == "float" || v == "default") return ComputeType::float32;
   if (v == "bf16" || v == "bfloat16") return ComputeType::bfloat16;
   if (v == "int8") return ComputeType::int8;
-  if (v == "auto" || v == "default") return ComputeType::automatic;
-  TFM_FAIL() << "unknown compute type '" << name << "' (expected fp32, bf16, int8 or auto)";
+  if (v == "auto") return ComputeType::automatic;
+  TFM_FAIL_ARG() << "unknown compute type '" << name << "' (expected fp32, bf16, int8 or auto)";
   return ComputeType::float32;
 }
 
 ComputeType resolve_compute_type(ComputeType requested, Device device, bool training) {
   if (device == Device::cuda) {
-    // Training: fp32 (cuBLASLt without TF32) or bf16 mixed precision (bf16 GEMM operands on the
-    // tensor cores of every GPU the build targets, sm_80 and later). Inference on the device
-    // computes in f32: its packed bf16/int8 kernels are the CPU's.
-    if (training) {
-      TFM_CHECK(requested != ComputeType::int8)
-          << "int8 is an inference compute type; training takes fp32, bf16 or auto";
-      return requested == ComputeType::automatic ? ComputeType::bfloat16 : requested;
-    }
-    TFM_CHECK(requested == ComputeType::automatic || requested == ComputeType::float32)
-        << "on cuda tfm computes in fp32 only, got " << compute_type_name(requested)
-        << " (use fp32 or auto; bf16 on cuda is for training)";
-    return ComputeType::float32;
+    // fp32 (cuBLASLt without TF32); bf16 (tensor-core GEMMs of bf16 operands, f32 sums: mixed
+    // precision in training) on every GPU the build targets (sm_80 and later), so auto is bf16;
+    // int8 (IMMA GEMMs) for inference.
+    TFM_CHECK(!(training && requested == ComputeType::int8))
+        << "int8 is an inference compute type; training takes fp32, bf16 or auto";
+    return requested == ComputeType::automatic ? ComputeType::bfloat16 : requested;
   }
   TFM_CHECK(device == Device::cpu) << "no compute types on " << device_name(device);
   TFM_CHECK(!(training && requested == ComputeType::int8))
@@ -77,6 +72,30 @@ ComputeType resolve_compute_type(ComputeType requested, Device device, bool trai
   if (requested != ComputeType::automatic) return requested;
   // bf16 pays where the CPU multiplies bf16; elsewhere it would be emulated, so fp32.
   return cpu_has_bf16_dot() ? ComputeType::bfloat16 : ComputeType::float32;
+}
+
+const char* search_name(Search s) {
+  switch (s) {
+    case Search::greedy:
+      return "greedy";
+    case Search::beam:
+      return "beam";
+    case Search::sampling:
+      return "sampling";
+  }
+  return "?";
+}
+
+Search parse_search(std::string_view name) {
+  for (Search s : {Search::greedy, Search::beam, Search::sampling})
+    if (lower(name) == search_name(s)) return s;
+  TFM_FAIL_ARG() << "unknown search '" << name << "' (expected greedy, beam or sampling)";
+  return Search::greedy;
+}
+
+Search search_for(int64_t beam_size, bool sampling) {
+  if (sampling) return Search::sampling;
+  return beam_size > 1 ? Search::beam : Search::greedy;
 }
 
 const char* activation_name(Activation act) {
@@ -94,7 +113,7 @@ const char* activation_name(Activation act) {
 Activation parse_activation(std::string_view name) {
   for (Activation a : {Activation::none, Activation::relu, Activation::gelu})
     if (name == activation_name(a)) return a;
-  TFM_FAIL() << "unknown activation '" << name << "' (expected none, relu or gelu)";
+  TFM_FAIL_ARG() << "unknown activation '" << name << "' (expected none, relu or gelu)";
   return Activation::none;
 }
 

@@ -1,6 +1,7 @@
 // Checks of the values a user gives (flags, config files) before any work starts, with messages
 // that name the value and say what is allowed: "--beam-size must be at least 1 (got 0)", never a
-// range ending in a 300-digit number. NaN and ±Inf are refused wherever a float is read.
+// range ending in a 300-digit number. NaN and ±Inf are refused wherever a float is read. A value
+// out of range is a tfm::InvalidArgument.
 #pragma once
 
 #include <cstdint>

@@ -12,11 +12,6 @@ namespace tfm {
 struct BatchLimits {
   int64_t max_sentences = 32;  // > 0
   int64_t max_tokens = 0;      // padded tokens (count × longest); 0: no limit
-  // For runtime::search_in_batches: sources sorted together, in consecutive groups of this
-  // many (counted in the input, empty sources included), each sorted and cut on its own as if
-  // searched alone (a stream's windows of read-ahead lines); 0: one group. length_batches sorts
-  // all its items as one group.
-  int64_t sort_group = 0;
 };
 
 // Indices into `lengths`, stably sorted by length and cut into consecutive batches: a batch

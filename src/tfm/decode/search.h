@@ -47,6 +47,8 @@ struct SearchOptions {
   // op of every step over the threads: one OpenMP region per search instead of dozens per step.
   // The shards depend only on the sentence order, never on the thread count.
   int64_t shard_size = 16;
+
+  bool operator==(const SearchOptions&) const = default;
 };
 
 struct Hypothesis {

@@ -249,7 +249,7 @@ ModelConfig ModelConfig::preset(const std::string& name) {
   } else if (name == "quick") {
     // small's width for training budgets of minutes: two layers a stack learn faster per update
     // early on and run 1.3-1.45x the tokens/s, and pre-norm tolerates a learning rate of 2e-3
-    // from the first updates (docs/performance.md, "Quick start", has the runs).
+    // from the first updates (docs/history/performance.md, "Quick start", has the runs).
     c.d_model = 256, c.heads = 4, c.d_ff = 1024, c.encoder_layers = 2, c.decoder_layers = 2;
     c.norm = NormPlacement::pre, c.final_norm = true;
   } else if (name == "base") {

@@ -21,13 +21,16 @@ namespace tfm::runtime {
 // several threads at once, with the input indices of its sentences and their results, which it
 // may move from; the results are returned only when on_batch is not set. A sharded search's
 // shards of all batches are spread over the threads together (one pool job when `pool` has one
-// worker).
+// worker). groups: where each sort group after the first starts (ascending input indices; empty:
+// one group): each group's sources are sorted and cut on their own, as if searched alone (the
+// request queue's own requests decoded in one pass).
 using BatchDone = std::function<void(const std::vector<size_t>&, std::vector<decode::NBest>&)>;
 std::vector<decode::NBest> search_in_batches(const Transformer& model, const decode::Search& search,
                                              const std::vector<Ids>& sources,
                                              const std::vector<uint64_t>& ids,
                                              const std::vector<Ids>& prefixes,
                                              const BatchLimits& limits, WorkerPool* pool = nullptr,
-                                             const BatchDone& on_batch = {});
+                                             const BatchDone& on_batch = {},
+                                             const std::vector<size_t>& groups = {});
 
 }  // namespace tfm::runtime

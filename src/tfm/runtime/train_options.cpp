@@ -7,18 +7,58 @@
 #include "tfm/core/file_util.h"
 #include "tfm/core/parallel.h"
 #include "tfm/core/validate.h"
-#ifdef TFM_WITH_CUDA
-#include "tfm/core/cuda/runtime.h"
-#endif
+#include "tfm/runtime/translation_options.h"
 #include "tfm/train/schedule.h"
 #include "tfm/train/train_loop.h"
 #include "tfm/train/train_state.h"
 
 namespace tfm::runtime {
 
-std::string field_name(std::string_view field) {
-  return std::string(field);
+namespace {
+
+// The files a run reads, in combinations that make sense for its kind of model.
+void check_corpus_options(const TrainOptions& o, const OptionSpeller& name) {
+  const auto n = [&](std::string_view f) { return name(f); };
+  if (o.decoder_only) {
+    // A language model: target sentences alone, one a line, and one vocabulary.
+    TFM_CHECK_ARG(!o.train_trg.empty() && o.train_src.empty() && o.train_tsv.empty())
+        << "a decoder-only model trains on " << n("train_trg") << " alone (one sentence a line; "
+        << "no " << n("train_src") << " or " << n("train_tsv") << ")";
+    TFM_CHECK_ARG(o.valid_src.empty()) << "a decoder-only model validates on " << n("valid_trg")
+                                       << " alone (no " << n("valid_src") << ")";
+    TFM_CHECK_ARG(!o.vocab.empty() && o.vocab_src.empty() && o.vocab_trg.empty())
+        << "a decoder-only model takes one vocabulary, " << n("vocab") << " (not " << n("vocab_src")
+        << " / " << n("vocab_trg") << ")";
+    TFM_CHECK_ARG(!o.valid_bleu && o.metric != "bleu")
+        << n("valid_bleu") << " and " << n("metric")
+        << " bleu score translations; a decoder-only model has no sources to translate";
+    TFM_CHECK_ARG(o.early_stopping == 0 || !o.valid_trg.empty())
+        << n("early_stopping") << " needs a validation set (" << n("valid_trg") << ")";
+    return;
+  }
+  const bool tsv = !o.train_tsv.empty();
+  TFM_CHECK_ARG(tsv != (!o.train_src.empty() || !o.train_trg.empty()))
+      << "give either " << n("train_src") << " and " << n("train_trg") << ", or " << n("train_tsv");
+  TFM_CHECK_ARG(tsv || (!o.train_src.empty() && !o.train_trg.empty()))
+      << n("train_src") << " and " << n("train_trg") << " go together";
+  TFM_CHECK_ARG(o.valid_src.empty() == o.valid_trg.empty())
+      << n("valid_src") << " and " << n("valid_trg") << " go together";
+  const bool joint = !o.vocab.empty();
+  TFM_CHECK_ARG(joint != (!o.vocab_src.empty() || !o.vocab_trg.empty()))
+      << "give either " << n("vocab") << " (joint) or " << n("vocab_src") << " and "
+      << n("vocab_trg");
+  TFM_CHECK_ARG(joint || (!o.vocab_src.empty() && !o.vocab_trg.empty()))
+      << n("vocab_src") << " and " << n("vocab_trg") << " go together";
+  TFM_CHECK_ARG(!o.valid_bleu || !o.valid_src.empty())
+      << n("valid_bleu") << " needs " << n("valid_src") << " and " << n("valid_trg");
+  TFM_CHECK_ARG(o.metric != "bleu" || o.valid_bleu)
+      << n("metric") << " bleu needs " << n("valid_bleu");
+  TFM_CHECK_ARG(o.early_stopping == 0 || !o.valid_src.empty())
+      << n("early_stopping") << " needs a validation set (" << n("valid_src") << ", "
+      << n("valid_trg") << ")";
 }
+
+}  // namespace
 
 void check_train_options(const TrainOptions& o, const OptionSpeller& name) {
   const auto n = [&](std::string_view f) { return name(f); };
@@ -46,71 +86,28 @@ void check_train_options(const TrainOptions& o, const OptionSpeller& name) {
   require_at_least(n("log_every"), o.log_every, 1);
   require_at_least(n("max_nonfinite"), o.max_nonfinite, 1);
 
-  TFM_CHECK(!o.model_dir.empty()) << "no " << n("model_dir") << " given";
-  TFM_CHECK(o.preset == "tiny" || o.preset == "small" || o.preset == "quick" ||
-            o.preset == "base" || o.preset == "big" || !o.model_config.empty())
+  TFM_CHECK_ARG(!o.model_dir.empty()) << "no " << n("model_dir") << " given";
+  TFM_CHECK_ARG(o.preset == "tiny" || o.preset == "small" || o.preset == "quick" ||
+                o.preset == "base" || o.preset == "big" || !o.model_config.empty())
       << n("preset") << " \"" << o.preset << "\" is not one of tiny, small, quick, base, big";
-  TFM_CHECK(o.optimizer == "adam" || o.optimizer == "adamw")
+  TFM_CHECK_ARG(o.optimizer == "adam" || o.optimizer == "adamw")
       << n("optimizer") << " \"" << o.optimizer << "\" is not adam or adamw";
   try {
     parse_schedule(o.lr_schedule);
   } catch (const Error& e) {
-    TFM_FAIL() << n("lr_schedule") << ": " << e.message();
+    TFM_FAIL_ARG() << n("lr_schedule") << ": " << e.message();
   }
   try {
     if (!o.metric.empty()) parse_valid_metric(o.metric);
   } catch (const Error& e) {
-    TFM_FAIL() << n("metric") << ": " << e.message();
+    TFM_FAIL_ARG() << n("metric") << ": " << e.message();
   }
-  TFM_CHECK(o.compute_type != ComputeType::int8)
+  TFM_CHECK_ARG(o.compute_type != ComputeType::int8)
       << n("compute_type") << " int8 is an inference compute type; training takes fp32, bf16 or "
       << "auto";
-#ifdef TFM_WITH_CUDA
-  TFM_CHECK(o.device == Device::cpu || cuda::has_device())
-      << n("device") << " " << device_name(o.device)
-      << " is not available: " << cuda::no_device_reason();
-#else
-  TFM_CHECK(o.device == Device::cpu)
-      << n("device") << " " << device_name(o.device)
-      << " is not available (this build has no CUDA backend: -DTFM_WITH_CUDA=ON)";
-#endif
+  check_device_available(o.device, n("device"));
 
-  if (o.decoder_only) {
-    // A language model: target sentences alone, one a line, and one vocabulary.
-    TFM_CHECK(!o.train_trg.empty() && o.train_src.empty() && o.train_tsv.empty())
-        << "a decoder-only model trains on " << n("train_trg") << " alone (one sentence a line; "
-        << "no " << n("train_src") << " or " << n("train_tsv") << ")";
-    TFM_CHECK(o.valid_src.empty()) << "a decoder-only model validates on " << n("valid_trg")
-                                   << " alone (no " << n("valid_src") << ")";
-    TFM_CHECK(!o.vocab.empty() && o.vocab_src.empty() && o.vocab_trg.empty())
-        << "a decoder-only model takes one vocabulary, " << n("vocab") << " (not " << n("vocab_src")
-        << " / " << n("vocab_trg") << ")";
-    TFM_CHECK(!o.valid_bleu && o.metric != "bleu")
-        << n("valid_bleu") << " and " << n("metric")
-        << " bleu score translations; a decoder-only model has no sources to translate";
-    TFM_CHECK(o.early_stopping == 0 || !o.valid_trg.empty())
-        << n("early_stopping") << " needs a validation set (" << n("valid_trg") << ")";
-    return;
-  }
-  const bool tsv = !o.train_tsv.empty();
-  TFM_CHECK(tsv != (!o.train_src.empty() || !o.train_trg.empty()))
-      << "give either " << n("train_src") << " and " << n("train_trg") << ", or " << n("train_tsv");
-  TFM_CHECK(tsv || (!o.train_src.empty() && !o.train_trg.empty()))
-      << n("train_src") << " and " << n("train_trg") << " go together";
-  TFM_CHECK(o.valid_src.empty() == o.valid_trg.empty())
-      << n("valid_src") << " and " << n("valid_trg") << " go together";
-  const bool joint = !o.vocab.empty();
-  TFM_CHECK(joint != (!o.vocab_src.empty() || !o.vocab_trg.empty()))
-      << "give either " << n("vocab") << " (joint) or " << n("vocab_src") << " and "
-      << n("vocab_trg");
-  TFM_CHECK(joint || (!o.vocab_src.empty() && !o.vocab_trg.empty()))
-      << n("vocab_src") << " and " << n("vocab_trg") << " go together";
-  TFM_CHECK(!o.valid_bleu || !o.valid_src.empty())
-      << n("valid_bleu") << " needs " << n("valid_src") << " and " << n("valid_trg");
-  TFM_CHECK(o.metric != "bleu" || o.valid_bleu) << n("metric") << " bleu needs " << n("valid_bleu");
-  TFM_CHECK(o.early_stopping == 0 || !o.valid_src.empty())
-      << n("early_stopping") << " needs a validation set (" << n("valid_src") << ", "
-      << n("valid_trg") << ")";
+  check_corpus_options(o, name);
 }
 
 TrainOptions resolve_train_options(TrainOptions o) {

@@ -11,10 +11,8 @@
 
 namespace tfm::runtime {
 
-// The name a user knows an option by, from its TrainOptions field name ("max_updates").
-using OptionSpeller = std::function<std::string(std::string_view field)>;
-// The field names themselves (the C++ and Python API).
-std::string field_name(std::string_view field);
+using tfm::field_name;     // the field names themselves (the C++ and Python API)
+using tfm::OptionSpeller;  // error.h: the name a user knows an option by
 
 // Every value in range and every combination allowed, before any file is touched.
 void check_train_options(const TrainOptions& o, const OptionSpeller& name = field_name);

@@ -125,6 +125,35 @@ std::string recorded_precision(const std::string& config_path) {
   }
 }
 
+// The loop's options from the run's.
+TrainLoopOptions loop_options(const TrainOptions& o, const ModelConfig& config) {
+  TrainLoopOptions lo;
+  lo.model_dir = o.model_dir;
+  lo.update_freq = o.update_freq;
+  lo.max_updates = o.max_updates;
+  lo.max_epochs = o.max_epochs;
+  lo.max_minutes = o.max_minutes;
+  lo.schedule.kind = parse_schedule(o.lr_schedule);
+  lo.schedule.lr = o.lr;
+  lo.schedule.warmup = o.warmup;
+  lo.schedule.factor = o.lr_factor;
+  lo.schedule.d_model = config.d_model;
+  lo.adam.weight_decay = o.weight_decay;
+  lo.adam.decoupled = o.optimizer == "adamw";
+  lo.label_smoothing = o.label_smoothing;
+  lo.clip_norm = o.clip_norm;
+  lo.valid_every = o.valid_every;
+  lo.save_every = o.save_every;
+  lo.log_every = o.log_every;
+  lo.keep_last = o.keep_last;
+  lo.early_stopping = o.early_stopping;
+  lo.metric = parse_valid_metric(o.metric);
+  lo.max_nonfinite = o.max_nonfinite;
+  lo.valid_batch_tokens = o.valid_batch_tokens;
+  lo.dropout_seed = o.seed;
+  return lo;
+}
+
 }  // namespace
 
 class Trainer::Impl {
@@ -135,6 +164,14 @@ class Trainer::Impl {
   // and the log (with the callbacks).
   void prepare_directory(ComputeType asked, const runtime::OptionSpeller& name,
                          TrainCallbacks callbacks);
+  // Every rank: rank 0 prepares the directory, the others wait for it; the vocabulary files
+  // installed there.
+  std::vector<std::string> share_directory(ComputeType asked, const runtime::OptionSpeller& name,
+                                           TrainCallbacks callbacks);
+  // The training corpus read, filtered and logged, as the batcher's examples.
+  Batcher training_batches(const ModelConfig& config, const Vocab& vsrc, const Vocab& vtrg);
+  // The model drawn from the seed, moved to the device, its training GEMMs set.
+  void build_model(const ModelConfig& config);
 
   TrainOptions o_;
   std::atomic<bool> stop_{false};
@@ -158,7 +195,51 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   }
   const ComputeType asked = o_.compute_type;
   o_ = runtime::resolve_train_options(std::move(o_));
+  dist::World& world = dist::world();
+  const std::vector<std::string> vocab_files = share_directory(asked, name, std::move(callbacks));
+  resuming_ = has_train_state(o_.model_dir);
+  TrainLog& log = *log_;
+  const bool joint = !o_.vocab.empty();
+  std::shared_ptr<Vocab> vsrc, vtrg;
+  if (joint) {
+    vsrc = vtrg = std::make_shared<Vocab>(vocab_files[0]);
+  } else {
+    vsrc = std::make_shared<Vocab>(vocab_files[0]);
+    vtrg = std::make_shared<Vocab>(vocab_files[1]);
+  }
+  if (world.size() > 1)
+    log.line("data-parallel: " + std::to_string(world.size()) + " processes, each update " +
+             std::to_string(world.size()) + " x " + std::to_string(o_.update_freq) + " batches");
 
+  ModelConfig config = build_config(o_, *vsrc, *vtrg, joint);
+  if (resuming_) {
+    const ModelConfig saved = read_train_state_config(o_.model_dir);
+    if (saved.to_json() != config.to_json()) {
+      log.line("note: resuming with the model configuration saved in " + o_.model_dir +
+               "/train_state; model options that differ from it are ignored");
+    }
+    config = saved;
+    // The vocabularies were checked against the installed copies; this checks the copies (or a
+    // state saved for other ones) against the model.
+    check_vocabs(config, ModelTokenizers{vsrc, vtrg}, o_.model_dir);
+  }
+  Batcher batcher = training_batches(config, *vsrc, *vtrg);
+  auto valid = std::make_shared<ValidSet>();
+  if (!o_.valid_trg.empty()) *valid = read_valid(o_, config, *vsrc, *vtrg, log);
+  TrainLoopOptions lo = loop_options(o_, config);
+  lo.files_to_copy = vocab_files;
+  lo.world = &world;
+  build_model(config);
+  BleuHook bleu;
+  if (o_.valid_bleu) bleu = make_bleu_hook(valid, vtrg);
+  loop_ = std::make_unique<TrainLoop>(lo, *model_, std::move(batcher), valid->examples, log,
+                                      std::move(bleu));
+  info_ = runtime::make_model_info(o_.model_dir, config, model_->parameter_count());
+}
+
+std::vector<std::string> Trainer::Impl::share_directory(ComputeType asked,
+                                                        const runtime::OptionSpeller& name,
+                                                        TrainCallbacks callbacks) {
   // Rank 0 of a data-parallel run owns the directory: it locks, cleans, records and installs
   // the vocabularies, then the others read what it prepared.
   dist::World& world = dist::world();
@@ -193,32 +274,11 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
         vocab_files.push_back((fs::path(o_.model_dir) / f).string());
     }
   }
-  resuming_ = has_train_state(o_.model_dir);
-  TrainLog& log = *log_;
-  std::shared_ptr<Vocab> vsrc, vtrg;
-  if (joint) {
-    vsrc = vtrg = std::make_shared<Vocab>(vocab_files[0]);
-  } else {
-    vsrc = std::make_shared<Vocab>(vocab_files[0]);
-    vtrg = std::make_shared<Vocab>(vocab_files[1]);
-  }
-  if (world.size() > 1)
-    log.line("data-parallel: " + std::to_string(world.size()) + " processes, each update " +
-             std::to_string(world.size()) + " x " + std::to_string(o_.update_freq) + " batches");
+  return vocab_files;
+}
 
-  ModelConfig config = build_config(o_, *vsrc, *vtrg, joint);
-  if (resuming_) {
-    const ModelConfig saved = read_train_state_config(o_.model_dir);
-    if (saved.to_json() != config.to_json()) {
-      log.line("note: resuming with the model configuration saved in " + o_.model_dir +
-               "/train_state; model options that differ from it are ignored");
-    }
-    config = saved;
-    // The vocabularies were checked against the installed copies; this checks the copies (or a
-    // state saved for other ones) against the model.
-    check_vocabs(config, ModelTokenizers{vsrc, vtrg}, o_.model_dir);
-  }
-
+Batcher Trainer::Impl::training_batches(const ModelConfig& config, const Vocab& vsrc,
+                                        const Vocab& vtrg) {
   const bool tsv = !o_.train_tsv.empty();
   CorpusReader reader = o_.decoder_only ? CorpusReader::monolingual(o_.train_trg)
                         : tsv           ? CorpusReader::tsv(o_.train_tsv)
@@ -228,53 +288,26 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
   fo.max_ratio = o_.max_ratio;
   fo.sources = !o_.decoder_only;
   std::vector<Example> train = read_examples(
-      reader, [&](const std::string& s) { return vsrc->encode(s); },
-      [&](const std::string& s) { return vtrg->encode(s); }, fo);
-  log.line("train " + reader.name() + ": " + reader.stats().summary());
+      reader, [&](const std::string& s) { return vsrc.encode(s); },
+      [&](const std::string& s) { return vtrg.encode(s); }, fo);
+  log_->line("train " + reader.name() + ": " + reader.stats().summary());
   TFM_CHECK(!train.empty()) << "no usable training pairs in " << reader.name() << " ("
                             << reader.stats().summary() << ")";
-
-  auto valid = std::make_shared<ValidSet>();
-  if (!o_.valid_trg.empty()) *valid = read_valid(o_, config, *vsrc, *vtrg, log);
-
   BatcherOptions bo;
   bo.batch_tokens = o_.batch_tokens;
   bo.seed = o_.seed;
   bo.format = config.seq_format();
   bo.sources = config.has_encoder();
-  Batcher batcher(std::move(train), bo);
+  return Batcher(std::move(train), bo);
+}
 
-  TrainLoopOptions lo;
-  lo.model_dir = o_.model_dir;
-  lo.update_freq = o_.update_freq;
-  lo.max_updates = o_.max_updates;
-  lo.max_epochs = o_.max_epochs;
-  lo.max_minutes = o_.max_minutes;
-  lo.schedule.kind = parse_schedule(o_.lr_schedule);
-  lo.schedule.lr = o_.lr;
-  lo.schedule.warmup = o_.warmup;
-  lo.schedule.factor = o_.lr_factor;
-  lo.schedule.d_model = config.d_model;
-  lo.adam.weight_decay = o_.weight_decay;
-  lo.adam.decoupled = o_.optimizer == "adamw";
-  lo.label_smoothing = o_.label_smoothing;
-  lo.clip_norm = o_.clip_norm;
-  lo.valid_every = o_.valid_every;
-  lo.save_every = o_.save_every;
-  lo.log_every = o_.log_every;
-  lo.keep_last = o_.keep_last;
-  lo.early_stopping = o_.early_stopping;
-  lo.metric = parse_valid_metric(o_.metric);
-  lo.max_nonfinite = o_.max_nonfinite;
-  lo.valid_batch_tokens = o_.valid_batch_tokens;
-  lo.dropout_seed = o_.seed;
-  lo.files_to_copy = vocab_files;
-  lo.world = &world;
-
+void Trainer::Impl::build_model(const ModelConfig& config) {
+  TrainLog& log = *log_;
   model_ = std::make_unique<Transformer>(config, o_.seed);
   if (o_.device != Device::cpu) {
-    TFM_CHECK(world.size() == 1) << "training on " << device_name(o_.device)
-                                 << " runs in one process (data-parallel training is the CPU's)";
+    TFM_CHECK(dist::world().size() == 1)
+        << "training on " << device_name(o_.device)
+        << " runs in one process (data-parallel training is the CPU's)";
 #ifdef TFM_WITH_CUDA  // a device is there: validate_train_options checked
     log.line("training on cuda: " + cuda::describe(cuda::device_info()) + " (" +
              compute_type_name(o_.compute_type) + ")");
@@ -290,11 +323,6 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
                ") has no bf16 dot product: bf16 GEMMs run emulated on f32 kernels, with the "
                "results bf16 gives anywhere, but not faster than fp32");
   }
-  BleuHook bleu;
-  if (o_.valid_bleu) bleu = make_bleu_hook(valid, vtrg);
-  loop_ = std::make_unique<TrainLoop>(lo, *model_, std::move(batcher), valid->examples, log,
-                                      std::move(bleu));
-  info_ = runtime::make_model_info(o_.model_dir, config, model_->parameter_count());
 }
 
 void Trainer::Impl::prepare_directory(ComputeType asked, const runtime::OptionSpeller& name,

@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <limits>
+#include <cstdint>
+#include <map>
+#include <string_view>
 
 namespace tfm::serve {
 
@@ -33,19 +35,26 @@ const json* field(const json& j, const char* key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-int64_t get_int(const json& j, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+// An integer (a JSON type check only: what its value may be is validate_translation_options').
+int64_t get_int(const json& j, const char* key, int64_t fallback) {
   const json* v = field(j, key);
   if (!v) return fallback;
   if (!v->is_number_integer())
     throw HttpError(400,
                     std::string("'") + key + "' must be an integer (got " + v->type_name() + ")");
-  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
-    throw HttpError(400, std::string("'") + key + "' must be at most " + std::to_string(hi));
-  const auto x = v->get<int64_t>();
-  if (x < lo || x > hi)
-    throw HttpError(400, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
-                             std::to_string(hi) + "] (got " + std::to_string(x) + ")");
-  return x;
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t{INT64_MAX})
+    throw HttpError(400, std::string("'") + key + "' does not fit a 64-bit integer");
+  return v->get<int64_t>();
+}
+
+// A non-negative integer of 64 bits (a seed).
+uint64_t get_uint(const json& j, const char* key, uint64_t fallback) {
+  const json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_number_unsigned())
+    throw HttpError(400, std::string("'") + key + "' must be a non-negative integer (got " +
+                             (v->is_number_integer() ? "a negative one" : v->type_name()) + ")");
+  return v->get<uint64_t>();
 }
 
 double get_number(const json& j, const char* key, double fallback) {
@@ -119,25 +128,49 @@ TranslateRequest parse_translate_request(const std::string& body, int64_t max_se
                                    : "a list of " + std::to_string(r.texts.size()) + " strings"));
   }
   TranslationOptions& o = r.options;
-  o.beam_size = get_int(j, "beam_size", 1, 1, kMaxBeamSize);
-  o.num_hypotheses = get_int(j, "n_best", 1, 1, o.beam_size);
+  o.beam_size = get_int(j, "beam_size", 1);
+  o.num_hypotheses = get_int(j, "n_best", 1);
   o.length_penalty = get_number(j, "length_penalty", 0.0);
   o.normalize_scores = get_bool(j, "normalize_scores", false);
-  o.max_decoding_length = get_int(j, "max_length", o.max_decoding_length, 1, 1 << 20);
-  o.min_decoding_length = get_int(j, "min_length", 0, 0, 1 << 20);
+  o.max_decoding_length = get_int(j, "max_length", o.max_decoding_length);
+  o.min_decoding_length = get_int(j, "min_length", 0);
   r.return_scores = get_bool(j, "return_scores", false);
-  if (const json* s = field(j, "sampling")) {
-    if (!s->is_object())
-      throw HttpError(400,
-                      std::string("'sampling' must be an object (got ") + s->type_name() + ")");
-    if (o.beam_size != 1) throw HttpError(400, "'sampling' needs 'beam_size' 1");
-    o.sampling = true;
-    o.sampling_topk = get_int(*s, "topk", 0, 0, std::numeric_limits<int32_t>::max());
+  const json* s = field(j, "sampling");
+  if (s && !s->is_object())
+    throw HttpError(400, std::string("'sampling' must be an object (got ") + s->type_name() + ")");
+  o.search = search_for(o.beam_size, /*sampling=*/s != nullptr);
+  if (s) {
+    o.sampling_topk = get_int(*s, "topk", 0);
     o.sampling_topp = get_number(*s, "topp", 1.0);
     o.sampling_temperature = get_number(*s, "temperature", 1.0);
-    o.seed = static_cast<uint64_t>(get_int(*s, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
+    o.seed = get_uint(*s, "seed", 0);
   }
   return r;
+}
+
+std::string json_name(std::string_view field) {
+  static const std::map<std::string_view, std::string> names = {
+      {"num_hypotheses", "'n_best'"},
+      {"max_decoding_length", "'max_length'"},
+      {"min_decoding_length", "'min_length'"},
+      {"sampling_topk", "'sampling.topk'"},
+      {"sampling_topp", "'sampling.topp'"},
+      {"sampling_temperature", "'sampling.temperature'"},
+      {"seed", "'sampling.seed'"},
+      {"search=sampling", "'sampling'"},
+      {"search=beam", "a 'beam_size' above 1"},
+  };
+  const auto it = names.find(field);
+  return it != names.end() ? it->second : "'" + std::string(field) + "'";
+}
+
+void validate_request(const TranslateRequest& request, const ModelInfo& model) {
+  try {
+    validate_translation_options(request.options, model, json_name,
+                                 {.max_beam_size = kMaxBeamSize});
+  } catch (const InvalidArgument& e) {
+    throw HttpError(400, e.message());
+  }
 }
 
 std::string translate_response(const TranslateRequest& request,

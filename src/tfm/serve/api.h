@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tfm/model_info.h"
@@ -29,9 +30,13 @@ class HttpError : public std::runtime_error {
 // Beam sizes above this cost a server more than any client gains from them.
 inline constexpr int64_t kMaxBeamSize = 64;
 
+// How the JSON requests name the translation options ('n_best', 'sampling.topk'): the speller of
+// the server's validation messages.
+std::string json_name(std::string_view field);
+
 struct TranslateRequest {
   std::vector<std::string> texts;
-  bool single = false;  // "text" was one string, not a list
+  bool single = false;                     // "text" was one string, not a list
   std::vector<std::string> target_prefix;  // empty, or one per text ("" for none)
   TranslationOptions options;
   bool return_scores = false;
@@ -41,6 +46,10 @@ struct TranslateRequest {
 //  "length_penalty", "max_length", "sampling": {"topk", "topp", "temperature", "seed"},
 //  "return_scores"}. More than max_sentences texts: HttpError 413.
 TranslateRequest parse_translate_request(const std::string& body, int64_t max_sentences);
+
+// The request's options checked by validate_translation_options in the JSON's names, with the
+// server's caps (kMaxBeamSize): a bad value is an HttpError 400 that names it.
+void validate_request(const TranslateRequest& request, const ModelInfo& model);
 
 // {"translations": [...], "scores": [...]?, "warnings": [...]?}: one entry per text (a list of
 // n_best entries when n_best > 1), the hypotheses' text already filled in. POST /v1/generate

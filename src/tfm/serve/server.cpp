@@ -22,13 +22,15 @@
 #include <thread>
 
 #include "tfm/core/check.h"
-#include "tfm/data/tokenizer_files.h"
+#include "tfm/core/validate.h"
 #include "tfm/serve/api.h"
 #include "tfm/serve/metrics.h"
 
 namespace tfm::serve {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // When the request on this thread arrived, and how many sentences it carried: httplib runs a
 // request's pre-routing handler, handler and logger on one thread, and only the logger sees the
@@ -71,27 +73,24 @@ const char* reason(int status) {
   }
 }
 
+// The translator's options with the server's metrics hook.
+TranslatorOptions with_metrics(TranslatorOptions t, Metrics& metrics) {
+  t.on_batch = [&metrics](const BatchStats& s) {
+    metrics.record_batch(s.sentences, s.source_tokens, s.target_tokens);
+  };
+  return t;
+}
+
 class Server {
  public:
   explicit Server(const ServeOptions& o)
-      : options_(o),
-        translator_(o.model_dir, o.translator),
-        vocabs_(load_model_tokenizers(o.model_dir)),
-        batcher_(translator_, batcher_options(o), [this](const BatchStats& s) {
-          metrics_.record_batch(s.sentences, s.source_tokens, s.target_tokens);
-        }) {
-    TFM_CHECK(vocabs_.src && vocabs_.trg)
+      : options_(o), translator_(o.model_dir, with_metrics(o.translator, metrics_)) {
+    validate_serve_options(o);
+    TFM_CHECK(translator_.has_vocabularies())
         << "serve: " << o.model_dir << " has no SentencePiece vocabulary (vocab.model, or "
-        << "vocab.src.model + vocab.trg.model) and no " << kTokenizerConfigFile
-        << ": the server translates text";
-    TFM_CHECK(o.max_request_bytes >= 1)
-        << "serve: --max-request-bytes must be at least 1 (got " << o.max_request_bytes << ")";
-    TFM_CHECK(o.max_sentences >= 1)
-        << "serve: --max-sentences must be at least 1 (got " << o.max_sentences << ")";
-    TFM_CHECK(o.timeout_ms >= 1) << "serve: --timeout-ms must be at least 1 (got " << o.timeout_ms
-                                 << ")";
-    TFM_CHECK(o.port >= 0 && o.port <= 65535)
-        << "serve: --port must be in [0, 65535] (got " << o.port << ")";
+        << "vocab.src.model + vocab.trg.model) and no tfm_tokenizer.json: the server translates "
+        << "text";
+    translator_.require_vocabularies();
     setup();
   }
 
@@ -134,18 +133,11 @@ class Server {
   // returns once every request already received is answered.
   void stop() {
     draining_ = true;
-    batcher_.flush_now();
+    translator_.flush();
     http_.stop();
   }
-  void finish() { batcher_.stop(); }
 
  private:
-  static BatcherOptions batcher_options(const ServeOptions& o) {
-    BatcherOptions b = o.batcher;
-    b.workers = std::max(1, o.translator.inter_threads);
-    return b;
-  }
-
   bool authorized(const httplib::Request& req, const std::string& body_key = "") const {
     if (options_.api_key.empty()) return true;
     const std::string header = req.get_header_value("Authorization");
@@ -156,41 +148,20 @@ class Server {
     return !body_key.empty() && constant_time_equal(body_key, options_.api_key);
   }
 
-  // Source text to results with the hypotheses' text: through the batcher, within the timeout.
+  // Source text to results, through the translator's queue (shared batches), within the timeout.
   std::vector<TranslationResult> translate(const std::vector<std::string>& texts,
                                            const TranslationOptions& o,
-                                           const std::vector<std::string>& prefix_texts = {}) {
+                                           const std::vector<std::string>& prefixes = {}) {
     t_sentences = texts.size();
     if (translator_.model_info().decoder_only)
       throw HttpError(400, options_.model_dir +
                                " is a decoder-only model: POST /v1/generate continues prompts "
                                "with it (translating needs an encoder-decoder model)");
-    std::vector<std::vector<int64_t>> prefixes;
-    bool any_prefix = false;
-    for (const auto& t : prefix_texts) {
-      const Ids p = vocabs_.trg->encode(t);
-      any_prefix = any_prefix || !p.empty();
-      prefixes.emplace_back(p.begin(), p.end());
-    }
-    if (!any_prefix) prefixes.clear();
-    try {
-      // The Translator's own checks of the options and the prefixes, on empty sources (which it
-      // decodes nothing for), one request at a time: a bad value is the client's, and never
-      // reaches a batch shared with other requests' sentences.
-      translator_.translate_batch(std::vector<std::vector<int64_t>>(prefixes.size()), prefixes, o);
-    } catch (const Error& e) {
-      throw HttpError(400, e.message());
-    }
-    if (texts.empty()) return {};
-    std::vector<std::vector<int64_t>> ids;
-    ids.reserve(texts.size());
-    // As the Translator reads text (a converted model's framing included).
-    for (const auto& t : texts) ids.push_back(translator_.tokenize_source(t));
-    return run_job(std::make_shared<Job>(std::move(ids), o, std::move(prefixes)));
+    return finish(
+        submit([&] { return translator_.translate_async(texts, prefixes, o, Batching::shared); }));
   }
 
-  // Prompts to continuations (a decoder-only model), as translate() does for sources: checked
-  // alone, then batched with other requests' prompts.
+  // Prompts to continuations (a decoder-only model), as translate() does for sources.
   std::vector<TranslationResult> generate(const std::vector<std::string>& texts,
                                           const TranslationOptions& o) {
     t_sentences = texts.size();
@@ -198,36 +169,38 @@ class Server {
       throw HttpError(400, options_.model_dir +
                                " is an encoder-decoder model: POST /v1/translate translates with "
                                "it (/v1/generate needs a decoder-only model)");
-    std::vector<std::vector<int64_t>> prompts;
-    for (const auto& t : texts) {
-      const Ids p = vocabs_.trg->encode(t);
-      prompts.emplace_back(p.begin(), p.end());
-    }
+    return finish(submit([&] { return translator_.generate_async(texts, o, Batching::shared); }));
+  }
+
+  // The call's own checks (options, prefixes, prompts) fail before anything is queued: the
+  // client's request, a 400. A full queue is a 503.
+  template <typename F>
+  AsyncResults submit(F call) {
     try {
-      translator_.check_generate_batch(prompts, o);
+      return call();
+    } catch (const QueueFull&) {
+      throw HttpError(503, "the queue is full (" +
+                               std::to_string(options_.translator.max_queued_requests) +
+                               " requests, --max-queue): retry later");
     } catch (const Error& e) {
       throw HttpError(400, e.message());
     }
-    if (texts.empty()) return {};
-    auto job = std::make_shared<Job>(std::vector<std::vector<int64_t>>(prompts.size()), o,
-                                     std::move(prompts));
-    return run_job(job);
   }
 
-  // A job through the batcher, within the timeout; the hypotheses' text filled in.
-  std::vector<TranslationResult> run_job(const std::shared_ptr<Job>& job) {
-    if (!batcher_.submit(job))
-      throw HttpError(503, "the queue is full (" + std::to_string(options_.batcher.max_queue) +
-                               " requests, --max-queue): retry later");
+  // The results within the timeout: a late request is cancelled (its sentences not yet in a
+  // batch leave the queue) and gets 504.
+  std::vector<TranslationResult> finish(AsyncResults job) {
     const auto deadline = t_start + std::chrono::milliseconds(options_.timeout_ms);
-    if (!batcher_.wait_until(job, deadline))
+    if (!job.wait_until(deadline)) {
+      job.cancel();
       throw HttpError(504, "not translated within " + std::to_string(options_.timeout_ms) +
                                " ms (--timeout-ms)");
-    if (!job->error().empty()) throw HttpError(500, job->error());
-    std::vector<TranslationResult> results = std::move(job->results());
-    for (auto& r : results)
-      for (auto& h : r.hypotheses) h.text = vocabs_.trg->decode(Ids(h.ids.begin(), h.ids.end()));
-    return results;
+    }
+    try {
+      return job.get();
+    } catch (const Error& e) {
+      throw HttpError(500, e.message());
+    }
   }
 
   // A handler whose HttpError (or any other failure) becomes a JSON error answer.
@@ -253,8 +226,9 @@ class Server {
   void setup() {
     // One thread per admitted request, as each waits for its batch, and a few more so that a
     // full queue is still answered (503), as are /health and /metrics.
+    const int64_t admitted = options_.translator.max_queued_requests;
     const auto threads =
-        static_cast<size_t>(std::min<int64_t>(options_.batcher.max_queue + 8, 1024));
+        static_cast<size_t>(std::min<int64_t>(admitted > 0 ? admitted + 8 : 1024, 1024));
     http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http_.set_payload_max_length(static_cast<size_t>(options_.max_request_bytes));
     // httplib closes a kept-alive connection after 5 requests by default, so a busy client
@@ -278,23 +252,34 @@ class Server {
     });
     http_.set_logger(
         [this](const httplib::Request& req, const httplib::Response& res) { log(req, res); });
+    add_status_routes();
+    add_translation_routes();
+  }
 
+  // GET /health, /metrics and /v1/model.
+  void add_status_routes() {
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(draining_ ? R"({"status":"draining"})" : R"({"status":"ok"})",
                       "application/json");
       if (draining_) res.status = 503;
     });
     http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics_.render(batcher_.queued_sentences(), batcher_.admitted_requests()),
+      const QueueStats q = translator_.queue_stats();
+      res.set_content(metrics_.render(q.queued_sentences, q.admitted_requests),
                       "text/plain; version=0.0.4");
     });
     http_.Get("/v1/model", guarded([this](const httplib::Request&, httplib::Response& res) {
                 res.set_content(model_response(translator_.model_info(), translator_.options()),
                                 "application/json");
               }));
+  }
+
+  // POST /v1/translate, /v1/generate and LibreTranslate's /translate.
+  void add_translation_routes() {
     http_.Post(
         "/v1/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
           const TranslateRequest r = parse_translate_request(req.body, options_.max_sentences);
+          validate_request(r, translator_.model_info());
           const auto results = translate(r.texts, r.options, r.target_prefix);
           res.set_content(translate_response(r, results, translator_.model_info().max_length),
                           "application/json");
@@ -306,23 +291,14 @@ class Server {
             throw HttpError(400,
                             "target_prefix does not apply to /v1/generate: the texts are "
                             "the prompts");
+          validate_request(r, translator_.model_info());
           const auto results = generate(r.texts, r.options);
           res.set_content(
               translate_response(r, results, translator_.model_info().max_length, "generations"),
               "application/json");
         }));
     http_.Post("/translate", guarded([this](const httplib::Request& req, httplib::Response& res) {
-                 const std::string type = req.get_header_value("Content-Type");
-                 LibreRequest r;
-                 if (type.rfind("application/x-www-form-urlencoded", 0) == 0) {
-                   r = parse_libre_form(req.params, options_.max_sentences);
-                 } else if (req.is_multipart_form_data()) {
-                   std::multimap<std::string, std::string> fields;
-                   for (const auto& [name, file] : req.files) fields.emplace(name, file.content);
-                   r = parse_libre_form(fields, options_.max_sentences);
-                 } else {
-                   r = parse_libre_json(req.body, options_.max_sentences);
-                 }
+                 const LibreRequest r = libre_request(req);
                  if (!authorized(req, r.api_key))
                    throw HttpError(
                        401, "missing or wrong API key (api_key, or Authorization: Bearer KEY)");
@@ -332,6 +308,19 @@ class Server {
                  const auto results = translate(r.q, TranslationOptions{});
                  res.set_content(libre_response(r, results), "application/json");
                }));
+  }
+
+  // LibreTranslate's request from JSON, a form or a multipart form.
+  LibreRequest libre_request(const httplib::Request& req) const {
+    const std::string type = req.get_header_value("Content-Type");
+    if (type.rfind("application/x-www-form-urlencoded", 0) == 0)
+      return parse_libre_form(req.params, options_.max_sentences);
+    if (req.is_multipart_form_data()) {
+      std::multimap<std::string, std::string> fields;
+      for (const auto& [name, file] : req.files) fields.emplace(name, file.content);
+      return parse_libre_form(fields, options_.max_sentences);
+    }
+    return parse_libre_json(req.body, options_.max_sentences);
   }
 
   // One line a request: time, client, request line, status, bytes out, latency, sentences.
@@ -376,10 +365,8 @@ class Server {
   }
 
   ServeOptions options_;
+  Metrics metrics_;  // before the translator, whose batches it records
   Translator translator_;
-  ModelTokenizers vocabs_;
-  Metrics metrics_;
-  Batcher batcher_;
   httplib::Server http_;
   std::atomic<bool> draining_{false};
   int port_ = -1;
@@ -406,6 +393,13 @@ class SignalScope {
 
 }  // namespace
 
+void validate_serve_options(const ServeOptions& o, const OptionSpeller& name) {
+  require_in_range(name("port"), int64_t{o.port}, 0, 65535);
+  require_in_range(name("max_request_bytes"), o.max_request_bytes, 1, int64_t{1} << 34);
+  require_in_range(name("max_sentences"), o.max_sentences, 1, int64_t{1} << 20);
+  require_in_range(name("timeout_ms"), o.timeout_ms, 1, int64_t{1} << 40);
+}
+
 void serve(const ServeOptions& options) {
   SignalScope signals;  // before any thread starts: the Translator's workers inherit the mask
   Server server(options);
@@ -427,7 +421,6 @@ void serve(const ServeOptions& options) {
   server.listen();
   done = true;
   watcher.join();
-  server.finish();
   std::fprintf(stderr, "tfm serve: stopped\n");
 }
 

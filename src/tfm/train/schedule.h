@@ -8,8 +8,8 @@
 //   linear        lr · min(1, n / warmup) · (1 - f), f the fraction of the budget spent: for a
 //   fixed
 //                 budget, where decaying to zero learns more than a schedule that never ends
-//                 (docs/performance.md, "Quick start"). The budget is `total` updates, f = (n -
-//                 warmup) / (total - warmup + 1) from the end of the warm-up, and/or
+//                 (docs/history/performance.md, "Quick start"). The budget is `total` updates, f =
+//                 (n - warmup) / (total - warmup + 1) from the end of the warm-up, and/or
 //                 `total_seconds` of training time, f = seconds / total_seconds; with both, the
 //                 larger f (the budget that runs out first). A time budget makes the rates depend
 //                 on the clock.

@@ -97,6 +97,9 @@ TrainLoop::TrainLoop(TrainLoopOptions options, Transformer& model, Batcher train
       << "validation metric bleu needs validation BLEU (a BLEU hook: a validation set and a "
          "vocabulary)";
   TFM_CHECK(o_.early_stopping == 0 || !valid_.empty()) << "early stopping needs a validation set";
+  // bf16 mixed precision multiplies bf16 weight copies the optimiser keeps current (the same
+  // roundings the GEMMs made of the weights at every call before).
+  if (model_.train_compute() == ComputeType::bfloat16) adam_.keep_bf16_copies();
   // A linear schedule decays over the run's budget: --max-updates (absolute) and/or the training
   // time of earlier runs plus this run's --max-minutes (set again when run() starts).
   if (o_.schedule.kind == ScheduleKind::linear) {
@@ -183,11 +186,42 @@ bool overlap_gradient_sum() {
 
 }  // namespace
 
-bool TrainLoop::train_update() {
-  model_.set_training(true);
+StepStats& StepStats::operator+=(const StepStats& o) {
+  loss_sum += o.loss_sum;
+  nll_sum += o.nll_sum;
+  tokens += o.tokens;
+  correct += o.correct;
+  sentences += o.sentences;
+  src_tokens += o.src_tokens;
+  return *this;
+}
+
+StepStats StepStats::summed(dist::World& world) const {
+  // One message of doubles: the counts are exact in a double far beyond any run's.
+  const double mine[] = {loss_sum,
+                         nll_sum,
+                         static_cast<double>(tokens),
+                         static_cast<double>(correct),
+                         static_cast<double>(sentences),
+                         static_cast<double>(src_tokens)};
+  constexpr size_t n = std::size(mine);
+  const std::vector<double> all = world.allgather(mine);
+  StepStats total;
+  for (size_t at = 0; at + n <= all.size(); at += n) {
+    const double* r = all.data() + at;
+    total += StepStats{r[0],
+                       r[1],
+                       static_cast<int64_t>(r[2]),
+                       static_cast<int64_t>(r[3]),
+                       static_cast<int64_t>(r[4]),
+                       static_cast<int64_t>(r[5])};
+  }
+  return total;
+}
+
+StepStats TrainLoop::accumulate_gradients(OverlappedGradientSum* gradient_sum) {
   const ModelConfig& c = model_.config();
-  double loss_sum = 0, nll_sum = 0;
-  int64_t tokens = 0, correct = 0, sentences = 0, src_tokens = 0;
+  StepStats step;
   // Batch i of an update draws its dropout streams from base + i · (streams a forward draws),
   // whichever rank runs it: N ranks × update_freq k see the masks of one rank × N·k, and one
   // rank draws them in sequence, as a single process always has.
@@ -195,9 +229,6 @@ bool TrainLoop::train_update() {
   dist::World& dw = world();
   const int64_t share = o_.update_freq, total = share * dw.size();
   const uint64_t base = dropout_gen_.position();
-  // With several ranks, the gradient sum overlaps this rank's last backward pass of the update.
-  std::optional<OverlappedGradientSum> gradient_sum;
-  if (dw.size() > 1) gradient_sum.emplace(dw, adam_.arena(), overlap_gradient_sum());
   const int64_t my_last = (dw.rank() + 1) * share - 1;
   for (int64_t i = 0; i < total; ++i) {
     if (i / share != dw.rank()) {
@@ -214,8 +245,8 @@ bool TrainLoop::train_update() {
         << " (Transformer::dropout_streams_per_forward is out of step with the forward)";
     const CrossEntropyResult ce = softmax_cross_entropy(
         logits, to_device(b.trg_out, logits.device()), o_.label_smoothing, c.pad_id);
-    sentences += b.trg_in.shape()[0];
-    src_tokens += b.src_tokens;
+    step.sentences += b.trg_in.shape()[0];
+    step.src_tokens += b.src_tokens;
     if (ce.tokens == 0) {
       autograd::clear_tape();
       continue;
@@ -228,73 +259,78 @@ bool TrainLoop::train_update() {
       autograd::backward(ce.loss, seed, gradient_sum->hooks());
     else
       autograd::backward(ce.loss, seed);
-    loss_sum += to_host<float>(ce.loss)[0] * static_cast<double>(ce.tokens);
-    nll_sum += ce.nll_sum;
-    tokens += ce.tokens;
-    correct += ce.correct;
+    step.loss_sum += to_host<float>(ce.loss)[0] * static_cast<double>(ce.tokens);
+    step.nll_sum += ce.nll_sum;
+    step.tokens += ce.tokens;
+    step.correct += ce.correct;
   }
   dropout_gen_.set_state(dropout_gen_.seed(), base + static_cast<uint64_t>(total) * per_batch);
-  if (dw.size() > 1) {
-    const double comm_start = now_seconds();
-    // The update's sums over all ranks, added in rank order (every rank gets the same bits).
-    const double mine[6] = {loss_sum,
-                            nll_sum,
-                            static_cast<double>(tokens),
-                            static_cast<double>(correct),
-                            static_cast<double>(sentences),
-                            static_cast<double>(src_tokens)};
-    const std::vector<double> all = dw.allgather(mine);
-    double sum[6] = {0, 0, 0, 0, 0, 0};
-    for (int r = 0; r < dw.size(); ++r)
-      for (int f = 0; f < 6; ++f) sum[f] += all[6 * static_cast<size_t>(r) + f];
-    loss_sum = sum[0], nll_sum = sum[1];
-    tokens = static_cast<int64_t>(sum[2]), correct = static_cast<int64_t>(sum[3]);
-    sentences = static_cast<int64_t>(sum[4]), src_tokens = static_cast<int64_t>(sum[5]);
-    gradient_sum->finish();
-    comm_seconds_ += now_seconds() - comm_start;
-    buckets_early_ += gradient_sum->posted_early();
-    buckets_total_ += gradient_sum->buckets();
-  }
-  const double scale = tokens > 0 ? 1.0 / static_cast<double>(tokens) : 0.0;
-  const double gnorm = global_grad_norm(params_) * scale;
-  if (!std::isfinite(loss_sum) || !std::isfinite(gnorm)) {
-    adam_.zero_grad();
-    ++p_.nonfinite_skipped;
-    ++p_.nonfinite_in_a_row;
-    log_.line("warning: non-finite " + std::string(std::isfinite(loss_sum) ? "gradient" : "loss") +
-              " at update " + std::to_string(p_.updates + 1) + "; update skipped (" +
-              std::to_string(p_.nonfinite_in_a_row) + " in a row, " +
-              std::to_string(p_.nonfinite_skipped) + " in all)");
-    if (p_.nonfinite_in_a_row >= o_.max_nonfinite) {
-      save_checkpoint();  // the parameters are the last finite ones; keep the data position
-      // Every rank stops here; none may end the job before rank 0 has saved.
-      if (dw.size() > 1) dw.allgather(std::span<const double>());
-      TFM_FAIL() << "stopping: " << p_.nonfinite_in_a_row
-                 << " non-finite updates in a row (the limit is " << o_.max_nonfinite
-                 << "). Lower the learning rate or lengthen the warmup, clip the gradient norm, "
-                 << "or check the training data; the last good state is saved in " << o_.model_dir;
-    }
-    return false;
-  }
+  return step;
+}
+
+void TrainLoop::skip_nonfinite(bool loss_finite) {
+  adam_.zero_grad();
+  ++p_.nonfinite_skipped;
+  ++p_.nonfinite_in_a_row;
+  log_.line("warning: non-finite " + std::string(loss_finite ? "gradient" : "loss") +
+            " at update " + std::to_string(p_.updates + 1) + "; update skipped (" +
+            std::to_string(p_.nonfinite_in_a_row) + " in a row, " +
+            std::to_string(p_.nonfinite_skipped) + " in all)");
+  if (p_.nonfinite_in_a_row < o_.max_nonfinite) return;
+  save_checkpoint();  // the parameters are the last finite ones; keep the data position
+  // Every rank stops here; none may end the job before rank 0 has saved.
+  if (world().size() > 1) world().allgather(std::span<const double>());
+  TFM_FAIL() << "stopping: " << p_.nonfinite_in_a_row
+             << " non-finite updates in a row (the limit is " << o_.max_nonfinite
+             << "). Lower the learning rate or lengthen the warmup, clip the gradient norm, "
+             << "or check the training data; the last good state is saved in " << o_.model_dir;
+}
+
+void TrainLoop::apply_update(const StepStats& step, double gnorm, double scale) {
   p_.nonfinite_in_a_row = 0;
   const int64_t n = p_.updates + 1;
   const double lr = learning_rate(o_.schedule, n, elapsed_now());
   adam_.step(lr, scale * clip_coefficient(gnorm, o_.clip_norm));
   adam_.zero_grad();
   p_.updates = n;
-  p_.sentences += sentences;
-  p_.src_tokens += src_tokens;
-  p_.trg_tokens += tokens;
+  p_.sentences += step.sentences;
+  p_.src_tokens += step.src_tokens;
+  p_.trg_tokens += step.tokens;
   LogWindow& w = p_.window;
   ++w.updates;
-  w.sentences += sentences;
-  w.src_tokens += src_tokens;
-  w.trg_tokens += tokens;
-  w.correct += correct;
-  w.loss_sum += loss_sum;
-  w.nll_sum += nll_sum;
+  w.sentences += step.sentences;
+  w.src_tokens += step.src_tokens;
+  w.trg_tokens += step.tokens;
+  w.correct += step.correct;
+  w.loss_sum += step.loss_sum;
+  w.nll_sum += step.nll_sum;
   w.gnorm_sum += gnorm;
-  update_losses_.push_back(tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0);
+  update_losses_.push_back(step.tokens > 0 ? step.loss_sum / static_cast<double>(step.tokens)
+                                           : 0.0);
+}
+
+bool TrainLoop::train_update() {
+  model_.set_training(true);
+  dist::World& dw = world();
+  // With several ranks, the gradient sum overlaps this rank's last backward pass of the update.
+  std::optional<OverlappedGradientSum> gradient_sum;
+  if (dw.size() > 1) gradient_sum.emplace(dw, adam_.arena(), overlap_gradient_sum());
+  StepStats step = accumulate_gradients(gradient_sum ? &*gradient_sum : nullptr);
+  if (gradient_sum) {
+    const double comm_start = now_seconds();
+    step = step.summed(dw);
+    gradient_sum->finish();
+    comm_seconds_ += now_seconds() - comm_start;
+    buckets_early_ += gradient_sum->posted_early();
+    buckets_total_ += gradient_sum->buckets();
+  }
+  const double scale = step.tokens > 0 ? 1.0 / static_cast<double>(step.tokens) : 0.0;
+  const double gnorm = global_grad_norm(params_) * scale;
+  if (!std::isfinite(step.loss_sum) || !std::isfinite(gnorm)) {
+    skip_nonfinite(std::isfinite(step.loss_sum));
+    return false;
+  }
+  apply_update(step, gnorm, scale);
   return true;
 }
 

@@ -55,6 +55,18 @@ struct TrainLoopOptions {
   dist::World* world = nullptr;
 };
 
+class OverlappedGradientSum;  // data_parallel.h
+
+// What one update's batches add up to: this process's, or every rank's (summed).
+struct StepStats {
+  double loss_sum = 0, nll_sum = 0;  // label-smoothed loss and NLL, summed over target tokens
+  int64_t tokens = 0, correct = 0, sentences = 0, src_tokens = 0;
+
+  StepStats& operator+=(const StepStats& o);
+  // Every rank's stats added in rank order (one allgather): every rank gets the same bits.
+  StepStats summed(dist::World& world) const;
+};
+
 // BLEU of the model on the validation set (e.g. greedy decoding + detokenisation + corpus BLEU).
 using BleuHook = std::function<double(const Transformer&)>;
 
@@ -90,6 +102,14 @@ class TrainLoop {
   bool resume();
   // One update (update_freq batches). False when it was skipped as non-finite.
   bool train_update();
+  // The forward and backward passes of this rank's batches of the update; the gradients add up
+  // in the arena (the last backward pass overlapping `gradient_sum`'s buckets, with several
+  // ranks).
+  StepStats accumulate_gradients(OverlappedGradientSum* gradient_sum);
+  // A non-finite loss or gradient norm: no update; a stop (saved) after max_nonfinite in a row.
+  void skip_nonfinite(bool loss_finite);
+  // The optimiser's step and the progress counters.
+  void apply_update(const StepStats& step, double gnorm, double scale);
   void validate();
   void save_checkpoint();
   void log_window();

@@ -47,7 +47,7 @@ using Vec = typename Simd<T>::V;
 // the code is compiled for AVX-512 (TFM_NATIVE on such a CPU), 16 ymm holding half a Vec each in
 // the portable x86-64-v3 build. Tiles sized for 32 registers spill half their accumulators to the
 // stack in the second case: on the AVX2 machine that made attention's tiles a quarter of a
-// training step (docs/performance.md, "AVX2").
+// training step (docs/history/performance.md, "AVX2").
 #ifdef __AVX512F__
 constexpr int kTileVecRegs = 32;
 #else

@@ -1,5 +1,6 @@
 // The one oneDNN engine of the process and a stream per thread, shared by every oneDNN caller
-// (primitives.cpp for fp32, lowp_matmul_cpu.cpp for bf16/int8). Only ops/cpu sources include this.
+// (gemm_cpu.cpp and matmul_primitive_cpu.cpp for fp32 and training bf16, lowp_matmul_cpu.cpp for
+// bf16/int8 inference), defined in dnnl_context.cpp. Only ops/cpu sources include this.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>

@@ -1,5 +1,6 @@
 // The one home of GEMM on the CPU. Row-major throughout: op(A) is M×K, op(B) is K×N, C is M×N.
-// f32 goes to oneDNN; f64 (reference and gradient checks) to a plain blocked loop.
+// f32 goes to oneDNN; f64 (reference and gradient checks) to a plain blocked loop (gemm_cpu.cpp).
+// The cached oneDNN matmul primitives and their packed weights are matmul_primitive_cpu.cpp.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,222 @@
+// The one validator of the translation options. Each option is one entry of a table: its field
+// name (what the speller spells) and what its value may be, given the model, the caps and the
+// options before it. A new option is a new entry; the structure test (check_options.py) fails
+// when a field of TranslationOptions or TranslatorOptions has none, or when a range check of one
+// appears outside this file.
+#include "tfm/runtime/translation_options.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "tfm/core/check.h"
+#include "tfm/core/parallel.h"
+#include "tfm/core/validate.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/core/cuda/runtime.h"
+#endif
+
+namespace tfm {
+
+namespace {
+
+// What an entry's check sees besides the options: the spelling of names, and the model and the
+// caps (translation options only).
+struct Context {
+  const OptionSpeller& speller;
+  const ModelInfo* model = nullptr;
+  const TranslationLimits* limits = nullptr;
+
+  std::string operator()(std::string_view field) const { return speller(field); }
+  // The target vocabulary less PAD and BOS, which are never generated.
+  int64_t generable() const { return std::max<int64_t>(1, model->trg_vocab_size - 2); }
+};
+
+template <typename Options>
+struct Entry {
+  std::string_view field;
+  void (*check)(const Options& o, const Context& n);
+};
+
+constexpr int64_t kMaxTokens = int64_t{1} << 20;  // more than any model's positions
+
+using T = TranslationOptions;
+
+// One entry per field of TranslationOptions, in the order its checks should run (a width before
+// what depends on it).
+const Entry<T> kTranslation[] = {
+    {"beam_size",
+     [](const T& o, const Context& n) {
+       require_at_least(n("beam_size"), o.beam_size, 1);
+       TFM_CHECK_ARG(o.beam_size <= n.generable())
+           << n("beam_size") << " " << o.beam_size
+           << " is larger than the model's target vocabulary (" << n.generable()
+           << " tokens it can generate)";
+       const int64_t cap = n.limits->max_beam_size;
+       TFM_CHECK_ARG(cap == 0 || o.beam_size <= cap)
+           << n("beam_size") << " must be at most " << cap << " here (got " << o.beam_size << ")";
+     }},
+    {"search",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.search != Search::sampling || o.beam_size == 1)
+           << n("search=sampling") << " needs " << n("beam_size") << " 1 (got " << o.beam_size
+           << ")";
+       TFM_CHECK_ARG(o.search != Search::greedy || o.beam_size == 1)
+           << n("beam_size") << " " << o.beam_size << " needs " << n("search=beam")
+           << " (greedy search keeps one hypothesis)";
+     }},
+    {"num_hypotheses",
+     [](const T& o, const Context& n) {
+       require_at_least(n("num_hypotheses"), o.num_hypotheses, 1);
+       TFM_CHECK_ARG(o.num_hypotheses <= o.beam_size)
+           << n("num_hypotheses") << " " << o.num_hypotheses << " exceeds " << n("beam_size") << " "
+           << o.beam_size << " (a search returns at most its beam's hypotheses)";
+     }},
+    {"length_penalty",
+     [](const T& o, const Context& n) {
+       require_in_range(n("length_penalty"), o.length_penalty, 0.0, 10.0);
+     }},
+    {"normalize_scores", [](const T&, const Context&) {}},
+    {"max_length_factor",
+     [](const T& o, const Context& n) {
+       require_in_range(n("max_length_factor"), o.max_length_factor, 0.0, 1000.0);
+     }},
+    {"max_length_extra",
+     [](const T& o, const Context& n) {
+       require_in_range(n("max_length_extra"), o.max_length_extra, 0, 1'000'000);
+     }},
+    {"max_decoding_length",
+     [](const T& o, const Context& n) {
+       require_in_range(n("max_decoding_length"), o.max_decoding_length, 1, kMaxTokens);
+     }},
+    {"min_decoding_length",
+     [](const T& o, const Context& n) {
+       require_in_range(n("min_decoding_length"), o.min_decoding_length, 0, n.model->max_length);
+     }},
+    {"sampling_temperature",
+     [](const T& o, const Context& n) {
+       require_in_range(n("sampling_temperature"), o.sampling_temperature, 0.0, 1e6);
+     }},
+    {"sampling_topk",
+     [](const T& o, const Context& n) {
+       require_in_range(n("sampling_topk"), o.sampling_topk, 0, n.model->trg_vocab_size);
+     }},
+    {"sampling_topp",
+     [](const T& o, const Context& n) {
+       require_in_range(n("sampling_topp"), o.sampling_topp, 0.0, 1.0, /*lo_open=*/true);
+     }},
+    {"seed", [](const T&, const Context&) {}},
+    {"return_attention",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(!o.return_attention || !n.model->decoder_only)
+           << n("return_attention") << ": a decoder-only model has no cross-attention to return";
+     }},
+};
+
+using R = TranslatorOptions;
+
+// One entry per field of TranslatorOptions.
+const Entry<R> kTranslator[] = {
+    {"device",
+     [](const R& o, const Context& n) { runtime::check_device_available(o.device, n("device")); }},
+    {"compute_type",
+     [](const R& o, const Context& n) {
+       try {
+         resolve_compute_type(o.compute_type, o.device, /*training=*/false);
+       } catch (const Error& e) {
+         TFM_FAIL_ARG() << n("compute_type") << ": " << e.message();
+       }
+     }},
+    {"intra_threads",
+     [](const R& o, const Context& n) {
+       check_thread_count(n("intra_threads").c_str(), o.intra_threads);
+     }},
+    {"inter_threads",
+     [](const R& o, const Context& n) {
+       require_in_range(n("inter_threads"), int64_t{o.inter_threads}, 1, 1024);
+       TFM_CHECK_ARG(o.device == Device::cpu || o.inter_threads == 1)
+           << n("inter_threads") << " must be 1 on " << device_name(o.device) << " (got "
+           << o.inter_threads << "): batches run one at a time on the device's stream";
+     }},
+    {"max_batch_size",
+     [](const R& o, const Context& n) {
+       require_in_range(n("max_batch_size"), o.max_batch_size, 1, kMaxTokens);
+     }},
+    {"max_batch_tokens",
+     [](const R& o, const Context& n) {
+       require_in_range(n("max_batch_tokens"), o.max_batch_tokens, 0, int64_t{1} << 40);
+     }},
+    {"max_batch_delay_ms",
+     [](const R& o, const Context& n) {
+       require_in_range(n("max_batch_delay_ms"), o.max_batch_delay_ms, 0, 3'600'000);
+     }},
+    {"max_queued_requests",
+     [](const R& o, const Context& n) {
+       require_in_range(n("max_queued_requests"), o.max_queued_requests, 0, int64_t{1} << 30);
+     }},
+    {"on_batch", [](const R&, const Context&) {}},
+};
+
+}  // namespace
+
+void validate_translation_options(const TranslationOptions& options, const ModelInfo& model,
+                                  const OptionSpeller& name, const TranslationLimits& limits) {
+  const Context context{name, &model, &limits};
+  for (const auto& e : kTranslation) e.check(options, context);
+}
+
+void validate_translator_options(const TranslatorOptions& options, const OptionSpeller& name) {
+  const Context context{name};
+  for (const auto& e : kTranslator) e.check(options, context);
+}
+
+void validate_stream_options(const StreamOptions& options, const OptionSpeller& name) {
+  require_in_range(name("read_ahead"), options.read_ahead, 1, kMaxTokens);
+}
+
+namespace runtime {
+
+decode::SearchOptions to_search_options(const TranslationOptions& t) {
+  decode::SearchOptions o;
+  o.beam_size = t.beam_size;
+  o.n_best = t.num_hypotheses;
+  o.length_penalty = t.length_penalty;
+  o.normalize = t.normalize_scores;
+  o.max_length_a = t.max_length_factor;
+  o.max_length_b = static_cast<double>(t.max_length_extra);
+  o.max_length = t.max_decoding_length;
+  o.min_length = t.min_decoding_length;
+  o.sampling = t.search == Search::sampling;
+  o.temperature = t.sampling_temperature;
+  o.top_k = t.sampling_topk;
+  o.top_p = t.sampling_topp;
+  o.seed = t.seed;
+  o.return_attention = t.return_attention;
+  return o;
+}
+
+std::vector<std::string> translation_option_fields() {
+  std::vector<std::string> out;
+  for (const auto& e : kTranslation) out.emplace_back(e.field);
+  return out;
+}
+
+std::vector<std::string> translator_option_fields() {
+  std::vector<std::string> out;
+  for (const auto& e : kTranslator) out.emplace_back(e.field);
+  return out;
+}
+
+void check_device_available(Device device, const std::string& name) {
+  if (device == Device::cpu) return;
+#ifdef TFM_WITH_CUDA
+  TFM_CHECK_ARG(device == Device::cuda && cuda::has_device())
+      << name << " " << device_name(device) << " is not available: " << cuda::no_device_reason();
+#else
+  TFM_FAIL_ARG() << name << " " << device_name(device)
+                 << " is not available (this build has no CUDA backend: -DTFM_WITH_CUDA=ON)";
+#endif
+}
+
+}  // namespace runtime
+}  // namespace tfm

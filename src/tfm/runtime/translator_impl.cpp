@@ -1,0 +1,251 @@
+#include "tfm/runtime/translator_impl.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "tfm/core/profile.h"
+#include "tfm/model/checkpoint.h"
+#include "tfm/model/score.h"
+#include "tfm/runtime/model_info_impl.h"
+#include "tfm/runtime/translation_options.h"
+
+namespace tfm {
+
+Translator::Impl::Impl(const std::string& dir, TranslatorOptions o) : options_(std::move(o)) {
+  profile::Scope scope(profile::Phase::load);
+  validate_translator_options(options_);
+  const int cores = omp_get_num_procs();
+  if (options_.intra_threads == 0)
+    options_.intra_threads = std::max(1, cores / options_.inter_threads);
+  options_.compute_type =
+      resolve_compute_type(options_.compute_type, options_.device, /*training=*/false);
+  // The workers first, and the model loaded and packed on one of them: the threads that pack
+  // the weights are those that translate, and the calling thread starts no OpenMP team of its
+  // own (under OMP_WAIT_POLICY=active an idle team spins on a core the workers need).
+  pool_ = std::make_unique<runtime::WorkerPool>(options_.inter_threads, options_.intra_threads);
+  int64_t parameter_count = 0;
+  pool_
+      ->submit([&] {
+        model_ = load_model(dir);
+        // Counted before binding: a bf16 or int8 binding releases the f32 weights it packed.
+        parameter_count = model_->parameter_count();
+        // On a device the weights move first and are prepared there (fp32: as they are).
+        if (options_.device != Device::cpu) model_->to(options_.device);
+        model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
+      })
+      .get();
+  const ModelConfig& c = model_->config();
+  // Sizes and special ids against the config. A directory whose vocabulary does not fit still
+  // translates ids (they need none); the text methods then fail with the reason.
+  try {
+    vocabs_ = load_checked_tokenizers(dir, c);
+  } catch (const Error& e) {
+    vocab_error_ = e.message();
+    vocabs_ = {};
+  }
+  info_ = runtime::make_model_info(dir, c, parameter_count);
+  if (vocabs_.src) {
+    info_.src_vocab_path = vocabs_.src->path();
+    info_.trg_vocab_path = vocabs_.trg->path();
+  }
+  queue_ = std::make_unique<runtime::RequestQueue>(*model_, *pool_, options_);
+}
+
+Translator::Impl::~Impl() = default;
+
+void Translator::Impl::require_vocabs() const {
+  TFM_CHECK(vocab_error_.empty()) << vocab_error_;
+  TFM_CHECK(has_vocabs()) << info_.directory << " has no SentencePiece vocabulary ("
+                          << kSharedVocabFile << ", or " << kSrcVocabFile << " + " << kTrgVocabFile
+                          << ") and no " << kTokenizerConfigFile
+                          << ": translate token ids instead";
+}
+
+void Translator::Impl::require_decoder_only() const {
+  TFM_CHECK(!config().has_encoder())
+      << info_.directory << " is an encoder-decoder model: it translates (translate_batch); "
+      << "generate_batch continues prompts with a decoder-only model";
+}
+
+void Translator::Impl::require_encoder() const {
+  TFM_CHECK(config().has_encoder())
+      << info_.directory << " is a decoder-only model: it continues prompts (generate_batch) "
+      << "and scores targets, it does not translate (an encoder-decoder model does)";
+}
+
+// A source as the model reads it: a converted model's tokenizer adds its framing (</s>, the
+// source language's token); an empty text stays empty (no hypotheses).
+Ids Translator::Impl::encode_src(const std::string& text) const {
+  profile::Scope scope(profile::Phase::spm);
+  const Ids pieces = vocabs_.src->encode(text);
+  return pieces.empty() ? pieces : vocabs_.src->frame_source(pieces);
+}
+
+Ids Translator::Impl::encode_trg(const std::string& text) const {
+  profile::Scope scope(profile::Phase::spm);
+  return vocabs_.trg->encode(text);
+}
+
+std::string Translator::Impl::decode_trg(const Ids& ids) const {
+  profile::Scope scope(profile::Phase::spm);
+  return vocabs_.trg->decode(ids);
+}
+
+decode::SearchOptions Translator::Impl::checked_search(const TranslationOptions& options) const {
+  validate_translation_options(options, info_);
+  return runtime::to_search_options(options);
+}
+
+bool Translator::Impl::prepare_source(Ids& ids, const std::string& where) const {
+  const ModelConfig& c = config();
+  for (int64_t id : ids)
+    TFM_CHECK(id >= 0 && id < c.src_vocab_size)
+        << where << ": token id " << id << " is outside the source vocabulary [0, "
+        << c.src_vocab_size << ")";
+  const auto limit = static_cast<size_t>(c.max_length - c.seq_format().source_specials());
+  if (ids.size() <= limit) return false;
+  // A converted model's framing ends the source (</s>, a language token): cut before it.
+  const size_t keep = vocabs_.src ? std::min(vocabs_.src->framing().suffix.size(), limit) : 0;
+  std::copy(ids.end() - static_cast<std::ptrdiff_t>(keep), ids.end(),
+            ids.begin() + static_cast<std::ptrdiff_t>(limit - keep));
+  ids.resize(limit);
+  return true;
+}
+
+void Translator::Impl::check_prefix(const Ids& prefix, const std::string& where,
+                                    const TranslationOptions& o) const {
+  const ModelConfig& c = config();
+  const bool by_option = o.max_decoding_length < c.max_length;
+  const int64_t room = std::min(o.max_decoding_length, c.max_length) - 1;
+  for (int64_t id : prefix) {
+    TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
+        << where << ": token id " << id << " is outside the target vocabulary [0, "
+        << c.trg_vocab_size << ")";
+    const char* special = id == c.pad_id   ? "PAD"
+                          : id == c.bos_id ? "BOS"
+                          : id == c.eos_id ? "EOS"
+                                           : nullptr;
+    TFM_CHECK(!special) << where << ": token id " << id << " is the model's " << special
+                        << "; a prefix holds ordinary target tokens";
+  }
+  TFM_CHECK(static_cast<int64_t>(prefix.size()) <= room)
+      << where << " has " << prefix.size() << " tokens; "
+      << (by_option ? "max_decoding_length " + std::to_string(o.max_decoding_length)
+                    : "the model's " + std::to_string(c.max_length) + " positions")
+      << (by_option ? " leaves" : " leave") << " room for " << room << " before EOS";
+}
+
+PreparedRequest Translator::Impl::empty_request(const TranslationOptions& options,
+                                                Batching batching) const {
+  PreparedRequest p;
+  p.request.search = checked_search(options);
+  p.request.own = batching == Batching::own;
+  return p;
+}
+
+PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int64_t>>& sources,
+                                              const std::vector<std::vector<int64_t>>& prefixes,
+                                              const TranslationOptions& options,
+                                              Batching batching) const {
+  require_encoder();
+  PreparedRequest p = empty_request(options, batching);
+  TFM_CHECK_ARG(prefixes.empty() || prefixes.size() == sources.size())
+      << "target_prefix has " << prefixes.size() << " entries for " << sources.size()
+      << " sources (one per source, empty for none)";
+  p.request.prefixes.resize(prefixes.size());
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    p.request.prefixes[i].assign(prefixes[i].begin(), prefixes[i].end());
+    check_prefix(p.request.prefixes[i], "target_prefix " + std::to_string(i + 1), options);
+  }
+  p.request.sources.resize(sources.size());
+  p.truncated.resize(sources.size());
+  p.widths.resize(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    Ids& src = p.request.sources[i];
+    src.assign(sources[i].begin(), sources[i].end());
+    p.truncated[i] = prepare_source(src, "source " + std::to_string(i + 1));
+    p.widths[i] = static_cast<int64_t>(src.size()) + config().seq_format().source_specials();
+  }
+  return p;
+}
+
+PreparedRequest Translator::Impl::generation(const std::vector<std::vector<int64_t>>& prompts,
+                                             const TranslationOptions& options,
+                                             Batching batching) const {
+  require_decoder_only();
+  PreparedRequest p = empty_request(options, batching);
+  p.request.sources.resize(prompts.size());
+  p.request.prefixes.resize(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    p.request.prefixes[i].assign(prompts[i].begin(), prompts[i].end());
+    check_prefix(p.request.prefixes[i], "prompt " + std::to_string(i + 1), options);
+  }
+  p.truncated.resize(prompts.size());
+  p.widths.resize(prompts.size());
+  return p;
+}
+
+std::shared_ptr<runtime::Pending> Translator::Impl::submit(runtime::Request request,
+                                                           bool refusable) const {
+  return queue_->submit(std::move(request), refusable);
+}
+
+AsyncResults Translator::Impl::submit(PreparedRequest prepared, bool text, bool refusable) const {
+  auto state = std::make_shared<AsyncResults::State>();
+  state->impl = this;
+  state->text = text;
+  state->truncated = std::move(prepared.truncated);
+  state->widths = std::move(prepared.widths);
+  state->pending = submit(std::move(prepared.request), refusable);
+  return AsyncResults(std::move(state));
+}
+
+TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int64_t width) const {
+  TranslationResult r;
+  for (auto& h : nb) {
+    TranslationHypothesis th;
+    th.ids.assign(h.tokens.begin(), h.tokens.end());
+    if (text) th.text = decode_trg(h.tokens);
+    th.score = h.score;
+    th.log_prob = h.log_prob;
+    for (size_t at = 0; at < h.attention.size(); at += static_cast<size_t>(width))
+      th.attention.emplace_back(h.attention.begin() + static_cast<std::ptrdiff_t>(at),
+                                h.attention.begin() + static_cast<std::ptrdiff_t>(at) + width);
+    r.hypotheses.push_back(std::move(th));
+  }
+  return r;
+}
+
+std::vector<double> Translator::Impl::score(const std::vector<Ids>& src,
+                                            const std::vector<Ids>& trg) const {
+  const ModelConfig& c = config();
+  if (c.has_encoder())
+    TFM_CHECK(src.size() == trg.size())
+        << "score_batch: " << src.size() << " sources for " << trg.size() << " targets";
+  else
+    TFM_CHECK(src.empty()) << "score_batch: " << info_.directory
+                           << " is a decoder-only model: give targets alone (no sources)";
+  for (size_t i = 0; i < trg.size(); ++i) {
+    for (int64_t id : trg[i])
+      TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
+          << "score_batch: target " << i + 1 << ": token id " << id
+          << " is outside the target vocabulary [0, " << c.trg_vocab_size << ")";
+    TFM_CHECK(static_cast<int64_t>(trg[i].size()) + 1 <= c.max_length)
+        << "score_batch: target " << i + 1 << " has " << trg[i].size() << " tokens; the model has "
+        << c.max_length << " positions (with BOS/EOS)";
+    if (src.empty()) continue;
+    Ids s = src[i];
+    TFM_CHECK(!prepare_source(s, "score_batch: source " + std::to_string(i + 1)))
+        << "score_batch: source " << i + 1 << " has " << src[i].size()
+        << " tokens, more than the model's positions allow";
+  }
+  // Scoring runs on a worker so it gets the translator's intra_threads, as translation does.
+  std::vector<double> out;
+  BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
+  pool_->submit([&] { out = score_pairs(*model_, src, trg, limits); }).get();
+  return out;
+}
+
+}  // namespace tfm

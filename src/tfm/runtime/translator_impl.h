@@ -1,0 +1,96 @@
+// Translator::Impl: the loaded model, its vocabularies, the worker pool and the request queue,
+// and the preparation every call shares (checks, tokenisation, cutting, results). The public
+// methods are translator.cpp; translate_stream and generate_stream are translate_stream.cpp.
+#pragma once
+
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tfm/data/tokenizer_files.h"
+#include "tfm/data/vocab.h"
+#include "tfm/model/transformer.h"
+#include "tfm/runtime/request_queue.h"
+#include "tfm/runtime/worker_pool.h"
+#include "tfm/translator.h"
+
+namespace tfm {
+
+// A request as the queue takes it, and what turning its results into TranslationResults needs.
+struct PreparedRequest {
+  runtime::Request request;
+  std::vector<char> truncated;  // per source: cut to the model's positions
+  std::vector<int64_t> widths;  // per source: the framed source's positions (attention rows)
+};
+
+// What AsyncResults holds: the queue's Pending and how to finish its results.
+struct AsyncResults::State {
+  const Translator::Impl* impl = nullptr;
+  std::shared_ptr<runtime::Pending> pending;
+  bool text = false;
+  std::vector<char> truncated;
+  std::vector<int64_t> widths;
+};
+
+class Translator::Impl {
+ public:
+  Impl(const std::string& dir, TranslatorOptions o);
+  ~Impl();
+
+  const ModelConfig& config() const { return model_->config(); }
+  const ModelInfo& info() const { return info_; }
+  const TranslatorOptions& options() const { return options_; }
+  const ModelTokenizers& vocabs() const { return vocabs_; }
+  bool has_vocabs() const { return vocabs_.src != nullptr; }
+  void require_vocabs() const;
+  void require_encoder() const;
+  void require_decoder_only() const;
+
+  Ids encode_src(const std::string& text) const;
+  Ids encode_trg(const std::string& text) const;
+  std::string decode_trg(const Ids& ids) const;
+
+  // The options checked (in the API's words) and turned into the search's.
+  decode::SearchOptions checked_search(const TranslationOptions& options) const;
+  // Source ids checked against the vocabulary and cut to the model's positions; true when cut.
+  bool prepare_source(Ids& ids, const std::string& where) const;
+  // A prefix's ids are target ids other than PAD/BOS/EOS and leave room for EOS; errors start
+  // with `where`.
+  void check_prefix(const Ids& prefix, const std::string& where, const TranslationOptions& o) const;
+
+  // A request with the checked options and no sentences yet.
+  PreparedRequest empty_request(const TranslationOptions& options, Batching batching) const;
+  // A translate_batch / generate_batch call's request, every input checked in the API's words.
+  PreparedRequest translation(const std::vector<std::vector<int64_t>>& sources,
+                              const std::vector<std::vector<int64_t>>& prefixes,
+                              const TranslationOptions& options, Batching batching) const;
+  PreparedRequest generation(const std::vector<std::vector<int64_t>>& prompts,
+                             const TranslationOptions& options, Batching batching) const;
+  // Into the queue; refusable: an asynchronous call (QueueFull when the queue is at its limit).
+  std::shared_ptr<runtime::Pending> submit(runtime::Request request, bool refusable) const;
+  AsyncResults submit(PreparedRequest prepared, bool text, bool refusable) const;
+  void flush() const { queue_->flush(); }
+  QueueStats queue_stats() const { return queue_->stats(); }
+
+  // A search's n-best as the API returns it; width: the attention rows'.
+  TranslationResult to_result(decode::NBest& nb, bool text, int64_t width) const;
+
+  std::vector<double> score(const std::vector<Ids>& src, const std::vector<Ids>& trg) const;
+
+  // Lines in, lines out (translate_stream.cpp): each input line a source, or a prompt.
+  void stream(std::istream& in, std::ostream& out, const TranslationOptions& options,
+              const StreamOptions& stream, const std::string& source_name, bool prompts) const;
+
+ private:
+  TranslatorOptions options_;
+  std::unique_ptr<Transformer> model_;
+  ModelTokenizers vocabs_;
+  std::string vocab_error_;  // why the directory's vocabularies cannot be used, if they cannot
+  ModelInfo info_;
+  std::unique_ptr<runtime::WorkerPool> pool_;
+  std::unique_ptr<runtime::RequestQueue> queue_;  // last: stopped before the pool and the model
+};
+
+}  // namespace tfm
