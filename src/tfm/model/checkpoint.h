@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "tfm/data/vocab.h"
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/model/safetensors.h"
 #include "tfm/model/transformer.h"
 
@@ -36,11 +36,13 @@ std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config, const
 void check_finite(const Tensor& t, const std::string& what, const std::string& file);
 
 // Vocabularies that do not match the model score silently wrong or fail late with "invalid id":
-// each side's size must be the config's vocabulary size and the pad/bos/eos ids the config's.
-// Null members (no vocabulary, --ids) are not checked. Throws naming the file and both numbers.
-void check_vocabs(const ModelConfig& config, const ModelVocabs& vocabs, const std::string& dir);
+// each side's size must be the config's vocabulary size and the pad/bos/eos ids the config's
+// (a converted model's tokenizer: ids below the config's vocabulary size, and its EOS). Null
+// members (no vocabulary, --ids) are not checked. Throws naming the file and both numbers.
+void check_vocabs(const ModelConfig& config, const ModelTokenizers& tokenizers,
+                  const std::string& dir);
 
-// load_model_vocabs(dir), checked against `config` with check_vocabs.
-ModelVocabs load_checked_vocabs(const std::string& dir, const ModelConfig& config);
+// load_model_tokenizers(dir), checked against `config` with check_vocabs.
+ModelTokenizers load_checked_tokenizers(const std::string& dir, const ModelConfig& config);
 
 }  // namespace tfm

@@ -225,7 +225,7 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
     config = saved;
     // The vocabularies were checked against the installed copies; this checks the copies (or a
     // state saved for other ones) against the model.
-    check_vocabs(config, ModelVocabs{vsrc, vtrg}, o_.model_dir);
+    check_vocabs(config, ModelTokenizers{vsrc, vtrg}, o_.model_dir);
   }
   Batcher batcher = training_batches(config, *vsrc, *vtrg);
   auto valid = std::make_shared<ValidSet>();
