@@ -284,8 +284,9 @@ class Translator {
   std::vector<int64_t> tokenize_source(const std::string& text) const;
   std::vector<int64_t> tokenize_target(const std::string& text) const;
   // The same as SentencePiece pieces ("▁Ein", "▁Hund"), and pieces <-> ids, for callers that
-  // tokenise themselves (CTranslate2's token lists). A piece not in the vocabulary is its unknown
-  // id. Require has_vocabularies().
+  // tokenise themselves (CTranslate2's token lists); a converted model's source tokens include
+  // its framing ("deu_Latn", "</s>"), as tokenize_source's ids do. A piece not in the vocabulary
+  // is its unknown id. Require has_vocabularies().
   std::vector<std::string> source_tokens(const std::string& text) const;
   std::vector<int64_t> source_tokens_to_ids(const std::vector<std::string>& tokens) const;
   std::vector<int64_t> target_tokens_to_ids(const std::vector<std::string>& tokens) const;

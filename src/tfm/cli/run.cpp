@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/usage.h"
 #include "tfm/core/check.h"
 #include "tfm/core/cpu_isa.h"
 #include "tfm/core/output_file.h"
@@ -37,13 +38,14 @@ int run(int argc, char** argv) {
   add_prepare_bible(app);
   add_bench(app);
   add_serve(app);
+  add_plot(app);
   try {
     app.parse(argc, argv);
     // What a command printed with std::cout may still sit in a buffer: a full disk or /dev/full
     // behind stdout must fail the command, not exit 0 with the output lost.
     flush_standard_output();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return report_parse_error(app, e, argc, argv);
   } catch (const Error& e) {
     // The source location helps developers, not users: TFM_DEBUG (any value but 0) shows it.
     const char* debug = std::getenv("TFM_DEBUG");
@@ -51,7 +53,8 @@ int run(int argc, char** argv) {
     // One rank of a data-parallel run: end the whole job, or the others wait in a collective.
     if (dist::World* w = dist::distributed_world()) w->abort(show ? e.what() : e.message());
     std::cerr << "tfm: error: " << (show ? e.what() : e.message()) << "\n";
-    return 1;
+    // A value the command line gave that the library refuses is a usage error too.
+    return dynamic_cast<const InvalidArgument*>(&e) != nullptr ? kUsageExit : 1;
   } catch (const std::exception& e) {
     if (dist::World* w = dist::distributed_world()) w->abort(e.what());
     std::cerr << "tfm: error: " << e.what() << "\n";

@@ -43,6 +43,7 @@
 #define TFM_CUDA_FUNCTIONS(X)                                                                    \
   /* core/cuda/runtime.h (device_count, no_device_reason and Stream: below) */                   \
   X(void, require_device, const char*)                                                           \
+  X(std::string, explain_no_device, int, int, int)                                               \
   X(DeviceInfo, device_info, int)                                                                \
   X(std::string, describe, const DeviceInfo&)                                                    \
   X(void, synchronize)                                                                           \

@@ -503,6 +503,7 @@ TrainLoopResult TrainLoop::run(const std::atomic<bool>* stop) {
               (valid_.empty() ? std::string()
                               : ", " + std::to_string(valid_.size()) + " validation pairs"));
   }
+  log_.started(p_.updates);
   run_start_ = now_seconds();
   if (o_.schedule.kind == ScheduleKind::linear && o_.max_minutes > 0)
     o_.schedule.total_seconds = run_start_elapsed_ + o_.max_minutes * 60.0;
