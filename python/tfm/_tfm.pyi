@@ -183,6 +183,7 @@ class TrainOptions:
     keep_last: int
     log_every: int
     max_nonfinite: int
+    tensorboard: str
     def __init__(self) -> None: ...
 
 class TrainUpdateEvent:
@@ -286,3 +287,5 @@ def convert_transformers(model_dir: str, output_dir: str, quantization: str,
 __version__: str
 def parse_compute_type(name: str) -> str: ...
 def search_for(beam_size: int, sampling: bool) -> str: ...
+build_commit: str
+def _run_cli(argv: List[str]) -> int: ...

@@ -19,7 +19,7 @@ void add_convert(CLI::App& app) {
   cmd->add_option("--from", from, "What the input is: transformers (the only source)")
       ->check(CLI::IsMember({"transformers"}));
   cmd->add_option("input", dir, "The Transformers model directory (save_pretrained's)")->required();
-  cmd->add_option("--out", out, "Output model directory")->required();
+  cmd->add_option("-o,--out", out, "Output model directory")->required();
   cmd->add_option("--quantization", quantization,
                   "Precision the model runs in by default: int8 or bf16 (weights stay f32)")
       ->check(CLI::IsMember({"int8", "bf16"}));

@@ -78,9 +78,9 @@ struct Given {
 
 // The flags both commands share: model, search, batching, threads, precision, files.
 Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
-  cmd->add_option("--model", f.dir, "Model directory")->required();
+  cmd->add_option("-m,--model", f.dir, "Model directory")->required();
   Given g;
-  g.beam_size = cmd->add_option("--beam-size", f.beam_size,
+  g.beam_size = cmd->add_option("-b,--beam-size", f.beam_size,
                                 "Beam size (1: greedy; default: 1, a converted model's num_beams)");
   g.n_best =
       cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'");
@@ -109,9 +109,9 @@ Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
       "--precision", f.precision,
       "Linear layers in fp32, bf16, int8 or auto (default: fp32, or a converted model's "
       "--quantization)");
-  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
-  cmd->add_option("--input", f.input, "Input file (default: stdin)");
-  cmd->add_option("--output", f.output, "Output file (default: stdout)");
+  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine)");
+  cmd->add_option("-i,--input", f.input, "Input file (default: stdin)");
+  cmd->add_option("-o,--output", f.output, "Output file (default: stdout)");
   cmd->add_flag("--profile", f.profile,
                 "Print where the time went, by phase, and tokens/s on stderr at the end");
   return g;

@@ -11,6 +11,7 @@
 
 #include <optional>
 
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/generation_config.h"
 #include "tfm/model/transformer.h"
@@ -44,7 +45,7 @@ class Translator::Impl {
   const ModelConfig& config() const { return model_->config(); }
   const ModelInfo& info() const { return info_; }
   const TranslatorOptions& options() const { return options_; }
-  const ModelVocabs& vocabs() const { return vocabs_; }
+  const ModelTokenizers& vocabs() const { return vocabs_; }
   bool has_vocabs() const { return vocabs_.src != nullptr; }
   void require_vocabs() const;
   void require_encoder() const;
@@ -93,7 +94,7 @@ class Translator::Impl {
  private:
   TranslatorOptions options_;
   std::unique_ptr<Transformer> model_;
-  ModelVocabs vocabs_;
+  ModelTokenizers vocabs_;
   std::optional<GenerationConfig> generation_;  // a converted model's generation.json
   std::string vocab_error_;  // why the directory's vocabularies cannot be used, if they cannot
   ModelInfo info_;
