@@ -25,7 +25,7 @@ export PATH=$venv/bin:$PATH
 raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT
 "$venv/bin/python" -m pip wheel --no-build-isolation --no-index --no-deps --disable-pip-version-check \
-  -q -w "$raw" -Cbuild-dir="$root/build-python" "$root" >&2
+  -q -w "$raw" --config-settings=build-dir="$root/build-python" "$root" >&2
 wheel=$(ls "$raw"/tfm-*.whl)
 "$venv/bin/auditwheel" repair --exclude 'libmpi.so.*' -w "$raw/repaired" "$wheel" >&2
 repaired=$(ls "$raw"/repaired/tfm-*.whl)
