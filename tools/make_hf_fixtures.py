@@ -312,12 +312,18 @@ def build(name: str, seed: int):
     return model, cfg, gen
 
 
-def stable(model, cfg, sources) -> bool:
-    """float64 generate() equals float32's for greedy and beam 4 on every source."""
+def float64_twin(model):
+    """model in float64, with its generation config: its generate() shows where float32's sits
+    on a near-tie."""
     m64 = type(model)(model.config).eval()
     m64.load_state_dict(model.state_dict())
     m64.generation_config = model.generation_config
-    m64 = m64.double()
+    return m64.double()
+
+
+def stable(model, cfg, sources) -> bool:
+    """float64 generate() equals float32's for greedy and beam 4 on every source."""
+    m64 = float64_twin(model)
     for beams in (1, 4):
         a = [r["tokens"] for r in run_generate(model, cfg, sources, beams)]
         b = [r["tokens"] for r in run_generate(m64, cfg, sources, beams)]
@@ -367,17 +373,19 @@ def make(name: str, out_dir: str) -> None:
           f"{os.path.getsize(os.path.join(d, 'model', 'model.safetensors')) // 1024} KiB")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
-                                                   "fixtures", "hf"))
+def fixture_main(doc: str, fixture_dir: str, names, make_one) -> None:
+    """The command line of a fixture tool: --out (default tests/fixtures/<fixture_dir>) and
+    --only NAMES; make_one(name, out_dir) for each name, on one thread."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                   "..", "tests", "fixtures", fixture_dir))
     ap.add_argument("--only", nargs="*", help="names to make (default: all)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
-    for name in args.only or SPECS:
-        make(name, args.out)
+    for name in args.only or names:
+        make_one(name, args.out)
 
 
 if __name__ == "__main__":
-    main()
+    fixture_main(__doc__, "hf", SPECS, make)

@@ -1,6 +1,7 @@
 """tfm.convert_transformers and a converted model's Translator defaults, against the committed
 fixtures of tools/make_hf_fixtures.py (Transformers' generate() outputs); pytorch_model.bin
-through torch (Debian's python3-torch) equal to model.safetensors."""
+through torch (Debian's python3-torch) equal to model.safetensors; text to text with the
+directory's tokenizer against tools/make_hf_text_fixtures.py's (batch_decode of generate())."""
 import json
 import os
 import shutil
@@ -63,3 +64,35 @@ def test_pytorch_model_bin_converts_through_torch(source_dir, tmp_path):
     t = tfm.Translator(tmp_path / "from_bin", compute_type="fp32")
     out = t.translate_batch(ref["sources"])
     assert [r.hypotheses[0] for r in out] == [x["tokens"] for x in ref["beam"]]
+
+
+def _text_fixture(source_dir, name, tmp_path):
+    """tests/fixtures/hf_text/NAME (tools/make_hf_text_fixtures.py) as the Transformers directory
+    it stands for: model/ and its tokenizer's files (tests/fixtures/hf_tokenizers/<tokenizer>)."""
+    fixtures = os.path.join(source_dir, "tests", "fixtures")
+    with open(os.path.join(fixtures, "hf_text", name, "reference.json"), encoding="utf-8") as f:
+        ref = json.load(f)
+    hf = tmp_path / (name + "_hf")
+    shutil.copytree(os.path.join(fixtures, "hf_text", name, "model"), hf)
+    tok = os.path.join(fixtures, "hf_tokenizers", ref["tokenizer"])
+    for f in os.listdir(tok):
+        if f != "reference.json":
+            shutil.copy(os.path.join(tok, f), hf / f)
+    return hf, ref
+
+
+@pytest.mark.parametrize("name", ["marian", "nllb"])
+def test_converted_text_equals_generate_and_batch_decode(source_dir, tmp_path, name):
+    hf, ref = _text_fixture(source_dir, name, tmp_path)
+    info = tfm.convert_transformers(hf, tmp_path / name)
+    assert info.tokenizer == name
+    assert os.path.exists(tmp_path / name / "tfm_tokenizer.json")
+    t = tfm.Translator(tmp_path / name, compute_type="fp32")
+    assert t.has_vocabularies
+    for case in ref["cases"]:
+        kw = {k: case[k] for k in ("src_lang", "tgt_lang") if case[k] is not None}
+        kw = {{"src_lang": "source_lang", "tgt_lang": "target_lang"}[k]: v for k, v in kw.items()}
+        if case["num_beams"] is not None:
+            kw["beam_size"] = case["num_beams"]
+        out = t.translate_batch(case["sources"], **kw)
+        assert [r.hypotheses[0] for r in out] == case["outputs"], kw

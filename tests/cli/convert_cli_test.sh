@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tfm convert --from transformers, then tfm info / translate / generate on the converted models,
 # against the committed fixtures of tools/make_hf_fixtures.py (Transformers' generate() outputs):
-# the model's own search settings (its generation config) by default, flags over them, errors.
+# the model's own search settings (its generation config) by default, flags over them, errors;
+# text to text with a tokenizer (tools/make_hf_text_fixtures.py), and tfm serve with NLLB.
 # Usage: convert_cli_test.sh TFM FIXTURES_DIR
 set -uo pipefail
 tfm=$1
@@ -66,6 +67,49 @@ expect_error_input "not a multilingual converted model" "4 5 6 0" translate \
   --model "$tmp/marian_shared" --ids --target-lang de
 expect_error_input "--normalize: a converted model ranks as generate() does" "4 5 6 0" translate \
   --model "$tmp/marian_shared" --ids --normalize
+
+# With a tokenizer (tools/make_hf_text_fixtures.py: model/ and a tokenizer fixture's files make
+# the Transformers directory): text in, Transformers' batch_decode(generate(...)) text out, the
+# languages by flag; then tfm serve with the NLLB model, the languages per request.
+text=$2/hf_text
+for name in marian nllb; do
+  ref=$text/$name/reference.json
+  hf=$tmp/${name}_hf
+  mkdir -p "$hf" && cp "$text/$name/model/"* "$hf/"
+  tok=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["tokenizer"])' "$ref")
+  cp "$2/hf_tokenizers/$tok/"* "$hf/" && rm "$hf/reference.json"
+  "$tfm" convert --from transformers "$hf" -o "$tmp/${name}_text" >/dev/null 2>"$tmp/err" &&
+    [[ -f $tmp/${name}_text/tfm_tokenizer.json ]] && ok || bad "convert $name: $(cat "$tmp/err")"
+  "$tfm" info --model "$tmp/${name}_text" >"$tmp/info" 2>&1
+  grep -q "^tokenizer.source .*$name" "$tmp/info" && ok || bad "tfm info $name: $(cat "$tmp/info")"
+  # Each case: its flags, its sources and Transformers' outputs, one a line.
+  n=$(python3 - "$ref" "$tmp/$name.case" <<'PY'
+import json, sys
+ref, prefix = sys.argv[1:]
+cases = json.load(open(ref, encoding="utf-8"))["cases"]
+for i, c in enumerate(cases):
+    flags = []
+    if c["src_lang"]: flags += ["--source-lang", c["src_lang"]]
+    if c["tgt_lang"]: flags += ["--target-lang", c["tgt_lang"]]
+    if c["num_beams"]: flags += ["--beam-size", str(c["num_beams"])]
+    for ext, lines in (("flags", flags), ("src", c["sources"]), ("want", c["outputs"])):
+        with open(f"{prefix}{i}.{ext}", "w", encoding="utf-8") as f:
+            f.write("".join(l + "\n" for l in lines))
+print(len(cases))
+PY
+  )
+  for ((i = 0; i < n; i++)); do
+    mapfile -t flags <"$tmp/$name.case$i.flags"
+    "$tfm" translate --model "$tmp/${name}_text" "${flags[@]}" -i "$tmp/$name.case$i.src" \
+      -o "$tmp/$name.case$i.out" 2>"$tmp/err" && cmp -s "$tmp/$name.case$i.out" "$tmp/$name.case$i.want" &&
+      ok || bad "$name text, ${flags[*]:-defaults}: differs from Transformers: $(cat "$tmp/err")
+$(diff "$tmp/$name.case$i.out" "$tmp/$name.case$i.want" | head -6)"
+  done
+done
+expect_error_input 'unknown language code "xxx_Latn"' "Ein Hund" translate --model "$tmp/nllb_text" \
+  --source-lang xxx_Latn
+python3 "$(dirname "$0")/convert_serve_test.py" "$tfm" "$tmp/nllb_text" "$text/nllb/reference.json" \
+  && ok || bad "tfm serve with the converted NLLB model"
 
 echo "convert_cli: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -220,7 +220,8 @@ runtime::Request window_request(const Translator::Impl& impl, const Window& w,
       continue;
     }
     Ids& src = r.sources[i];
-    src = so.ids ? parse_ids(w.lines[i], c.src_vocab_size, where) : impl.encode_src(w.lines[i]);
+    src = so.ids ? parse_ids(w.lines[i], c.src_vocab_size, where)
+                 : impl.encode_src(w.lines[i], options.source_lang);
     const size_t n = src.size();
     if (impl.prepare_source(src, where) && so.warnings)
       *so.warnings << "tfm: warning: " << where << ": " << n << " tokens, more than the model's "

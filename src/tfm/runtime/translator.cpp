@@ -90,7 +90,7 @@ AsyncResults Translator::translate_async(const std::vector<std::string>& sources
                                          Batching batching) const {
   impl_->require_vocabs();
   std::vector<Ids> src, prefix;
-  for (const auto& s : sources) src.push_back(impl_->encode_src(s));
+  for (const auto& s : sources) src.push_back(impl_->encode_src(s, options.source_lang));
   for (const auto& p : target_prefix) prefix.push_back(impl_->encode_trg(p));
   return impl_->submit(impl_->translation(to_lists(src), to_lists(prefix), options, batching),
                        /*text=*/true, /*refusable=*/true);
@@ -134,7 +134,7 @@ std::vector<TranslationResult> Translator::translate_batch(
     const TranslationOptions& options) const {
   impl_->require_vocabs();
   std::vector<Ids> src, prefix;
-  for (const auto& s : sources) src.push_back(impl_->encode_src(s));
+  for (const auto& s : sources) src.push_back(impl_->encode_src(s, options.source_lang));
   for (const auto& p : target_prefix) prefix.push_back(impl_->encode_trg(p));
   return impl_
       ->submit(impl_->translation(to_lists(src), to_lists(prefix), options, Batching::own),

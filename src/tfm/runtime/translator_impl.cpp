@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 
 #include "tfm/core/profile.h"
 #include "tfm/model/checkpoint.h"
@@ -65,8 +66,7 @@ void Translator::Impl::require_vocabs() const {
   TFM_CHECK(vocab_error_.empty()) << vocab_error_;
   TFM_CHECK(has_vocabs()) << info_.directory << " has no SentencePiece vocabulary ("
                           << kSharedVocabFile << ", or " << kSrcVocabFile << " + " << kTrgVocabFile
-                          << ") and no " << kTokenizerConfigFile
-                          << ": translate token ids instead";
+                          << ") and no " << kTokenizerConfigFile << ": translate token ids instead";
 }
 
 void Translator::Impl::require_decoder_only() const {
@@ -82,11 +82,12 @@ void Translator::Impl::require_encoder() const {
 }
 
 // A source as the model reads it: a converted model's tokenizer adds its framing (</s>, the
-// source language's token); an empty text stays empty (no hypotheses).
-Ids Translator::Impl::encode_src(const std::string& text) const {
+// source language's token: HF's input_ids); an empty text stays empty (no hypotheses).
+Ids Translator::Impl::encode_src(const std::string& text, const std::string& source_lang) const {
+  if (!source_lang.empty()) language_id(source_lang, "source_lang");  // refused in the API's words
   profile::Scope scope(profile::Phase::spm);
   const Ids pieces = vocabs_.src->encode(text);
-  return pieces.empty() ? pieces : vocabs_.src->frame_source(pieces);
+  return pieces.empty() ? pieces : vocabs_.src->frame_source(pieces, source_lang);
 }
 
 Ids Translator::Impl::encode_trg(const std::string& text) const {
@@ -118,8 +119,15 @@ int64_t Translator::Impl::language_id(const std::string& code, const char* what)
   TFM_CHECK_ARG(generation_ && generation_->target_language != TargetLanguage::none)
       << what << " \"" << code << "\": " << info_.directory
       << " is not a multilingual converted model (NLLB, M2M100, mBART)";
-  TFM_FAIL_ARG() << what << " \"" << code << "\": " << info_.directory
-                 << " has no tokenizer with language codes";
+  TFM_CHECK_ARG(has_vocabs()) << what << " \"" << code << "\": " << info_.directory
+                              << " has no tokenizer with language codes (" << kTokenizerConfigFile
+                              << ")" << (vocab_error_.empty() ? "" : ": " + vocab_error_);
+  const Tokenizer& t = std::string_view(what) == "source_lang" ? *vocabs_.src : *vocabs_.trg;
+  try {
+    return t.language_id(code);
+  } catch (const Error& e) {  // the codes it knows, as an error in the option's name
+    TFM_FAIL_ARG() << what << " \"" << code << "\": " << e.message();
+  }
   return -1;
 }
 

@@ -51,7 +51,9 @@ class Translator::Impl {
   void require_encoder() const;
   void require_decoder_only() const;
 
-  Ids encode_src(const std::string& text) const;
+  // source_lang: a converted multilingual model's source language code, framing the source
+  // ("": the tokenizer's default).
+  Ids encode_src(const std::string& text, const std::string& source_lang = "") const;
   Ids encode_trg(const std::string& text) const;
   std::string decode_trg(const Ids& ids) const;
 
@@ -60,7 +62,8 @@ class Translator::Impl {
   decode::SearchOptions checked_search(const TranslationOptions& options) const;
   // TranslationOptions{}, or a converted model's generation config's settings.
   TranslationOptions default_options() const;
-  // A language code's token id, by the model's tokenizer; `what` names the option.
+  // A language code's token id, by the model's source (`what` "source_lang") or target
+  // tokenizer; `what` names the option in the InvalidArgument error.
   int64_t language_id(const std::string& code, const char* what) const;
   // Source ids checked against the vocabulary and cut to the model's positions; true when cut.
   bool prepare_source(Ids& ids, const std::string& where) const;
