@@ -21,9 +21,11 @@ struct ConvertOptions {
   bool force = false;  // replace output_dir when it exists and is not empty
 };
 
-// Reads hf_dir (config.json, model.safetensors or its shards, generation_config.json) and writes
-// output_dir atomically: config.json + model.safetensors (tfm's), and generation.json (the family
-// and generate()'s settings). pytorch_model.bin needs PyTorch: the Python package's
+// Reads hf_dir (config.json, model.safetensors or its shards, generation_config.json, tokenizer
+// files) and writes output_dir atomically: config.json + model.safetensors (tfm's),
+// generation.json (the family and generate()'s settings) and, when hf_dir has tokenizer files,
+// the tokenizer (tfm_tokenizer.json and its data: text in and out as the Transformers tokenizer
+// encodes and decodes it). pytorch_model.bin needs PyTorch: the Python package's
 // tfm.convert_transformers reads it. Returns the new directory's ModelInfo; every problem, a
 // config option tfm lacks included, is a tfm::Error naming it.
 ModelInfo convert_transformers(const std::string& hf_dir, const std::string& output_dir,

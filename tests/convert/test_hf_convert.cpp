@@ -33,6 +33,12 @@ std::string temp_dir(const std::string& tag) {
   return d.string();
 }
 
+TranslatorOptions precision(ComputeType c) {
+  TranslatorOptions o;
+  o.compute_type = c;
+  return o;
+}
+
 // A copy of fixture `name`'s Transformers directory, to edit.
 std::string copy_of(const std::string& name) {
   const std::string d = temp_dir(name);
@@ -229,7 +235,7 @@ TEST(HfConvert, QuantizationIsTheAutoPrecision) {
   const std::vector<std::vector<int64_t>> src = {{20, 71, 52, 62, 80, 25, 18, 42, 54, 76, 0},
                                                  {33, 12, 9, 0}};
   const std::vector<std::vector<int64_t>> trg = {{18, 18, 18, 82}, {40, 41}};
-  Translator ref(fp32, {.compute_type = ComputeType::automatic});
+  Translator ref(fp32, precision(ComputeType::automatic));
   EXPECT_EQ(ref.model_info().compute_type, "");
   const std::vector<double> want = Translator(fp32).score_batch(src, trg);
   for (const char* q : {"int8", "bf16"}) {
@@ -238,10 +244,10 @@ TEST(HfConvert, QuantizationIsTheAutoPrecision) {
     ConvertOptions o;
     o.quantization = q;
     EXPECT_EQ(convert_transformers(kFixtures + "/marian_shared/model", out, o).compute_type, q);
-    Translator t(out, {.compute_type = ComputeType::automatic});
+    Translator t(out, precision(ComputeType::automatic));
     EXPECT_EQ(compute_type_name(t.options().compute_type), std::string(q));
     // An explicit precision still wins.
-    EXPECT_EQ(Translator(out, {.compute_type = ComputeType::float32}).options().compute_type,
+    EXPECT_EQ(Translator(out, precision(ComputeType::float32)).options().compute_type,
               ComputeType::float32);
     const std::vector<double> got = t.score_batch(src, trg);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 0.05 * std::abs(want[i]));
