@@ -28,6 +28,17 @@ std::pair<int, std::string> refusal(const std::string& body) {
   return {0, ""};
 }
 
+// Each body is a 400 whose message starts with its text.
+template <size_t N>
+void expect_400s(const std::pair<std::string, std::string> (&cases)[N]) {
+  for (const auto& [body, message] : cases) {
+    const auto [status, got] = refusal(body);
+    EXPECT_EQ(status, 400) << body;
+    EXPECT_EQ(got.rfind(message, 0), 0u)
+        << body << ": want '" << message << "', got '" << got << "'";
+  }
+}
+
 TEST(ServeApi, BadOptionsAreNamedAsTheJsonSpellsThem) {
   const std::pair<std::string, std::string> cases[] = {
       {R"({"text": "a", "beam_size": 0})", "'beam_size' must be at least 1 (got 0)"},
@@ -44,19 +55,14 @@ TEST(ServeApi, BadOptionsAreNamedAsTheJsonSpellsThem) {
       {R"({"text": "a", "min_length": 101})", "'min_length' must be between 0 and 100 (got 101)"},
       {R"({"text": "a", "length_penalty": 11})", "'length_penalty' must be in [0, 10] (got 11)"},
   };
-  for (const auto& [body, message] : cases) {
-    const auto [status, got] = refusal(body);
-    EXPECT_EQ(status, 400) << body;
-    EXPECT_EQ(got.rfind(message, 0), 0u)
-        << body << ": want '" << message << "', got '" << got << "'";
-  }
+  expect_400s(cases);
 }
 
 TEST(ServeApi, TheJsonLayerChecksTypesAndTheSearchFollowsTheRequest) {
   EXPECT_EQ(refusal(R"({"text": "a", "beam_size": "4"})").second,
             "'beam_size' must be an integer (got string)");
   EXPECT_EQ(refusal(R"({"text": "a", "sampling": {"seed": -1}})").second,
-            "'seed' must be a non-negative integer (got a negative one)");
+            "'sampling.seed' must be a non-negative integer (got a negative one)");
   EXPECT_EQ(refusal(R"({"text": "a", "sampling": 3})").second,
             "'sampling' must be an object (got number)");
   EXPECT_EQ(parse_translate_request(R"({"text": "a"})", 8).options.search, Search::greedy);
@@ -68,6 +74,57 @@ TEST(ServeApi, TheJsonLayerChecksTypesAndTheSearchFollowsTheRequest) {
   EXPECT_EQ(s.options.sampling_topk, 5);
   EXPECT_EQ(s.options.seed, 7u);
   EXPECT_EQ(refusal(R"({"text": ["a", "b"], "beam_size": 4, "n_best": 4})").first, 0);
+}
+
+TEST(ServeApi, UnknownFieldsAndUnrepresentableNumbersNameTheField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"text": "a", "beam": 4})", "unknown field 'beam' (did you mean 'beam_size'?)"},
+      {R"({"text": "a", "nbest": 4})", "unknown field 'nbest' (did you mean 'n_best'?)"},
+      {R"({"text": "a", "sampling": {"top_k": 4}})",
+       "unknown field 'sampling.top_k' (did you mean 'sampling.topk'?)"},
+      {R"({"text": "a", "zzz": 1})", "unknown field 'zzz' (the fields are text, target_prefix,"},
+      {R"({"text": "a", "length_penalty": 1e999})",
+       "'length_penalty' is out of the range of a double: '1e999'"},
+      {R"({"text": "a", "sampling": {"topp": -1e400}})",
+       "'sampling.topp' is out of the range of a double: '-1e400'"},
+      {R"({"text": ["a", 1e999]})", "'text' is out of the range of a double"},
+      {R"({"text": "a")", "malformed JSON: parse error at line 1, column 13"},
+      {std::string(40, '[') + std::string(40, ']'), "the JSON is nested deeper than 32 levels"},
+  };
+  expect_400s(cases);
+}
+
+TEST(ServeApi, AttentionIsAHypothesisRowsWithTheirLabels) {
+  TranslateRequest r = parse_translate_request(R"({"text": ["a"], "return_attention": true})", 8);
+  TranslationResult res;
+  TranslationHypothesis h;
+  h.text = "x y";
+  h.ids = {5, 6};
+  h.attention = {{0.25f, 0.75f}, {1.0f / 3, 2.0f / 3}};
+  res.hypotheses.push_back(h);
+  const std::string out =
+      translate_response(r, {res}, 100, "translations", {{{"▁a", "</s>"}, {{"▁x", "▁y"}}}});
+  EXPECT_EQ(out, R"({"attention":[{"source_tokens":["▁a","</s>"],"target_tokens":["▁x","▁y"],)"
+                 R"("weights":[[0.25,0.75],[0.333333,0.666667]]}],"translations":["x y"]})");
+}
+
+TEST(ServeApi, LibreTranslateRequestsAndLanguages) {
+  const LibreRequest j = parse_libre_json(
+      R"({"q": ["a", "b"], "source": "de", "target": "en", "alternatives": 2, "api_key": "k"})", 8);
+  EXPECT_EQ(j.q, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(j.alternatives, 2);
+  EXPECT_EQ(j.api_key, "k");
+  const LibreRequest f =
+      parse_libre_form({{"q", "a"}, {"q", "b"}, {"q", "a"}, {"target", "en"}}, 8);
+  EXPECT_EQ(f.q, (std::vector<std::string>{"a", "b", "a"}));
+  EXPECT_FALSE(f.single);
+  EXPECT_THROW(parse_libre_form({{"q", "a"}, {"traget", "en"}}, 8), HttpError);
+  EXPECT_THROW(parse_libre_form({{"q", "a"}, {"q", "b"}}, 1), HttpError);
+  EXPECT_EQ(libre_response(j, {{"A", "A2", "A3"}, {"B"}}),
+            R"({"alternatives":[["A2","A3"],[]],"translatedText":["A","B"]})");
+  EXPECT_EQ(languages_response({{"de", "en"}, {"de", "fr"}, {"xx_Latn", "en"}}),
+            R"([{"code":"de","name":"German","targets":["en","fr"]},)"
+            R"({"code":"xx_Latn","name":"xx_Latn","targets":["en"]}])");
 }
 
 }  // namespace

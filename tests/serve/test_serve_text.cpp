@@ -1,0 +1,67 @@
+// The server's text formats: form bodies (every field kept, in order), LibreTranslate's HTML
+// (text between the tags out, translations back in, escaped), and the closest known name for a
+// misspelled field.
+#include <gtest/gtest.h>
+
+#include "tfm/core/suggest.h"
+#include "tfm/serve/form.h"
+#include "tfm/serve/html_text.h"
+#include "tfm/serve/http_message.h"
+
+namespace tfm::serve {
+namespace {
+
+TEST(Form, UrlencodedKeepsEveryFieldInOrder) {
+  const FormFields f = parse_urlencoded("q=ein+hund&q=%C3%BCber%26&q=ein+hund&source=de&empty&x=");
+  const FormFields want = {{"q", "ein hund"}, {"q", "über&"}, {"q", "ein hund"},
+                           {"source", "de"},  {"empty", ""},  {"x", ""}};
+  EXPECT_EQ(f, want);
+  EXPECT_THROW(parse_urlencoded("q=%zz"), HttpError);
+  EXPECT_THROW(parse_urlencoded("q=%4"), HttpError);
+}
+
+TEST(Form, MultipartPartsByName) {
+  const std::string body =
+      "preamble\r\n--b1\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\nein\r\nhund\r\n"
+      "--b1\r\nContent-Disposition: form-data; name=\"q\"; filename=\"x.txt\"\r\n"
+      "Content-Type: text/plain\r\n\r\nzwei\r\n--b1\r\nContent-Disposition: form-data; "
+      "name=\"source\"\r\n\r\nde\r\n--b1--\r\n";
+  const FormFields f = parse_multipart(body, "multipart/form-data; boundary=\"b1\"");
+  const FormFields want = {{"q", "ein\r\nhund"}, {"q", "zwei"}, {"source", "de"}};
+  EXPECT_EQ(f, want);
+  EXPECT_THROW(parse_multipart(body, "multipart/form-data"), HttpError);
+  EXPECT_THROW(parse_multipart("--b1\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\nx",
+                               "multipart/form-data; boundary=b1"),
+               HttpError);
+}
+
+TEST(Html, TextBetweenTagsIsTranslatedAndTheMarkupKept) {
+  const std::string doc =
+      "<p class='a>b'>Ein Hund &amp; eine Katze.</p>\n<!-- <b>nein</b> --><br/>"
+      "<script>if (a < b) x = '<p>';</script> Zwei &#x4B;atzen &lt;3 <i>und</i>";
+  const HtmlPieces h = split_html(doc);
+  std::vector<std::string> texts;
+  for (size_t i : h.texts) texts.push_back(h.pieces[i]);
+  const std::vector<std::string> want = {"Ein Hund & eine Katze.", "Zwei Katzen <3", "und"};
+  EXPECT_EQ(texts, want);
+  std::string joined;
+  for (const auto& p : h.pieces) joined += p;
+  EXPECT_NE(joined, doc);  // the texts are decoded...
+  EXPECT_EQ(join_html(h, {"A dog & a cat.", "Two cats <3", "and"}),
+            "<p class='a>b'>A dog &amp; a cat.</p>\n<!-- <b>nein</b> --><br/>"
+            "<script>if (a < b) x = '<p>';</script> Two cats &lt;3 <i>and</i>");
+}
+
+TEST(Suggest, TheClosestKnownName) {
+  const std::vector<std::string> fields = {"text", "beam_size", "n_best", "length_penalty",
+                                           "sampling"};
+  EXPECT_EQ(closest_match("beam", fields).value_or(""), "beam_size");
+  EXPECT_EQ(closest_match("nbest", fields).value_or(""), "n_best");
+  EXPECT_EQ(closest_match("txt", fields).value_or(""), "text");
+  EXPECT_EQ(closest_match("Length_Penalty", fields).value_or(""), "length_penalty");
+  EXPECT_FALSE(closest_match("temperature", fields).has_value());
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+}
+
+}  // namespace
+}  // namespace tfm::serve
