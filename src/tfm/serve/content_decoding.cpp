@@ -50,7 +50,8 @@ class Zlib final : public ContentDecoder {
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
     z_.avail_in = static_cast<uInt>(in.size());
     char piece[kPiece];
-    while (z_.avail_in > 0) {
+    for (;;) {
+      if (ended_ && z_.avail_in == 0) return;
       if (ended_) {
         // Another gzip member may follow; anything else after the end is corrupt.
         if (!gzip_) fail("data after the end of the deflate stream");
@@ -64,7 +65,8 @@ class Zlib final : public ContentDecoder {
         fail(z_.msg ? z_.msg : "corrupt data");
       append_counted(out, piece, kPiece - z_.avail_out, limit_, name_);
       if (rc == Z_STREAM_END) ended_ = true;
-      if (rc == Z_BUF_ERROR && z_.avail_out == kPiece) break;  // no progress: needs more input
+      // A piece not filled: zlib has nothing more to give until more input comes.
+      if (!ended_ && z_.avail_out != 0) return;
     }
   }
   void finish(std::string& out) override {
