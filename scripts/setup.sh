@@ -22,6 +22,9 @@ packages=(
   # Data-parallel training (TFM_WITH_MPI, docs/distributed.md): Open MPI's headers, library and
   # mpirun.
   libopenmpi-dev openmpi-bin
+  # The quick start's corpus (scripts/quickstart.sh, tfm prepare-bible): two Bible modules and
+  # mod2imp, which exports them; tests/cli/prepare_bible_cli_test.sh checks the real modules.
+  sword-text-sparv sword-text-web libsword-utils
 )
 # Debian's torch calls the system libblas.so.3, which is the (very slow) reference BLAS unless an
 # optimised one is installed: the PyTorch comparisons in bench/ would be meaningless without it.

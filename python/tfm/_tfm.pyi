@@ -171,6 +171,7 @@ class TrainOptions:
     keep_last: int
     log_every: int
     max_nonfinite: int
+    tensorboard: str
     def __init__(self) -> None: ...
 
 class TrainUpdateEvent:

@@ -139,6 +139,29 @@ TEST(CudaNoDevice, ClearErrors) {
   EXPECT_TRUE(contains(error_of([] { cuda::device_info(0); }), "no CUDA device"));
 }
 
+// Each way cudaGetDeviceCount fails, in the words a user can act on (cudaError_t values: they are
+// the runtime's ABI), with the runtime's error name kept for bug reports.
+TEST(CudaNoDevice, ReasonsInPlainWords) {
+  constexpr int kInsufficientDriver = 35, kStubLibrary = 34, kNoDevice = 100,
+                kSystemDriverMismatch = 803;
+  const std::string none = cuda::explain_no_device(kInsufficientDriver, 0, 12040);
+  EXPECT_TRUE(contains(none, "no NVIDIA driver is installed")) << none;
+  EXPECT_TRUE(contains(none, "cudaErrorInsufficientDriver")) << none;
+  const std::string old = cuda::explain_no_device(kInsufficientDriver, 11080, 12040);
+  EXPECT_TRUE(contains(old, "the NVIDIA driver (CUDA 11.8) is older than the CUDA 12.4 toolkit"))
+      << old;
+  const std::string gpu = cuda::explain_no_device(kNoDevice, 12040, 12040);
+  EXPECT_TRUE(contains(gpu, "finds no GPU on this machine")) << gpu;
+  EXPECT_TRUE(contains(cuda::explain_no_device(0, 12040, 12040), "finds no GPU"));
+  EXPECT_TRUE(contains(cuda::explain_no_device(kStubLibrary, 0, 12040), "stub"));
+  EXPECT_TRUE(
+      contains(cuda::explain_no_device(kSystemDriverMismatch, 12040, 12040), "kernel module"));
+  // This machine's own reason is one of them (the runtime's sentence is not the message).
+  if (!cuda::has_device())
+    EXPECT_FALSE(contains(cuda::no_device_reason(), "is insufficient for CUDA runtime"))
+        << cuda::no_device_reason();
+}
+
 // From here on a GPU is needed.
 class CudaDevice : public ::testing::Test {
  protected:

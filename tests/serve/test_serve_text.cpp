@@ -1,9 +1,7 @@
-// The server's text formats: form bodies (every field kept, in order), LibreTranslate's HTML
-// (text between the tags out, translations back in, escaped), and the closest known name for a
-// misspelled field.
+// The server's text formats: form bodies (every field kept, in order), and LibreTranslate's HTML
+// (text between the tags out, translations back in, escaped).
 #include <gtest/gtest.h>
 
-#include "tfm/core/suggest.h"
 #include "tfm/serve/form.h"
 #include "tfm/serve/html_text.h"
 #include "tfm/serve/http_message.h"
@@ -50,17 +48,6 @@ TEST(Html, TextBetweenTagsIsTranslatedAndTheMarkupKept) {
   EXPECT_EQ(join_html(h, {"A dog & a cat.", "Two cats <3", "and"}),
             "<p class='a>b'>A dog &amp; a cat.</p>\n<!-- <b>nein</b> --><br/>"
             "<script>if (a < b) x = '<p>';</script> Two cats &lt;3 <i>and</i>");
-}
-
-TEST(Suggest, TheClosestKnownName) {
-  const std::vector<std::string> fields = {"text", "beam_size", "n_best", "length_penalty",
-                                           "sampling"};
-  EXPECT_EQ(closest_match("beam", fields).value_or(""), "beam_size");
-  EXPECT_EQ(closest_match("nbest", fields).value_or(""), "n_best");
-  EXPECT_EQ(closest_match("txt", fields).value_or(""), "text");
-  EXPECT_EQ(closest_match("Length_Penalty", fields).value_or(""), "length_penalty");
-  EXPECT_FALSE(closest_match("temperature", fields).has_value());
-  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
 }
 
 }  // namespace

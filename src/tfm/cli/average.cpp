@@ -12,7 +12,7 @@ void add_average(CLI::App& app) {
   auto* cmd = app.add_subcommand("average", "Average the parameters of several checkpoints");
   static std::string out;
   static std::vector<std::string> dirs;
-  cmd->add_option("--out", out, "Output model directory")->required();
+  cmd->add_option("-o,--out", out, "Output model directory")->required();
   cmd->add_option("dirs", dirs, "Model directories (same configuration)")->required();
   cmd->callback([] {
     average_models(dirs, out);

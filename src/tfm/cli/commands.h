@@ -16,7 +16,9 @@ void add_vocab(CLI::App& app);
 void add_train(CLI::App& app);
 void add_average(CLI::App& app);
 void add_prepare_ding(CLI::App& app);
+void add_prepare_bible(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_serve(CLI::App& app);
+void add_plot(CLI::App& app);
 
 }  // namespace tfm::cli

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/usage.h"
 #include "tfm/core/check.h"
 #include "tfm/core/cpu_isa.h"
 #include "tfm/core/output_file.h"
@@ -27,15 +28,17 @@ int main(int argc, char** argv) {
   tfm::cli::add_train(app);
   tfm::cli::add_average(app);
   tfm::cli::add_prepare_ding(app);
+  tfm::cli::add_prepare_bible(app);
   tfm::cli::add_bench(app);
   tfm::cli::add_serve(app);
+  tfm::cli::add_plot(app);
   try {
     app.parse(argc, argv);
     // What a command printed with std::cout may still sit in a buffer: a full disk or /dev/full
     // behind stdout must fail the command, not exit 0 with the output lost.
     tfm::flush_standard_output();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return tfm::cli::report_parse_error(app, e, argc, argv);
   } catch (const tfm::Error& e) {
     // The source location helps developers, not users: TFM_DEBUG (any value but 0) shows it.
     const char* debug = std::getenv("TFM_DEBUG");
@@ -44,7 +47,8 @@ int main(int argc, char** argv) {
     if (tfm::dist::World* w = tfm::dist::distributed_world())
       w->abort(show ? e.what() : e.message());
     std::cerr << "tfm: error: " << (show ? e.what() : e.message()) << "\n";
-    return 1;
+    // A value the command line gave that the library refuses is a usage error too.
+    return dynamic_cast<const tfm::InvalidArgument*>(&e) != nullptr ? tfm::cli::kUsageExit : 1;
   } catch (const std::exception& e) {
     if (tfm::dist::World* w = tfm::dist::distributed_world()) w->abort(e.what());
     std::cerr << "tfm: error: " << e.what() << "\n";

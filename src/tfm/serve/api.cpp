@@ -82,18 +82,17 @@ json parse_object(const std::string& body) {
 }
 
 // A 400 for the first field of `j` that is not in `known`, naming it (prefix.name) and the
-// closest known one.
+// closest known ones (core/suggest.h), or all of them when none is close.
 void check_fields(const json& j, const std::vector<std::string>& known, const std::string& prefix) {
   for (const auto& [name, value] : j.items()) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::vector<std::string> close = closest_names(name, known);
+    for (auto& c : close) c = prefix + c;
     std::string message = "unknown field '" + prefix + name + "'";
-    if (const auto close = closest_match(name, known)) {
-      message += " (did you mean '" + prefix + *close + "'?)";
-    } else {
-      message += " (the fields are";
-      for (size_t i = 0; i < known.size(); ++i) message += (i ? ", " : " ") + known[i];
-      message += ")";
-    }
+    if (!close.empty())
+      message += " (did you mean " + one_of(close, "'") + "?)";
+    else
+      message += " (the fields are " + one_of(known, "") + ")";
     throw HttpError(400, message);
   }
 }

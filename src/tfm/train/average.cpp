@@ -4,7 +4,7 @@
 
 #include "tfm/core/dir_lock.h"
 #include "tfm/core/file_util.h"
-#include "tfm/data/vocab.h"
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/ops/elementwise.h"
 
@@ -47,16 +47,11 @@ void average_models(const std::vector<std::string>& dirs, const std::string& out
         << "average: --out " << out << " holds a training run (" << other
         << "); write the average to another directory";
   }
-  const ModelVocabs vocabs = load_checked_vocabs(dirs[0], result->config());
+  load_checked_tokenizers(dirs[0], result->config());
   write_dir_atomic(out, [&](const std::string& tmp) {
     save_model(*result, tmp);
-    for (const std::string& name :
-         {std::string(kSharedVocabFile), std::string(kSrcVocabFile), std::string(kTrgVocabFile),
-          legacy_vocab_file(kSharedVocabFile), legacy_vocab_file(kSrcVocabFile),
-          legacy_vocab_file(kTrgVocabFile)}) {
-      const fs::path src = fs::path(dirs[0]) / name;
-      if (fs::exists(src)) copy_file_atomic(src.string(), (fs::path(tmp) / name).string());
-    }
+    for (const std::string& name : tokenizer_file_names(dirs[0]))
+      copy_file_atomic((fs::path(dirs[0]) / name).string(), (fs::path(tmp) / name).string());
   });
 }
 
