@@ -207,6 +207,17 @@ def web_checks(pool: list[str], ref: dict) -> None:
         check(status == 200 and json.loads(body) == [{"code": "de", "name": "German",
                                                        "targets": ["en"]}],
               f"/languages: {status} {body}")
+        # LibreTranslate's frontend settings (no key needed to read that one is): the pair, the
+        # key, what tfm lacks (files, suggestions), and the page's wait, which the page uses.
+        status, _, body = request(s.url("/frontend/settings"))
+        fs = json.loads(body) if status == 200 else {}
+        check(fs.get("language") == {"source": {"code": "de", "name": "German"},
+                                     "target": {"code": "en", "name": "English"}} and
+              fs.get("apiKeys") is True and fs.get("keyRequired") is True and
+              fs.get("charLimit") == -1 and fs.get("filesTranslation") is False and
+              fs.get("supportedFilesFormat") == [] and fs.get("suggestions") is False and
+              isinstance(fs.get("frontendTimeout"), int) and fs["frontendTimeout"] > 0,
+              f"/frontend/settings: {status} {body}")
         # CORS: a preflight from the allowed origin, its answers; another origin gets nothing.
         pre = {"Origin": origin, "Access-Control-Request-Method": "POST",
                "Access-Control-Request-Headers": "authorization, content-type"}

@@ -7,7 +7,8 @@ Each check is a function below, on a server of its own: compressed and chunked b
 against --max-request-bytes as they are decoded (gzip, deflate and brotli bombs); memory a
 request costs, bounded and given back; slow clients (a byte a second) that must not block
 /health or translation, the read timeout and the cap on connections waiting for a request;
-pipelined requests answered in order; half-closed clients answered; SIGTERM draining what was
+pipelined requests answered in order; half-closed clients answered; a client that resets its
+connection mid-request cancels it; SIGTERM draining what was
 read while trickling clients are dropped, and a second signal that ends the process; the
 LibreTranslate form (duplicate q, the URL's q); numbers JSON cannot hold; the metrics' request
 durations and bucket labels; unknown fields; malformed framing. Every wait is bounded.
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
+import os
 import random
 import re
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -260,6 +263,54 @@ def test_half_close():
         check(s.stop() == 0, "half-close server: SIGTERM exit status")
 
 
+def in_flight(s: Server) -> float:
+    """Translation requests the server holds (its --max-queue counts these)."""
+    _, _, text = request(s.url("/metrics"), timeout=10)
+    m = re.search(r"^tfm_serve_requests_in_flight (\S+)$", text, re.M)
+    return float(m.group(1)) if m else -1.0
+
+
+def open_fds(s: Server) -> int:
+    return len(os.listdir(f"/proc/{s.proc.pid}/fd"))
+
+
+def test_disconnect():
+    """A client that resets its connection while its request waits for a batch: the request is
+    cancelled at once (its place in the queue free again long before its batch would run),
+    logged as 499, its descriptor closed; the next request takes the place and is answered."""
+    s = server("--max-queue", "1", "--max-batch-delay-ms", "20000")
+    signalled = False
+    try:
+        ref = sl.reference(TFM, MODEL, POOL[3:5])
+        base = open_fds(s)
+        a = connect(s.port)
+        a.sendall(translate_json(s.port, POOL[1:3]))
+        check(sl.wait_for(lambda: in_flight(s) == 1, 10), "the first request was not admitted")
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        a.close()  # a reset, as from a client killed or timed out
+        t0 = time.time()
+        freed = sl.wait_for(lambda: in_flight(s) == 0, 5)
+        check(freed, f"the reset client's request still held after {time.time() - t0:.1f} s "
+              "(its batch waits 20 s)")
+        check(sl.wait_for(lambda: open_fds(s) == base, 5),
+              f"descriptors: {open_fds(s)} after the reset, {base} before")
+        b = connect(s.port, timeout=30)
+        b.sendall(translate_json(s.port, POOL[3:5]))
+        check(sl.wait_for(lambda: in_flight(s) == 1, 10), "the next request was not admitted")
+        # The drain sends the waiting batch at once.
+        s.proc.send_signal(signal.SIGTERM)
+        signalled = True
+        r = read_response(b)
+        b.close()
+        check(r is not None and r.status == 200 and r.json()["translations"] == ref,
+              f"the request after the reset: {r}")
+    finally:
+        rc = s.wait(30) if signalled else s.stop()
+        check(rc == 0, f"disconnect server: SIGTERM exit status {rc}")
+    check(any('"POST /v1/translate" 499' in l for l in s.lines),
+          "the access log lacks the reset client's 499")
+
+
 def test_sigterm():
     """SIGTERM with requests in flight and three trickling clients: the requests are answered,
     the tricklers closed, exit 0 at once; a second signal during a long drain ends the process."""
@@ -461,7 +512,7 @@ def test_framing():
 
 
 TESTS = [test_bombs, test_memory, test_slow_clients, test_pending_cap, test_pipelining,
-         test_half_close, test_sigterm, test_libretranslate_form, test_json_numbers_and_fields,
+         test_half_close, test_disconnect, test_sigterm, test_libretranslate_form, test_json_numbers_and_fields,
          test_metrics, test_framing]
 
 

@@ -168,6 +168,11 @@ def translation_page(chrome: Chrome, sentence: str) -> None:
               f"the key was not taken: {chrome.js(status_js)}")
         check("de → en" in chrome.js("document.getElementById('model').textContent"),
               "the model line lacks the languages")
+        # The page waits after a key as long as the server's settings say.
+        status, _, body = sl.request(s.url("/frontend/settings"))
+        wait = json.loads(body).get("frontendTimeout") if status == 200 else None
+        check(wait is not None and chrome.js("state.wait") == wait,
+              f"the page waits {chrome.js('state.wait')} ms, /frontend/settings says {wait}")
 
         chrome.type("#source", sentence)
         done = chrome.wait("document.body.dataset.state === 'idle' && "

@@ -3,6 +3,8 @@
 // layer itself checks only types.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "tfm/serve/api.h"
@@ -90,8 +92,13 @@ TEST(ServeApi, UnknownFieldsAndUnrepresentableNumbersNameTheField) {
       {R"({"text": ["a", 1e999]})", "'text' is out of the range of a double"},
       {R"({"text": "a")", "malformed JSON: parse error at line 1, column 13"},
       {std::string(40, '[') + std::string(40, ']'), "the JSON is nested deeper than 32 levels"},
+      // A field twice: which was meant? (The parser alone keeps the last.)
+      {R"({"text": "a", "beam_size": 1, "beam_size": 4})", "'beam_size' is given twice"},
+      {R"({"text": "a", "sampling": {"topk": 1, "topk": 2}})", "'sampling.topk' is given twice"},
   };
   expect_400s(cases);
+  // The same key in two objects is not a repeat.
+  EXPECT_EQ(refusal(R"({"text": "a", "sampling": {"seed": 1}, "n_best": 1})").first, 0);
 }
 
 TEST(ServeApi, AttentionIsAHypothesisRowsWithTheirLabels) {
@@ -120,11 +127,40 @@ TEST(ServeApi, LibreTranslateRequestsAndLanguages) {
   EXPECT_FALSE(f.single);
   EXPECT_THROW(parse_libre_form({{"q", "a"}, {"traget", "en"}}, 8), HttpError);
   EXPECT_THROW(parse_libre_form({{"q", "a"}, {"q", "b"}}, 1), HttpError);
+  try {  // only q repeats: two targets would leave the server to guess
+    parse_libre_form({{"q", "a"}, {"target", "en"}, {"target", "fr"}}, 8);
+    ADD_FAILURE() << "a form with two targets was taken";
+  } catch (const HttpError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_STREQ(e.what(), "'target' is given twice (only 'q' may repeat)");
+  }
+  EXPECT_THROW(parse_libre_json(R"({"q": "a", "target": "en", "target": "fr"})", 8), HttpError);
   EXPECT_EQ(libre_response(j, {{"A", "A2", "A3"}, {"B"}}),
             R"({"alternatives":[["A2","A3"],[]],"translatedText":["A","B"]})");
   EXPECT_EQ(languages_response({{"de", "en"}, {"de", "fr"}, {"xx_Latn", "en"}}),
             R"([{"code":"de","name":"German","targets":["en","fr"]},)"
             R"({"code":"xx_Latn","name":"xx_Latn","targets":["en"]}])");
+}
+
+TEST(ServeApi, FrontendSettingsAsLibreTranslateWritesThem) {
+  const auto settings = [](const std::vector<LanguagePair>& pairs, bool key) {
+    return nlohmann::json::parse(frontend_settings_response(pairs, key, 300));
+  };
+  const auto known = settings({{"de", "en"}, {"de", "fr"}}, true);
+  EXPECT_EQ(known["language"]["source"], (nlohmann::json{{"code", "de"}, {"name", "German"}}));
+  EXPECT_EQ(known["language"]["target"], (nlohmann::json{{"code", "en"}, {"name", "English"}}));
+  EXPECT_EQ(known["apiKeys"], true);
+  EXPECT_EQ(known["keyRequired"], true);
+  EXPECT_EQ(known["frontendTimeout"], 300);
+  EXPECT_EQ(known["charLimit"], -1);
+  EXPECT_EQ(known["filesTranslation"], false);
+  EXPECT_EQ(known["supportedFilesFormat"], nlohmann::json::array());
+  // No pair known: any source ("auto"), no target to preselect.
+  const auto unknown = settings({}, false);
+  EXPECT_EQ(unknown["language"]["source"],
+            (nlohmann::json{{"code", "auto"}, {"name", "Auto Detect"}}));
+  EXPECT_EQ(unknown["language"]["target"]["code"], "");
+  EXPECT_EQ(unknown["keyRequired"], false);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -41,24 +42,35 @@ std::string untagged(const char* what) {
                          : w);
 }
 
+// An object or array the parser is inside: an object's keys so far and the current one.
+struct Frame {
+  bool object = false;
+  std::string key;
+  std::set<std::string> keys;
+};
+
 // The body as a JSON object. Numbers that do not fit a double are a 400 naming their field
-// ("sampling.temperature"), which the parser's callback tracks; nesting is bounded.
+// ("sampling.temperature"), which the parser's callback tracks; so is a field given twice (the
+// parser would keep the last silently); nesting is bounded.
 json parse_object(const std::string& body) {
-  std::vector<std::pair<bool, std::string>> frames;  // (an object?, its current key)
+  std::vector<Frame> frames;
   const auto path = [&] {
     std::string p;
-    for (const auto& [object, key] : frames)
-      if (object && !key.empty()) p += (p.empty() ? "" : ".") + key;
+    for (const Frame& f : frames)
+      if (f.object && !f.key.empty()) p += (p.empty() ? "" : ".") + f.key;
     return p;
   };
   const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
     using E = json::parse_event_t;
-    if (event == E::object_start || event == E::array_start)
-      frames.emplace_back(event == E::object_start, "");
-    else if ((event == E::object_end || event == E::array_end) && !frames.empty())
+    if (event == E::object_start || event == E::array_start) {
+      frames.push_back({event == E::object_start, {}, {}});
+    } else if ((event == E::object_end || event == E::array_end) && !frames.empty()) {
       frames.pop_back();
-    else if (event == E::key && !frames.empty())
-      frames.back().second = parsed.get<std::string>();
+    } else if (event == E::key && !frames.empty()) {
+      frames.back().key = parsed.get<std::string>();
+      if (!frames.back().keys.insert(frames.back().key).second)
+        throw HttpError(400, "'" + path() + "' is given twice");
+    }
     if (frames.size() > kMaxDepth)
       throw HttpError(400,
                       "the JSON is nested deeper than " + std::to_string(kMaxDepth) + " levels");
@@ -322,12 +334,15 @@ LibreRequest parse_libre_json(const std::string& body, int64_t max_sentences) {
 
 LibreRequest parse_libre_form(const FormFields& fields, int64_t max_sentences) {
   LibreRequest r;
+  std::set<std::string> seen;
   for (const auto& [name, value] : fields) {
     if (name == "q") {
       r.q.push_back(value);
       continue;
     }
-    // Each other field once; an unknown one is named as in JSON.
+    // Each other field once (which of two would be meant?); an unknown one is named as in JSON.
+    if (!seen.insert(name).second)
+      throw HttpError(400, "'" + name + "' is given twice (only 'q' may repeat)");
     if (name == "alternatives") {
       try {
         size_t used = 0;
@@ -398,6 +413,24 @@ std::string languages_response(const std::vector<LanguagePair>& pairs) {
     }
     out[it->second]["targets"].push_back(p.target);
   }
+  return dump(out);
+}
+
+std::string frontend_settings_response(const std::vector<LanguagePair>& pairs, bool key_required,
+                                       int64_t frontend_timeout_ms) {
+  const auto language = [](const std::string& code) {
+    return json{{"code", code},
+                {"name", code == "auto" ? std::string("Auto Detect") : language_name(code)}};
+  };
+  json out = {{"charLimit", -1},
+              {"frontendTimeout", frontend_timeout_ms},
+              {"apiKeys", key_required},
+              {"keyRequired", key_required},
+              {"suggestions", false},
+              {"filesTranslation", false},
+              {"supportedFilesFormat", json::array()}};
+  out["language"] = {{"source", language(pairs.empty() ? "auto" : pairs[0].source)},
+                     {"target", language(pairs.empty() ? "" : pairs[0].target)}};
   return dump(out);
 }
 

@@ -83,6 +83,15 @@ std::string languages_response(const std::vector<LanguagePair>& pairs);
 // The English name of an ISO 639-1 code ("de" -> "German"), or the code itself.
 std::string language_name(std::string_view code);
 
+// GET /frontend/settings, what LibreTranslate's web frontend and clients read before they
+// translate: {"charLimit": -1 (no limit on characters; the server's limit is on a body's bytes),
+// "frontendTimeout": the page's wait after a key in ms, "apiKeys" and "keyRequired": whether a
+// key is wanted, "suggestions": false, "filesTranslation": false, "supportedFilesFormat": [],
+// "language": {"source": {"code", "name"}, "target": {...}}}: the first pair of `pairs`, or
+// "auto" to "" when the server knows none.
+std::string frontend_settings_response(const std::vector<LanguagePair>& pairs, bool key_required,
+                                       int64_t frontend_timeout_ms);
+
 // GET /v1/model: the config, the vocabulary sizes and how the model runs.
 std::string model_response(const ModelInfo& info, const TranslatorOptions& options);
 

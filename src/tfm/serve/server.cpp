@@ -76,8 +76,12 @@ constexpr RouteInfo kRoutes[] = {
     {"/metrics", "GET, HEAD", false}, {"/v1/model", "GET, HEAD", false},
     {"/v1/translate", "POST", false}, {"/v1/generate", "POST", false},
     {"/translate", "POST", true},  // LibreTranslate's api_key is in the body: checked there
-    {"/detect", "POST", true},
+    {"/detect", "POST", true},        {"/frontend/settings", "GET, HEAD", true},
 };
+
+// How long the translate page waits after a key before it translates; it reads this from
+// GET /frontend/settings (LibreTranslate's frontendTimeout), as LibreTranslate's page does.
+constexpr int64_t kPageWaitMs = 300;
 
 const RouteInfo* find_route(std::string_view path) {
   for (const auto& r : kRoutes)
@@ -216,6 +220,9 @@ std::optional<HttpResponse> Service::quick(HttpRequest& req) {
     return r;
   }
   if (req.path == "/languages") return json_response(languages_response(languages_));
+  if (req.path == "/frontend/settings")
+    return json_response(
+        frontend_settings_response(languages_, !options_.api_key.empty(), kPageWaitMs));
   if (req.path == "/metrics") {
     const QueueStats q = translator_.queue_stats();
     HttpResponse r;

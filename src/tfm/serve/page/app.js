@@ -1,11 +1,13 @@
-// tfm serve's translate page: the text is translated as it is typed (a request 300 ms after the
-// last key), through the same JSON API every client uses (POST /v1/translate, or /v1/generate
+// tfm serve's translate page: the text is translated as it is typed (a request the server's
+// frontendTimeout, GET /frontend/settings, after the last key), through the same JSON API every client uses (POST /v1/translate, or /v1/generate
 // for a decoder-only model), with the API key when the server wants one. The alternatives are
 // the request's n-best; the heat map is the chosen one's attention (return_attention).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { seq: 0, decoderOnly: false, results: [], lines: [], sentence: 0, chosen: 0 };
+// wait: ms after a key before translating, the server's (null until its settings arrive).
+const state = { seq: 0, decoderOnly: false, results: [], lines: [], sentence: 0, chosen: 0,
+  wait: null };
 let timer = null;
 
 function setState(name, message, error = false) {
@@ -47,6 +49,8 @@ async function loadModel() {
     document.body.classList.toggle("decoder-only", state.decoderOnly);
     let text = (state.decoderOnly ? "decoder-only" : "encoder-decoder") + " model, " +
       m.parameters.toLocaleString("en") + " parameters, " + m.compute_type;
+    const settings = await (await fetch("/frontend/settings")).json();
+    if (Number.isFinite(settings.frontendTimeout)) state.wait = settings.frontendTimeout;
     const languages = await (await fetch("/languages")).json();
     if (languages.length)
       text += " · " + languages.map((l) => l.code + " → " + l.targets.join(", ")).join("; ");
@@ -59,7 +63,7 @@ async function loadModel() {
   }
 }
 
-function schedule(delay = 300) {
+function schedule(delay = state.wait ?? 0) {
   clearTimeout(timer);
   document.body.dataset.state = "pending";
   timer = setTimeout(run, delay);
