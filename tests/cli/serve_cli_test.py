@@ -391,6 +391,13 @@ def main() -> int:
                                                    "target_prefix": "the dog sees the cat"})
         expect(400, "LibreTranslate xml", libre, {"q": "a", "format": "xml"})
         expect(400, "unknown field", tr, {"text": "a", "beam": 2})
+        # A form is LibreTranslate's (415 naming its route); JSON sent as one (curl -d) is JSON.
+        form = {**AUTH, "Content-Type": "application/x-www-form-urlencoded"}
+        status, _, text = request(tr, "text=a", form)
+        check(status == 415 and "go to POST /translate" in text, f"a form body: {status} {text}")
+        status, _, text = request(tr, '{"text": ["%s"]}' % pool[0], form)
+        check(status == 200 and json.loads(text)["translations"] == [ref[pool[0]]],
+              f"JSON sent as a form: {status} {text}")
         expect(405, "GET on a POST route", tr, method="GET")
         expect(401, "no key", tr, {"text": "a"}, headers={})
         hdrs = expect(401, "wrong key", tr, {"text": "a"},

@@ -85,6 +85,10 @@ TEST(ServeApi, UnknownFieldsAndUnrepresentableNumbersNameTheField) {
       {R"({"text": "a", "sampling": {"top_k": 4}})",
        "unknown field 'sampling.top_k' (did you mean 'sampling.topk'?)"},
       {R"({"text": "a", "zzz": 1})", "unknown field 'zzz' (the fields are text, target_prefix,"},
+      // LibreTranslate's request sent to the other route: which route takes it.
+      {R"({"q": "a", "target": "en"})",
+       "unknown field 'q' (LibreTranslate's: POST /translate takes it; POST /v1/translate takes "
+       "'text')"},
       {R"({"text": "a", "length_penalty": 1e999})",
        "'length_penalty' is out of the range of a double: '1e999'"},
       {R"({"text": "a", "sampling": {"topp": -1e400}})",
@@ -135,6 +139,14 @@ TEST(ServeApi, LibreTranslateRequestsAndLanguages) {
     EXPECT_STREQ(e.what(), "'target' is given twice (only 'q' may repeat)");
   }
   EXPECT_THROW(parse_libre_json(R"({"q": "a", "target": "en", "target": "fr"})", 8), HttpError);
+  try {  // /v1/translate's request sent to LibreTranslate's route
+    parse_libre_json(R"({"text": "a"})", 8);
+    ADD_FAILURE() << "'text' was taken by LibreTranslate's route";
+  } catch (const HttpError& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown field 'text' (POST /v1/translate's: LibreTranslate's POST /translate "
+                 "takes 'q')");
+  }
   EXPECT_EQ(libre_response(j, {{"A", "A2", "A3"}, {"B"}}),
             R"({"alternatives":[["A2","A3"],[]],"translatedText":["A","B"]})");
   EXPECT_EQ(languages_response({{"de", "en"}, {"de", "fr"}, {"xx_Latn", "en"}}),

@@ -18,6 +18,15 @@ TEST(Form, UrlencodedKeepsEveryFieldInOrder) {
   EXPECT_THROW(parse_urlencoded("q=%4"), HttpError);
 }
 
+TEST(Form, TheContentTypeNamesTheForm) {
+  EXPECT_EQ(form_kind("application/x-www-form-urlencoded"), FormKind::urlencoded);
+  EXPECT_EQ(form_kind("Application/X-WWW-Form-Urlencoded; charset=UTF-8"), FormKind::urlencoded);
+  EXPECT_EQ(form_kind("multipart/form-data; boundary=b1"), FormKind::multipart);
+  EXPECT_EQ(form_kind("application/json"), FormKind::none);
+  EXPECT_EQ(form_kind(""), FormKind::none);
+  EXPECT_EQ(form_kind("multipart/mixed"), FormKind::none);
+}
+
 TEST(Form, MultipartPartsByName) {
   const std::string body =
       "preamble\r\n--b1\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\nein\r\nhund\r\n"

@@ -93,14 +93,23 @@ json parse_object(const std::string& body) {
   return j;
 }
 
+// The texts' field of one API sent to the other: the route it belongs to.
+const std::map<std::string_view, const char*> kOtherApiFields = {
+    {"q", "LibreTranslate's: POST /translate takes it; POST /v1/translate takes 'text'"},
+    {"text", "POST /v1/translate's: LibreTranslate's POST /translate takes 'q'"},
+};
+
 // A 400 for the first field of `j` that is not in `known`, naming it (prefix.name) and the
 // closest known ones (core/suggest.h), or all of them when none is close.
 void check_fields(const json& j, const std::vector<std::string>& known, const std::string& prefix) {
   for (const auto& [name, value] : j.items()) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string message = "unknown field '" + prefix + name + "'";
+    if (const auto other = kOtherApiFields.find(name);
+        prefix.empty() && other != kOtherApiFields.end())
+      throw HttpError(400, message + " (" + other->second + ")");
     std::vector<std::string> close = closest_names(name, known);
     for (auto& c : close) c = prefix + c;
-    std::string message = "unknown field '" + prefix + name + "'";
     if (!close.empty())
       message += " (did you mean " + one_of(close, "'") + "?)";
     else

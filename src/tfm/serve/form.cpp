@@ -124,4 +124,13 @@ FormFields parse_multipart(std::string_view body, std::string_view content_type)
   }
 }
 
+FormKind form_kind(std::string_view content_type) {
+  const auto is = [&](std::string_view type) {
+    return content_type.size() >= type.size() && iequals(content_type.substr(0, type.size()), type);
+  };
+  if (is("application/x-www-form-urlencoded")) return FormKind::urlencoded;
+  if (is("multipart/form-data")) return FormKind::multipart;
+  return FormKind::none;
+}
+
 }  // namespace tfm::serve

@@ -12,6 +12,10 @@ namespace tfm::serve {
 
 using FormFields = std::vector<std::pair<std::string, std::string>>;
 
+// Which form a request's Content-Type names (its media type, without case), if any.
+enum class FormKind { none, urlencoded, multipart };
+FormKind form_kind(std::string_view content_type);
+
 // name=value pairs joined by '&' ('+' a space, %XX a byte). Also a URL's query string.
 FormFields parse_urlencoded(std::string_view body);
 

@@ -1,7 +1,6 @@
 #include "tfm/serve/libretranslate.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "tfm/serve/html_text.h"
 
@@ -56,15 +55,15 @@ std::vector<std::string> hypotheses_text(const TranslationResult& r) {
 }  // namespace
 
 LibreRequest parse_libre_request(const HttpRequest& request, int64_t max_sentences) {
-  const std::string type(request.header("Content-Type").value_or(""));
-  const auto is = [&](const char* t) {
-    return type.size() >= std::strlen(t) &&
-           iequals(std::string_view(type).substr(0, std::strlen(t)), t);
-  };
-  if (is("application/x-www-form-urlencoded"))
-    return parse_libre_form(parse_urlencoded(request.body), max_sentences);
-  if (is("multipart/form-data"))
-    return parse_libre_form(parse_multipart(request.body, type), max_sentences);
+  const std::string_view type = request.header("Content-Type").value_or("");
+  switch (form_kind(type)) {
+    case FormKind::urlencoded:
+      return parse_libre_form(parse_urlencoded(request.body), max_sentences);
+    case FormKind::multipart:
+      return parse_libre_form(parse_multipart(request.body, type), max_sentences);
+    case FormKind::none:
+      break;
+  }
   return parse_libre_json(request.body, max_sentences);
 }
 

@@ -18,6 +18,7 @@
 #include "tfm/core/check.h"
 #include "tfm/core/validate.h"
 #include "tfm/serve/api.h"
+#include "tfm/serve/form.h"
 #include "tfm/serve/http_server.h"
 #include "tfm/serve/libretranslate.h"
 #include "tfm/serve/metrics.h"
@@ -254,6 +255,14 @@ HttpResponse Service::slow(HttpRequest& req) {
 }
 
 HttpResponse Service::translate_route(const HttpRequest& req, bool generating) {
+  // A form (curl -d's default Content-Type) is read as JSON when it holds JSON; one that does
+  // not is most likely meant for LibreTranslate's route.
+  const std::string_view type = req.header("Content-Type").value_or("");
+  const size_t first = req.body.find_first_not_of(" \t\r\n");
+  if (form_kind(type) != FormKind::none && (first == std::string::npos || req.body[first] != '{'))
+    throw HttpError(415, "POST " + req.path + " takes a JSON body ({\"text\": ...}), not a form (" +
+                             std::string(type.substr(0, type.find(';'))) +
+                             "); LibreTranslate's form requests go to POST /translate");
   const TranslateRequest r = parse_translate_request(req.body, options_.max_sentences);
   if (generating && !r.target_prefix.empty())
     throw HttpError(400, "target_prefix does not apply to /v1/generate: the texts are the prompts");
