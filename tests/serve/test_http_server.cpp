@@ -1,9 +1,11 @@
 // The server's transport (serve/http_server.h) with handlers of the test's own: a request that
 // finds every worker busy is refused at once (503) instead of held; the drain answers a request
 // already read (with Connection: close), closes idle and half-sent connections at once, and
-// run() returns once the answer is out. Plain sockets on loopback.
+// run() returns once the answer is out; a worker does not run a job whose client left while it
+// waited. Plain sockets on loopback.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,8 +14,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tfm/serve/http_server.h"
+#include "tfm/serve/http_workers.h"
 
 namespace tfm::serve {
 namespace {
@@ -149,6 +153,49 @@ TEST(HttpServer, TheDrainAnswersWhatWasReadAndClosesTheRest) {
   EXPECT_EQ(answer.substr(answer.size() - 4), "slow");
   r.thread.join();  // run() returned: nothing left
   for (int fd : {busy, idle, partial}) ::close(fd);
+}
+
+// A job whose client leaves while it waits for a worker is not run, and its answer (logged, not
+// sent) says the client left rather than 200.
+TEST(HttpWorkers, AJobWhoseClientLeftBeforeItStartedIsNotRun) {
+  const int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  ASSERT_GE(wake, 0);
+  Gate gate;
+  std::vector<std::string> ran;
+  std::mutex ran_mu;
+  {
+    HttpWorkers workers(
+        1,
+        [&](HttpRequest& r) {
+          {
+            std::lock_guard<std::mutex> lock(ran_mu);
+            ran.push_back(r.path);
+          }
+          return gate.handlers().slow(r);
+        },
+        wake);
+    auto gone = std::make_shared<std::atomic<bool>>(false);
+    HttpJob first, second;
+    first.request.path = "/first";
+    second.request.path = "/second";
+    second.request.gone = gone;
+    workers.post(std::move(first));
+    ASSERT_TRUE(gate.wait_for_waiting(1));  // the one worker is busy: /second waits
+    workers.post(std::move(second));
+    gone->store(true);
+    gate.release();
+    std::vector<HttpJob> done;
+    for (int i = 0; i < 1000 && done.size() < 2; ++i) {
+      for (auto& j : workers.take_done()) done.push_back(std::move(j));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(done.size(), 2u);
+    EXPECT_EQ(done[0].response.status, 200);
+    EXPECT_EQ(done[1].request.path, "/second");
+    EXPECT_EQ(done[1].response.status, 499);
+  }
+  EXPECT_EQ(ran, std::vector<std::string>{"/first"});
+  ::close(wake);
 }
 
 }  // namespace

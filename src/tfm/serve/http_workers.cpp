@@ -54,8 +54,12 @@ void HttpWorkers::work() {
       job = std::move(todo_.front());
       todo_.pop_front();
     }
-    // A job whose client left before it started is not run.
-    if (!(job.request.gone && job.request.gone->load())) job.response = run_(job.request);
+    // A job whose client left before it started is not run; the log and the metrics count it
+    // as a client gone (499), as they do a request cancelled while it ran (not as a 200).
+    if (job.request.gone && job.request.gone->load())
+      job.response.status = 499;
+    else
+      job.response = run_(job.request);
     // The body is not needed for the log: its memory goes back now.
     std::string().swap(job.request.body);
     {
