@@ -9,6 +9,7 @@
 #include "tfm/core/profile.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/score.h"
+#include "tfm/runtime/encode_prefix.h"
 #include "tfm/runtime/generation_options.h"
 #include "tfm/runtime/model_info_impl.h"
 #include "tfm/runtime/translation_options.h"
@@ -82,17 +83,34 @@ void Translator::Impl::require_encoder() const {
 }
 
 // A source as the model reads it: a converted model's tokenizer adds its framing (</s>, the
-// source language's token: HF's input_ids); an empty text stays empty (no hypotheses).
-Ids Translator::Impl::encode_src(const std::string& text, const std::string& source_lang) const {
+// source language's token: HF's input_ids); an empty text stays empty (no hypotheses). Of a long
+// text, only as much as the model reads is tokenised (encode_enough).
+Ids Translator::Impl::encode_src(const std::string& text, const std::string& source_lang,
+                                 size_t enough, bool* cut) const {
   if (!source_lang.empty()) language_id(source_lang, "source_lang");  // refused in the API's words
   profile::Scope scope(profile::Phase::spm);
-  const Ids pieces = vocabs_.src->encode(text);
+  const Ids pieces = runtime::encode_enough(
+      text, enough, [&](const std::string& t) { return vocabs_.src->encode(t); }, cut);
   return pieces.empty() ? pieces : vocabs_.src->frame_source(pieces, source_lang);
 }
 
-Ids Translator::Impl::encode_trg(const std::string& text) const {
+Ids Translator::Impl::encode_trg(const std::string& text, size_t enough, bool* cut) const {
   profile::Scope scope(profile::Phase::spm);
-  return vocabs_.trg->encode(text);
+  return runtime::encode_enough(
+      text, enough, [&](const std::string& t) { return vocabs_.trg->encode(t); }, cut);
+}
+
+Translator::Impl::EncodedTexts Translator::Impl::encode_texts(
+    const std::vector<std::string>& texts, bool sources, const std::string& source_lang) const {
+  EncodedTexts out;
+  for (const auto& text : texts) {
+    bool cut = false;
+    const Ids ids = sources ? encode_src(text, source_lang, source_room(), &cut)
+                            : encode_trg(text, target_room(), &cut);
+    out.ids.emplace_back(ids.begin(), ids.end());
+    out.cut.push_back(cut);
+  }
+  return out;
 }
 
 std::string Translator::Impl::decode_trg(const Ids& ids) const {
@@ -148,7 +166,7 @@ bool Translator::Impl::prepare_source(Ids& ids, const std::string& where) const 
 }
 
 void Translator::Impl::check_prefix(const Ids& prefix, const std::string& where,
-                                    const TranslationOptions& o) const {
+                                    const TranslationOptions& o, bool cut) const {
   const ModelConfig& c = config();
   const bool by_option = o.max_decoding_length < c.max_length;
   const int64_t room = std::min(o.max_decoding_length, c.max_length) - 1;
@@ -163,8 +181,8 @@ void Translator::Impl::check_prefix(const Ids& prefix, const std::string& where,
     TFM_CHECK(!special) << where << ": token id " << id << " is the model's " << special
                         << "; a prefix holds ordinary target tokens";
   }
-  TFM_CHECK(static_cast<int64_t>(prefix.size()) <= room)
-      << where << " has " << prefix.size() << " tokens; "
+  TFM_CHECK(!cut && static_cast<int64_t>(prefix.size()) <= room)
+      << where << " has " << (cut ? "more than " : "") << prefix.size() << " tokens; "
       << (by_option ? "max_decoding_length " + std::to_string(o.max_decoding_length)
                     : "the model's " + std::to_string(c.max_length) + " positions")
       << (by_option ? " leaves" : " leave") << " room for " << room << " before EOS";
@@ -180,8 +198,9 @@ PreparedRequest Translator::Impl::empty_request(const TranslationOptions& option
 
 PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int64_t>>& sources,
                                               const std::vector<std::vector<int64_t>>& prefixes,
-                                              const TranslationOptions& options,
-                                              Batching batching) const {
+                                              const TranslationOptions& options, Batching batching,
+                                              const std::vector<char>& cut_sources,
+                                              const std::vector<char>& cut_prefixes) const {
   require_encoder();
   PreparedRequest p = empty_request(options, batching);
   TFM_CHECK_ARG(prefixes.empty() || prefixes.size() == sources.size())
@@ -190,7 +209,8 @@ PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int6
   p.request.prefixes.resize(prefixes.size());
   for (size_t i = 0; i < prefixes.size(); ++i) {
     p.request.prefixes[i].assign(prefixes[i].begin(), prefixes[i].end());
-    check_prefix(p.request.prefixes[i], "target_prefix " + std::to_string(i + 1), options);
+    check_prefix(p.request.prefixes[i], "target_prefix " + std::to_string(i + 1), options,
+                 i < cut_prefixes.size() && cut_prefixes[i]);
   }
   p.request.sources.resize(sources.size());
   p.truncated.resize(sources.size());
@@ -198,22 +218,24 @@ PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int6
   for (size_t i = 0; i < sources.size(); ++i) {
     Ids& src = p.request.sources[i];
     src.assign(sources[i].begin(), sources[i].end());
-    p.truncated[i] = prepare_source(src, "source " + std::to_string(i + 1));
+    p.truncated[i] = prepare_source(src, "source " + std::to_string(i + 1)) ||
+                     (i < cut_sources.size() && cut_sources[i]);
     p.widths[i] = static_cast<int64_t>(src.size()) + config().seq_format().source_specials();
   }
   return p;
 }
 
 PreparedRequest Translator::Impl::generation(const std::vector<std::vector<int64_t>>& prompts,
-                                             const TranslationOptions& options,
-                                             Batching batching) const {
+                                             const TranslationOptions& options, Batching batching,
+                                             const std::vector<char>& cut_prompts) const {
   require_decoder_only();
   PreparedRequest p = empty_request(options, batching);
   p.request.sources.resize(prompts.size());
   p.request.prefixes.resize(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     p.request.prefixes[i].assign(prompts[i].begin(), prompts[i].end());
-    check_prefix(p.request.prefixes[i], "prompt " + std::to_string(i + 1), options);
+    check_prefix(p.request.prefixes[i], "prompt " + std::to_string(i + 1), options,
+                 i < cut_prompts.size() && cut_prompts[i]);
   }
   p.truncated.resize(prompts.size());
   p.widths.resize(prompts.size());
