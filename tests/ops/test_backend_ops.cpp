@@ -135,6 +135,17 @@ TEST(BackendOps, CpuLevels) {
   std::remove(file.c_str());
 }
 
+// Where two float tensors first differ (for the failure message).
+std::string first_difference(const Tensor& got, const Tensor& want) {
+  const Tensor g = got.contiguous(), w = want.contiguous();
+  const float *a = g.data<float>(), *b = w.data<float>();
+  for (int64_t i = 0; i < w.numel(); ++i)
+    if (!(a[i] == b[i]) && !(std::abs(a[i] - b[i]) <= 1e-5f * std::max(1.0f, std::abs(b[i]))))
+      return ": first at element " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " +
+             std::to_string(b[i]);
+  return "";
+}
+
 TEST(BackendOps, CpuVsCuda) {
 #ifdef TFM_WITH_CUDA
   if (!cuda::has_device()) GTEST_SKIP() << "no GPU: " << cuda::no_device_reason();
@@ -150,7 +161,8 @@ TEST(BackendOps, CpuVsCuda) {
     for (size_t k = 0; k < want.size(); ++k) {
       const Tensor g = to_device(got[k], Device::cpu);
       if (floating(want[k]))
-        EXPECT_LE(testing::scaled_error(g, want[k]), c.tolerance) << name(c) << " output " << k;
+        EXPECT_LE(testing::scaled_error(g, want[k]), c.tolerance)
+            << name(c) << " output " << k << first_difference(g, want[k]);
       else
         EXPECT_TRUE(testing::bitwise_equal(g, want[k])) << name(c) << " output " << k;
       ++compared;

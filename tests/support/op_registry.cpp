@@ -275,6 +275,14 @@ std::vector<OpCase> attention_cases() {
               AttentionResult r = attention(in[0], in[1], in[2], 2, Tensor(), o);
               return Outputs{r.out, r.weights};
             })
+          .grads({0, 1, 2})
+          .cpu_only(),  // the CUDA kernel does not return the weights
+      case_("attention", "causal", qkv,
+            [](const Inputs& in) {
+              AttentionOptions o;
+              o.causal = true;
+              return Outputs{attention(in[0], in[1], in[2], 2, Tensor(), o).out};
+            })
           .grads({0, 1, 2}),
       case_(
           "decode_attention", "B 3, S 6, 2 heads, padding mask",
