@@ -7,6 +7,7 @@
 
 #include <tfm/error.h>
 #include <tfm/model_info.h>
+#include <tfm/output_path.h>
 #include <tfm/translator.h>
 #include <tfm/types.h>
 
@@ -230,6 +231,11 @@ class PyTranslator {
     so.read_ahead = read_ahead > 0 ? read_ahead : translator_->options().max_batch_size * 8;
     std::ostringstream warnings;
     so.warnings = &warnings;
+    // Never over an input or inside the model (docs/failure.md, "Output paths").
+    tfm::check_output_path(out_path, {.kind = tfm::OutputKind::stream,
+                                      .name = "output_path",
+                                      .inputs = {in_path, prefix_path},
+                                      .model_dirs = {translator_->model_info().directory}});
     // Input first: a missing input leaves no empty output file (as `tfm translate` does).
     std::ifstream in(in_path, std::ios::binary);
     if (!in.is_open()) raise_os_error(errno, in_path);

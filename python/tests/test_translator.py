@@ -128,6 +128,30 @@ def test_translate_file_equals_cli(tfm_bin, model_dir, translator, lines, work):
     assert not (work / "x.en").exists()
 
 
+def test_file_outputs_never_overwrite_inputs_or_the_model(model_dir, translator, lines, work):
+    # docs/failure.md, "Output paths": the same file (by inode: a hard link too), the prefix file,
+    # a file of the model in use are refused before anything is opened; each stays as it was.
+    text = "\n".join(lines) + "\n"
+    (work / "same.de").write_text(text)
+    os.link(work / "same.de", work / "hard.de")
+    (work / "same.pre").write_text("\n" * len(lines))
+    for out in (work / "same.de", work / "hard.de", str(work / "." / "same.de")):
+        with pytest.raises(tfm.InvalidArgumentError, match="is the input file"):
+            translator.translate_file(work / "same.de", out)
+    with pytest.raises(tfm.InvalidArgumentError, match="is the input file"):
+        translator.translate_file(work / "same.de", work / "same.pre",
+                                  target_path=work / "same.pre")
+    with pytest.raises(tfm.InvalidArgumentError, match="is the input file"):
+        translator.generate_file(work / "same.de", work / "same.de")
+    assert (work / "same.de").read_text() == text
+    assert (work / "same.pre").read_text() == "\n" * len(lines)
+    weights = os.path.join(model_dir, "model.safetensors")
+    size = os.path.getsize(weights)
+    with pytest.raises(tfm.InvalidArgumentError, match="inside the model directory"):
+        translator.translate_file(work / "same.de", weights)
+    assert os.path.getsize(weights) == size
+
+
 def test_translate_file_with_target_path(tfm_bin, model_dir, translator, lines, work):
     # Every other line gets a prefix: the first word of another line's translation (an empty
     # line: none). The file, translate_batch's target_prefix and `tfm translate

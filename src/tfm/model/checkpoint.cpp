@@ -105,6 +105,18 @@ ModelVocabs load_checked_vocabs(const std::string& dir, const ModelConfig& confi
   return v;
 }
 
+const std::vector<std::string>& model_file_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {kConfig, kWeights};
+    for (const char* v : {kSharedVocabFile, kSrcVocabFile, kTrgVocabFile}) {
+      n.emplace_back(v);
+      n.push_back(legacy_vocab_file(v));
+    }
+    return n;
+  }();
+  return names;
+}
+
 void save_model(const Transformer& model, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -125,6 +137,7 @@ ModelConfig checked_config(const std::string& dir, const SafetensorsFile& f) {
   const std::string json = (fs::path(dir) / kConfig).string();
   ModelConfig c = config_from_weights(f, weights);
   if (fs::exists(json)) {
+    require_regular_file(json);
     ModelConfig j = ModelConfig::from_json(read_file(json));
     TFM_CHECK(j.to_json() == c.to_json())
         << json << " disagrees with the config stored in " << weights
@@ -141,6 +154,7 @@ ModelConfig read_model_config(const std::string& dir) {
   TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
   if (!fs::exists(weights)) {
     TFM_CHECK(fs::exists(json)) << dir << " holds neither " << kWeights << " nor " << kConfig;
+    require_regular_file(json);
     return ModelConfig::from_json(read_file(json));
   }
   return checked_config(dir, load_safetensors(weights));

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tfm/data/vocab.h"
 #include "tfm/model/safetensors.h"
@@ -37,5 +38,10 @@ void check_vocabs(const ModelConfig& config, const ModelVocabs& vocabs, const st
 
 // load_model_vocabs(dir), checked against `config` with check_vocabs.
 ModelVocabs load_checked_vocabs(const std::string& dir, const ModelConfig& config);
+
+// The names a model directory holds: config.json, model.safetensors and the vocabulary files
+// (their legacy names included). What a model directory may hold and nothing else
+// (tfm::check_output_path).
+const std::vector<std::string>& model_file_names();
 
 }  // namespace tfm
