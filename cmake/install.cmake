@@ -1,5 +1,7 @@
 # `cmake --install`: bin/tfm, lib/libtfm.{a,so}, include/tfm/*.h (the public API alone),
-# lib/cmake/tfm/ (tfmConfig.cmake: find_package(tfm) gives tfm::tfm) and lib/pkgconfig/tfm.pc.
+# lib/cmake/tfm/ (tfmConfig.cmake: find_package(tfm) gives tfm::tfm), lib/pkgconfig/tfm.pc, and the
+# plugins that were built (lib/libtfm_cuda.so, lib/libtfm_mpi.so: CMakeLists.txt). A program
+# linked to libtfm needs neither CUDA's libraries nor MPI's: the plugins open them when asked for.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -21,7 +23,12 @@ if(BUILD_SHARED_LIBS)
 else()
   set(TFM_CONFIG_STATIC ON)
 endif()
-set(TFM_CONFIG_CUDA ${TFM_CUDA_ENABLED})
+# A program linking the static libtfm finds the plugins in lib/ through its RUNPATH.
+if(TFM_CUDA_ENABLED OR TFM_MPI_ENABLED)
+  set(TFM_CONFIG_PLUGINS ON)
+else()
+  set(TFM_CONFIG_PLUGINS OFF)
+endif()
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/tfmConfig.cmake.in
                               ${CMAKE_BINARY_DIR}/tfmConfig.cmake
                               INSTALL_DESTINATION ${TFM_CMAKE_DIR})
@@ -34,14 +41,11 @@ install(FILES ${CMAKE_BINARY_DIR}/tfmConfig.cmake ${CMAKE_BINARY_DIR}/tfmConfigV
 if(BUILD_SHARED_LIBS)
   set(TFM_PC_PRIVATE "")
 else()
-  set(TFM_PC_LIBS "-ldnnl -fopenmp")
-  if(TFM_CUDA_ENABLED)
-    string(APPEND TFM_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcublasLt -lcudart_static -ldl -lrt -lpthread")
+  set(TFM_PC_LIBS "-ldnnl -fopenmp -ldl")
+  if(TFM_CONFIG_PLUGINS)
+    string(APPEND TFM_PC_LIBS " -Wl,-rpath,\${libdir}")
   endif()
   set(TFM_PC_REQUIRES "sentencepiece yaml-0.1")
-  if(TFM_MPI_ENABLED)
-    string(APPEND TFM_PC_REQUIRES " ompi-c")
-  endif()
   set(TFM_PC_PRIVATE "Requires.private: ${TFM_PC_REQUIRES}\nLibs.private: ${TFM_PC_LIBS}")
 endif()
 # A sanitized libtfm needs the sanitizers' runtimes in every program that links it.

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-scripts/setup.sh
+scripts/setup.sh --python --wheel-root
 scripts/build.sh Release
 cd "${BUILD_DIR:-build}"
 # ctest runs nproc tests at once, each with its own OpenMP threads: with libgomp's spinning waits
@@ -12,8 +12,11 @@ cd "${BUILD_DIR:-build}"
 # the wait policy.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --output-on-failure -j"$(nproc)" "$@"
-# The Python package (python/) against this build's libtfm, in a fresh virtual environment.
+# The Python package (python/): its wheel in a fresh virtual environment, against this build.
 "$root/scripts/test_python.sh" .
+# The same wheel in a bare Debian root without the build's libraries, against this build's tfm
+# (about 20 s once test_python.sh has built it and the root exists).
+"$root/scripts/test_wheel.sh" .
 
 # Once more at the lowest CPU level the library supports (docs/architecture.md, "CPU levels"):
 # on a CPU above AVX2 this runs the AVX2 kernels, the bf16 emulation and the int8 kernel used

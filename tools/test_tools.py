@@ -468,9 +468,11 @@ class FixtureTests(unittest.TestCase):
             self.skipTest("no tests/fixtures")
         with tempfile.TemporaryDirectory() as d:
             mr.generate(d)
+            # README.md is written by hand; hf_tokenizers/ by make_hf_tokenizer_fixtures.py.
             files = lambda root: sorted(os.path.relpath(os.path.join(p, f), root)
                                         for p, _, fs in os.walk(root) for f in fs
-                                        if f != "README.md")  # written by hand
+                                        if f != "README.md" and not os.path.relpath(
+                                            p, root).startswith("hf_tokenizers"))
             self.assertEqual(files(d), files(FIXTURES))
             inexact = []
             for rel in files(d):
@@ -532,7 +534,9 @@ class FixtureTests(unittest.TestCase):
     def test_size(self):
         total = sum(os.path.getsize(os.path.join(p, f))
                     for p, _, fs in os.walk(FIXTURES) for f in fs)
-        self.assertLess(total, 2_000_000)
+        # 2.0 MB before hf_tokenizers/ (1.1 MB: 12 Hugging Face tokenizer directories and
+        # Transformers' ids for 200 lines each, tests/data/test_hf_tokenizers.cpp).
+        self.assertLess(total, 2_500_000)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@
 // `compute_type` is --precision. The directory holds what the command writes: model.safetensors
 // and config.json (the last update), best/ (the best validation), checkpoints/update-N,
 // train_state/ (exact resume), train.log and train_config.json (these options, as a config file
-// `tfm train --config` reads).
+// `tfm train --config` reads); with `tensorboard`, TensorBoard event files in that directory.
 //
 // One Trainer a directory at a time: the constructor takes the directory's lock (another run on
 // it is an error) and keeps it until destruction. Everything that can be checked before training
@@ -95,6 +95,9 @@ struct TrainOptions {
   int64_t keep_last = 3;  // checkpoints/update-N kept
   int64_t log_every = 100;
   int64_t max_nonfinite = 10;  // stop after N non-finite updates in a row (each is skipped)
+  // A directory for TensorBoard event files ("": none): each run writes a new file there with
+  // the log windows' and validations' scalars at their updates (rank 0 of a data-parallel run).
+  std::string tensorboard;
 };
 
 // After each update.

@@ -46,10 +46,11 @@ struct BatchStats {
 };
 
 struct TranslatorOptions {
-  // cpu, or cuda in a build with the CUDA backend on a machine with a GPU: the model's f32
-  // weights on the device, compute_type fp32 (or auto), inter_threads 1.
+  // cpu, or cuda in a build with the CUDA backend on a machine with a GPU: the model's weights on
+  // the device (f32, or prepared there for bf16 / int8), inter_threads 1.
   Device device = Device::cpu;
-  // Resolved once, at load: automatic is bf16 where the CPU multiplies bf16, else fp32.
+  // Resolved once, at load: automatic is bf16 on cuda and where the CPU multiplies bf16, else
+  // fp32.
   ComputeType compute_type = ComputeType::float32;
   int intra_threads = 0;        // threads of each batch's ops; 0: all cores / inter_threads
   int inter_threads = 1;        // batches translated at once, sharing the weights
@@ -283,8 +284,9 @@ class Translator {
   std::vector<int64_t> tokenize_source(const std::string& text) const;
   std::vector<int64_t> tokenize_target(const std::string& text) const;
   // The same as SentencePiece pieces ("▁Ein", "▁Hund"), and pieces <-> ids, for callers that
-  // tokenise themselves (CTranslate2's token lists). A piece not in the vocabulary is its unknown
-  // id. Require has_vocabularies().
+  // tokenise themselves (CTranslate2's token lists); a converted model's source tokens include
+  // its framing ("deu_Latn", "</s>"), as tokenize_source's ids do. A piece not in the vocabulary
+  // is its unknown id. Require has_vocabularies().
   std::vector<std::string> source_tokens(const std::string& text) const;
   std::vector<int64_t> source_tokens_to_ids(const std::vector<std::string>& tokens) const;
   std::vector<int64_t> target_tokens_to_ids(const std::vector<std::string>& tokens) const;

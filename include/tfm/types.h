@@ -31,8 +31,8 @@ ComputeType parse_compute_type(std::string_view name);
 // What `automatic` means on this machine, and a check that a concrete choice can run there.
 // Inference: bfloat16 where the CPU multiplies bf16 (AVX512-BF16), float32 elsewhere. Training:
 // the same, int8 being an error. Explicit bfloat16 on a CPU without AVX512-BF16 runs emulated on
-// the f32 kernels (the same results, not faster). On cuda: training takes fp32 or bf16 (auto:
-// bf16, the tensor cores' type), inference fp32 only (auto: fp32).
+// the f32 kernels (the same results, not faster). On cuda: fp32, bf16 or (inference) int8, on
+// cuBLASLt; auto is bf16, the tensor cores' type, in training and inference.
 ComputeType resolve_compute_type(ComputeType requested, Device device = Device::cpu,
                                  bool training = false);
 

@@ -11,4 +11,7 @@ namespace tfm_python {
 // tfm._tfm.Trainer, TrainOptions, the events and TrainResult (trainer.cpp).
 void bind_trainer(pybind11::module_& m);
 
+// __version__, build_commit and the command line (package.cpp).
+void bind_package(pybind11::module_& m);
+
 }  // namespace tfm_python

@@ -446,7 +446,6 @@ void bind_translator(py::module_& m) {
 
 PYBIND11_MODULE(_tfm, m) {
   m.doc() = "tfm's C++ library (libtfm); the public API is the tfm package.";
-  m.attr("__version__") = TFM_VERSION;  // libtfm's (setup.py passes tfm.pc's)
   // tfm.Error for every library failure, a RuntimeError; InvalidArgumentError, also a
   // ValueError, for a bad option value. Both carry the library's message without the source
   // location (tfm::Error::message()).
@@ -476,6 +475,7 @@ PYBIND11_MODULE(_tfm, m) {
   bind_async(m);
   bind_translator(m);
   tfm_python::bind_trainer(m);
+  tfm_python::bind_package(m);
   m.def(
       "search_for",
       [](int64_t beam_size, bool sampling) {

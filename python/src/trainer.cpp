@@ -135,6 +135,7 @@ void bind_options(py::module_& m) {
   field(c, "keep_last", &O::keep_last, "checkpoints/update-N kept");
   field(c, "log_every", &O::log_every, "log a line every N updates");
   field(c, "max_nonfinite", &O::max_nonfinite, "stop after N non-finite updates in a row");
+  field(c, "tensorboard", &O::tensorboard, "a directory for TensorBoard event files ('': none)");
   c.def_property(
       "device", [](const O& o) { return std::string(tfm::device_name(o.device)); },
       [](O& o, const std::string& d) { o.device = tfm::parse_device(d); });

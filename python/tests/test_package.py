@@ -1,9 +1,7 @@
-"""Errors and their Python types, help and stubs, tfm.convert, and installing the package from a
-clean clone into a new virtual environment."""
+"""Errors and their Python types, help and stubs, and tfm.convert."""
 import os
 import pydoc
 import subprocess
-import sys
 
 import pytest
 
@@ -71,7 +69,7 @@ def test_one_default_compute_type_and_one_version(model_dir, tfm_bin):
     libtfm's, as tfm --version prints it."""
     assert tfm.Translator(model_dir).compute_type == "fp32"
     out = subprocess.run([tfm_bin, "--version"], capture_output=True, text=True, check=True)
-    assert out.stdout.splitlines()[0] == "tfm " + tfm.__version__
+    assert out.stdout.splitlines()[0].startswith(f"tfm {tfm.__version__} (commit ")
 
 
 def test_library_errors_are_runtime_errors(model_dir, ids_model_dir, translator):
@@ -152,33 +150,3 @@ torch.save(m.state_dict(), {str(ck)!r})
         tfm.convert(tmp_path / "missing.pt", tmp_path / "m2", "torch-nn")
     with pytest.raises(ValueError, match="layout"):
         tfm.convert(ck, tmp_path / "m3", "fairseq")
-
-
-def test_install_from_clean_clone(source_dir, model_dir, tmp_path, lines):
-    """git clone (committed files only), a new venv with --system-site-packages, pip install
-    --no-build-isolation --no-index: the package builds offline and translates as this one."""
-    root = os.environ.get("TFM_ROOT")
-    if not root:
-        pytest.skip("TFM_ROOT is not set")
-    if subprocess.run(["git", "-C", source_dir, "rev-parse", "HEAD"],
-                      capture_output=True).returncode != 0:
-        pytest.skip(f"{source_dir} is not a git checkout")
-    head = run(["git", "-C", source_dir, "rev-parse", "HEAD"]).strip()
-    clone = tmp_path / "clone"
-    run(["git", "clone", "-q", "--no-checkout", source_dir, clone])
-    run(["git", "-C", clone, "checkout", "-q", head])
-    venv = tmp_path / "venv"
-    run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
-    run([venv / "bin" / "pip", "install", "-q", "--no-build-isolation", "--no-index",
-         clone / "python"], env=dict(os.environ, TFM_ROOT=root), cwd=tmp_path)
-    text = [line for line in lines if line][:4]
-    out = run([venv / "bin" / "python", "-c",
-               "import sys, tfm; t = tfm.Translator(sys.argv[1]); "
-               "print(tfm.__file__); "
-               "print('\\n'.join(r.hypotheses[0] for r in t.translate_batch(sys.argv[2:])))",
-               model_dir, *text], cwd=tmp_path)
-    where, *got = out.splitlines()
-    assert where.startswith(str(venv)), where
-    want = [r.hypotheses[0] for r in tfm.Translator(model_dir).translate_batch(text)]
-    assert got == want
-    assert sys.prefix != str(venv)

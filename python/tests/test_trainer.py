@@ -86,6 +86,28 @@ def test_callbacks_report_the_log(work, vocab):
         t.train()  # once per Trainer
 
 
+def test_tensorboard_event_files_hold_the_stats(work, vocab):
+    """tensorboard=DIR: the event file, read by the CLI tests' own decoder, holds each on_stats
+    event's values (as float32) at its update."""
+    import struct
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "cli"))
+    import check_tfevents
+
+    stats = []
+    tfm.train(str(work / "t_tb"), on_stats=stats.append, tensorboard=str(work / "tb"),
+              **_options(work))
+    problems = []
+    got = check_tfevents.read_own(str(work / "tb"), problems)
+    assert not problems
+    f32 = lambda v: struct.unpack("<f", struct.pack("<f", v))[0]  # noqa: E731
+    for tag, field in [("train/loss", "loss"), ("train/perplexity", "perplexity"),
+                       ("train/learning_rate", "learning_rate"), ("train/grad_norm", "grad_norm")]:
+        assert got[tag] == [(e.update, f32(getattr(e, field))) for e in stats], tag
+    with pytest.raises(TypeError):
+        tfm.Trainer(work / "t_tb2", tensorboard=3, **_options(work))
+
+
 def test_exception_in_callback_stops_with_checkpoint_and_resumes_exactly(work, vocab):
     tfm.train(str(work / "r_straight"), **_options(work))
 

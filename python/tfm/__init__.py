@@ -10,15 +10,16 @@ The API follows CTranslate2's names where the concepts match:
 Translator (translate_batch, translate_iterable, translate_file, score_batch, model_info),
 Trainer and train (`tfm train` from Python, with progress callbacks), read_model_info, convert
 (PyTorch checkpoints to a model directory), and the exceptions Error (a RuntimeError) and
-InvalidArgumentError (also a ValueError). docs/python.md describes everything.
+InvalidArgumentError (also a ValueError); __version__ and build_commit are the library's (those
+`tfm --version` prints). docs/python.md describes everything.
 """
 from ._tfm import (Error, InvalidArgumentError, ModelInfo, TrainResult, TrainStatsEvent,
                    TrainUpdateEvent, TrainValidationEvent, TranslationResult, __version__,
-                   read_model_info)
+                   build_commit, read_model_info)
 from .convert import convert
 from .trainer import Trainer, train
 from .translator import Translator
 
 __all__ = ["Error", "InvalidArgumentError", "ModelInfo", "TrainResult", "TrainStatsEvent",
            "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
-           "Translator", "convert", "read_model_info", "train", "__version__"]
+           "Translator", "build_commit", "convert", "read_model_info", "train", "__version__"]

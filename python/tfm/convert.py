@@ -2,11 +2,12 @@
 
 The converter needs PyTorch, which Debian packages for its own interpreter (python3-torch), not
 for a virtual environment; so it runs as a child process of that interpreter (`python`), and
-this module needs no torch. The package carries a copy of the converter (tfm/_tools, copied at
-build time from the repository's tools/); TFM_TOOLS_DIR points elsewhere.
+this module needs no torch. The package carries a copy of the converter (tfm/_tools, installed
+from the repository's tools/ with the extension); TFM_TOOLS_DIR points elsewhere.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 from typing import Optional, Union
@@ -14,11 +15,14 @@ from typing import Optional, Union
 from ._tfm import Error, InvalidArgumentError, ModelInfo, read_model_info
 
 LAYOUTS = ("seed000", "seed004", "torch-nn")
-_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _script() -> str:
-    for d in (os.environ.get("TFM_TOOLS_DIR"), os.path.join(_HERE, "_tools")):
+    # Found through the import system: in an editable install tfm/_tools lies beside the extension,
+    # not beside this file.
+    spec = importlib.util.find_spec("tfm._tools")
+    tools = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+    for d in (os.environ.get("TFM_TOOLS_DIR"), tools):
         if d and os.path.isfile(os.path.join(d, "convert_pytorch.py")):
             return os.path.join(d, "convert_pytorch.py")
     raise Error("convert_pytorch.py not found: this tfm package was built without the "

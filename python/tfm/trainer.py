@@ -35,6 +35,7 @@ _OPTIONS: Dict[str, tuple] = {
     "valid_every": (_INT, 1000), "valid_batch_tokens": (_INT, 8192), "valid_bleu": (_BOOL, False),
     "metric": (_STR, ""), "early_stopping": (_INT, 0), "save_every": (_INT, 1000),
     "keep_last": (_INT, 3), "log_every": (_INT, 100), "max_nonfinite": (_INT, 10),
+    "tensorboard": (_PATH, ""),
 }
 
 _CHECK = {_PATH: _path, _STR: _str, _INT: _int, _FLOAT: _float, _BOOL: _bool}
@@ -64,7 +65,8 @@ class Trainer:
     (lr_schedule, lr, lr_factor, warmup, optimizer, weight_decay, label_smoothing, clip_norm),
     compute (device, compute_type: "fp32" | "bf16" | "auto", threads), validation and
     checkpoints (valid_every, valid_batch_tokens, valid_bleu, metric, early_stopping,
-    save_every, keep_last, log_every, max_nonfinite) and overwrite.
+    save_every, keep_last, log_every, max_nonfinite), tensorboard (a directory for TensorBoard
+    event files of the logged scalars) and overwrite.
 
     Callbacks, called on the training thread with the GIL: on_log(line) for each line of
     train.log (verbose=True prints them to stderr when on_log is None), on_update(event) after

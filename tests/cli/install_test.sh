@@ -3,7 +3,8 @@
 # under include/tfm/, and examples/translate configures and builds against it with
 # find_package(tfm), and again with pkg-config's tfm.pc; both binaries translate a tiny model
 # exactly as `tfm translate` does. examples/train builds too and trains the weights `tfm train`
-# trains.
+# trains. Neither those programs nor `pkg-config --cflags tfm` need CUDA's or MPI's libraries or
+# headers: the plugins that were built are installed beside libtfm and opened only when asked for.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$1
@@ -23,6 +24,12 @@ fi
 extra=$(cd "$prefix/include/tfm" && find . -mindepth 1 ! -name '*.h' -o -type d | head -3)
 [[ -z $extra ]] && ok || bad "include/tfm holds more than the public headers: $extra"
 ls "$prefix"/lib/libtfm.* >/dev/null 2>&1 && ok || bad "no libtfm in $prefix/lib"
+for plugin in "$build"/libtfm_cuda.so "$build"/libtfm_mpi.so; do
+  [[ ! -f $plugin ]] || [[ -f $prefix/lib/$(basename "$plugin") ]] && ok ||
+    bad "$(basename "$plugin") was built but not installed in $prefix/lib"
+done
+cflags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags tfm)
+! grep -Eqi 'mpi|cuda' <<<"$cflags" && ok || bad "pkg-config --cflags tfm: $cflags"
 
 # find_package(tfm) → tfm::tfm.
 if cmake -S "$src/examples/translate" -B "$tmp/ex" -DCMAKE_PREFIX_PATH="$prefix" \
@@ -55,8 +62,25 @@ toy_corpus 7 100
   2>"$tmp/err" || bad "tfm translate failed: $(cat "$tmp/err")"
 [[ $(wc -l <"$tmp/want") -eq 10 && -n $(head -c 1 "$tmp/want") ]] && ok ||
   bad "tfm translate gave $(wc -l <"$tmp/want") lines"
+# The installed tfm finds the installed CUDA plugin (bin/ → lib/): without a GPU it says why there
+# is no device, not that the backend is missing.
+if [[ -f $build/libtfm_cuda.so ]]; then
+  if ! "$prefix/bin/tfm" translate --model "$tmp/m" --device cuda <"$tmp/in" >/dev/null 2>"$tmp/err"
+  then
+    ! grep -q "no CUDA backend" "$tmp/err" && ok || bad "installed tfm: $(cat "$tmp/err")"
+  fi
+fi
+optional='^lib(cublas|cudart|cuda|mpi|open-rte|open-pal)'
 for exe in "$tmp/ex/translate" "$tmp/ex_pc"; do
   [[ -x $exe ]] || continue
+  deps=$(readelf -d "$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  ! grep -Eq "$optional" <<<"$deps" && ok || bad "$exe links $(grep -E "$optional" <<<"$deps")"
+  # Its RUNPATH names the install's lib/, where its (static) libtfm looks for the plugins.
+  if ls "$prefix"/lib/libtfm_*.so >/dev/null 2>&1; then
+    runpath=$(readelf -d "$exe" | sed -n 's/.*R[UN]*PATH.*\[\(.*\)\]/\1/p' | tr ':' '\n')
+    while read -r d; do [[ -n $d ]] && realpath -m "$d"; done <<<"$runpath" |
+      grep -qxF "$(realpath "$prefix/lib")" && ok || bad "$exe has no RUNPATH to $prefix/lib: $runpath"
+  fi
   if "$exe" "$tmp/m" 2 <"$tmp/in" >"$tmp/got" 2>"$tmp/err"; then
     cmp -s "$tmp/want" "$tmp/got" && ok || bad "$exe differs from tfm translate: $(diff "$tmp/want" "$tmp/got" | head -4)"
   else

@@ -10,13 +10,16 @@ bad() {
   fail=$((fail + 1))
 }
 
-# expect_error_input SUBSTRING INPUT ARGS...: `tfm ARGS` with INPUT on stdin must exit non-zero,
-# say SUBSTRING (a fixed string) on stderr, and write nothing to stdout.
-expect_error_input() {
-  local want=$1 input=$2
-  shift 2
-  if printf '%s\n' "$input" | "$tfm" "$@" >"$tmp/.stdout" 2>"$tmp/.stderr"; then
-    bad "expected failure: tfm $* (stdout: $(cat "$tmp/.stdout"))"
+# expect_status STATUS SUBSTRING INPUT ARGS...: `tfm ARGS` with INPUT on stdin must exit with
+# STATUS ("nonzero": any but 0), say SUBSTRING (a fixed string) on stderr, and write nothing to
+# stdout.
+expect_status() {
+  local want_status=$1 want=$2 input=$3
+  shift 3
+  printf '%s\n' "$input" | "$tfm" "$@" >"$tmp/.stdout" 2>"$tmp/.stderr"
+  local status=$?
+  if [[ $status -eq 0 || ($want_status != nonzero && $status -ne $want_status) ]]; then
+    bad "tfm $*: exit status $status, want $want_status (stdout: $(cat "$tmp/.stdout"); stderr: $(cat "$tmp/.stderr"))"
   elif ! grep -qF -- "$want" "$tmp/.stderr"; then
     bad "tfm $*: stderr lacks '$want': $(cat "$tmp/.stderr")"
   elif [[ -s "$tmp/.stdout" ]]; then
@@ -24,6 +27,12 @@ expect_error_input() {
   else
     ok
   fi
+}
+
+# expect_error_input SUBSTRING INPUT ARGS...: `tfm ARGS` with INPUT on stdin must fail (any
+# non-zero status), with SUBSTRING on stderr and nothing on stdout.
+expect_error_input() {
+  expect_status nonzero "$@"
 }
 
 # expect_error SUBSTRING ARGS...: the same with empty stdin.

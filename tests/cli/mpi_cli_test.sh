@@ -3,7 +3,8 @@
 # 1 process × update-freq 2 (weights within a stated tolerance, losses and validation perplexity
 # to the printed digits), reproducibility for a given rank count, exact resume after SIGKILL of
 # the whole job, SIGKILL of one rank ending the job (bounded time), and resuming with another
-# rank count. Usage: mpi_cli_test.sh TFM_BINARY MPI_ENABLED(ON|OFF)
+# rank count; rank 0 alone writes TensorBoard events.
+# Usage: mpi_cli_test.sh TFM_BINARY MPI_ENABLED(ON|OFF)
 set -u
 tfm=$1
 source "$(dirname "$0")/lib.sh"
@@ -66,11 +67,14 @@ EOF
 # 1 process × 2 batches an update, and 2 ranks × 1: the same batches, dropout masks and
 # normalisation; only the order of the gradient sums differs (docs/distributed.md).
 train "$tmp/one" 50 2 >/dev/null 2>"$tmp/one.err" || bad "1-process run failed: $(tail -3 "$tmp/one.err")"
-if train2 "$tmp/two" 50 1 >"$tmp/two.out" 2>"$tmp/two.err"; then
+if train2 "$tmp/two" 50 1 --tensorboard "$tmp/two_tb" >"$tmp/two.out" 2>"$tmp/two.err"; then
   ok
 else
   bad "2-rank run failed: $(tail -5 "$tmp/two.err")"
 fi
+# Rank 0 alone writes TensorBoard events: one file, holding what train.log says.
+"$py" "$(dirname "$0")/check_tfevents.py" own "$tmp/two_tb" "$tmp/two/train.log" 1 >"$tmp/tb.check" 2>&1 &&
+  ok || bad "2-rank TensorBoard events: $(cat "$tmp/tb.check")"
 grep -q "data-parallel: 2 processes" "$tmp/two/train.log" && ok || bad "the log does not say 2 processes"
 [[ $(grep -c "^model: " "$tmp/two.out") == 1 ]] && ok || bad "not one final line: $(cat "$tmp/two.out")"
 [[ $(losses "$tmp/two/train.log" | wc -l) == 50 ]] && ok || bad "2-rank log lacks 50 updates"

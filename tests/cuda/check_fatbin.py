@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Checks that a static library's CUDA objects carry device code for the wanted architectures.
+"""Checks that CUDA objects carry device code for the wanted architectures.
 
-Usage: check_fatbin.py LIBRARY ARCH... (e.g. build/libtfm_lib.a 80 90)
+Usage: check_fatbin.py OBJECTS ARCH... (e.g. "a.cu.o;b.cu.o" 80 90: the CUDA plugin's objects,
+separated by ';' as CMake's $<TARGET_OBJECTS> gives them, or a static library holding them)
 
-Without cuobjdump (not in every toolkit install): extracts the objects with `ar`, their
+Without cuobjdump (not in every toolkit install): extracts a library's objects with `ar`, their
 .nv_fatbin sections with `objcopy`, and walks the fatbinary container (header magic 0xBA55ED50;
 each entry: kind 1 = PTX, 2 = ELF/SASS, then the sm number). Fails unless every object that has
 device code has SASS for every ARCH.
@@ -36,12 +37,16 @@ def fatbin_entries(data):
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    library, wanted = os.path.abspath(sys.argv[1]), [int(a) for a in sys.argv[2:]]
+    library, wanted = sys.argv[1], [int(a) for a in sys.argv[2:]]
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["ar", "x", library], cwd=tmp, check=True)
+        if library.endswith(".a"):
+            subprocess.run(["ar", "x", os.path.abspath(library)], cwd=tmp, check=True)
+            objects = sorted(glob.glob(os.path.join(tmp, "*.o")))
+        else:
+            objects = [o for o in library.split(";") if o]
         checked, bad = 0, []
-        for obj in sorted(glob.glob(os.path.join(tmp, "*.o"))):
-            section = obj + ".fatbin"
+        for obj in objects:
+            section = os.path.join(tmp, os.path.basename(obj) + ".fatbin")
             subprocess.run(["objcopy", "-O", "binary", "--only-section=.nv_fatbin", obj, section],
                            check=True)
             data = open(section, "rb").read()

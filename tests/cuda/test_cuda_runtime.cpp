@@ -1,6 +1,7 @@
 // The CUDA runtime layer: error formatting, size classes and launch geometry are checked on any
-// machine; device storage and copies where a GPU exists, and the "no CUDA device" errors where
-// none does.
+// machine with the CUDA plugin (libtfm_cuda.so); device storage and copies where a GPU exists, the
+// "no CUDA device" errors where none does, and where the plugin is missing, that asking for the
+// device says so.
 #include <gtest/gtest.h>
 
 #include <utility>
@@ -11,24 +12,12 @@
 #include "support/test_util.h"
 #include "tfm/core/device_copy.h"
 
-#ifndef TFM_WITH_CUDA
-// A build without the CUDA backend: asking for the device is a clear error, never a crash.
-namespace tfm {
-namespace {
-TEST(CudaNotBuilt, DeviceRequestsFailClearly) {
-  const std::string e = testing::error_of([] { Tensor::empty({4}, DType::f32, Device::cuda); });
-  EXPECT_NE(e.find("this build has no CUDA backend"), std::string::npos) << e;
-  const std::string c = testing::error_of([] { to_device(Tensor::ones({3}), Device::cuda); });
-  EXPECT_NE(c.find("this build has no CUDA backend"), std::string::npos) << c;
-}
-}  // namespace
-}  // namespace tfm
-#else
 #include "tfm/core/allocator.h"
 #include "tfm/core/cuda/check.h"
 #include "tfm/core/cuda/device_allocator.h"
 #include "tfm/core/cuda/runtime.h"
 #include "tfm/ops/cuda/launch.h"
+#include "tfm/ops/cuda_backend.h"
 
 namespace tfm {
 namespace {
@@ -53,12 +42,33 @@ int fake_cuda_call(int status) {
   return status;
 }
 
-TEST(CudaCheck, SuccessDoesNotThrow) {
+// The tests of the plugin's host code, which need the plugin but no GPU.
+class CudaBackend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::backend_available()) GTEST_SKIP() << cuda::no_device_reason();
+  }
+};
+
+// A build without the CUDA toolkit has no plugin: asking for the device is a clear error naming
+// it, never a crash.
+TEST(CudaBackendMissing, DeviceRequestsFailClearly) {
+  if (cuda::backend_available()) GTEST_SKIP() << "the CUDA plugin is here";
+  EXPECT_FALSE(cuda::has_device());
+  EXPECT_TRUE(contains(cuda::no_device_reason(), "no CUDA backend: libtfm_cuda.so"))
+      << cuda::no_device_reason();
+  const std::string e = error_of([] { Tensor::empty({4}, DType::f32, Device::cuda); });
+  EXPECT_TRUE(contains(e, "no CUDA backend: libtfm_cuda.so")) << e;
+  const std::string c = error_of([] { to_device(Tensor::ones({3}), Device::cuda); });
+  EXPECT_TRUE(contains(c, "no CUDA backend: libtfm_cuda.so")) << c;
+}
+
+TEST_F(CudaBackend, CudaCheckSuccessDoesNotThrow) {
   EXPECT_NO_THROW(TFM_CUDA_CHECK(fake_cuda_call(0)));
   EXPECT_NO_THROW(TFM_CUBLAS_CHECK(fake_cuda_call(0)));
 }
 
-TEST(CudaCheck, CudaErrorNamesCallLocationAndRuntimeDescription) {
+TEST_F(CudaBackend, CudaCheckCudaErrorNamesCallLocationAndRuntimeDescription) {
   // 2 is cudaErrorMemoryAllocation; 1 is cudaErrorInvalidValue. The descriptions come from the
   // CUDA runtime itself, which answers without a device.
   const int line = __LINE__ + 1;
@@ -72,7 +82,7 @@ TEST(CudaCheck, CudaErrorNamesCallLocationAndRuntimeDescription) {
       << m;
 }
 
-TEST(CudaCheck, CublasErrorNamesTheStatus) {
+TEST_F(CudaBackend, CudaCheckCublasErrorNamesTheStatus) {
   // 7 is CUBLAS_STATUS_INVALID_VALUE, 3 CUBLAS_STATUS_ALLOC_FAILED.
   const std::string m = error_of([] { TFM_CUBLAS_CHECK(fake_cuda_call(7)); });
   EXPECT_TRUE(contains(m, "fake_cuda_call(7) failed: ")) << m;
@@ -81,14 +91,14 @@ TEST(CudaCheck, CublasErrorNamesTheStatus) {
   EXPECT_TRUE(contains(a, "CUBLAS_STATUS_ALLOC_FAILED = 3")) << a;
 }
 
-TEST(CudaCheck, FormatErrorByHand) {
+TEST_F(CudaBackend, CudaCheckFormatErrorByHand) {
   EXPECT_EQ(cuda::detail::format_error("CUDA", "f(x)", 700, "cudaErrorIllegalAddress",
                                        "an illegal memory access was encountered"),
             "f(x) failed: an illegal memory access was encountered (CUDA "
             "cudaErrorIllegalAddress = 700)");
 }
 
-TEST(CudaAllocator, SizeClasses) {
+TEST_F(CudaBackend, CudaAllocatorSizeClasses) {
   using A = cuda::CudaCachingAllocator;
   size_t prev = 0;
   for (size_t b :
@@ -126,7 +136,7 @@ TEST(CudaLaunch, Geometry) {
   EXPECT_EQ(cuda::row_threads(32000), 1024);
 }
 
-TEST(CudaNoDevice, ClearErrors) {
+TEST_F(CudaBackend, NoDeviceClearErrors) {
   if (cuda::has_device()) GTEST_SKIP() << "a CUDA device is present; this checks machines without";
   EXPECT_EQ(cuda::device_count(), 0);
   EXPECT_FALSE(cuda::no_device_reason().empty());
@@ -137,6 +147,29 @@ TEST(CudaNoDevice, ClearErrors) {
   const std::string c = error_of([] { to_device(Tensor::ones({3}), Device::cuda); });
   EXPECT_TRUE(contains(c, "no CUDA device")) << c;
   EXPECT_TRUE(contains(error_of([] { cuda::device_info(0); }), "no CUDA device"));
+}
+
+// Each way cudaGetDeviceCount fails, in the words a user can act on (cudaError_t values: they are
+// the runtime's ABI), with the runtime's error name kept for bug reports.
+TEST_F(CudaBackend, NoDeviceReasonsInPlainWords) {
+  constexpr int kInsufficientDriver = 35, kStubLibrary = 34, kNoDevice = 100,
+                kSystemDriverMismatch = 803;
+  const std::string none = cuda::explain_no_device(kInsufficientDriver, 0, 12040);
+  EXPECT_TRUE(contains(none, "no NVIDIA driver is installed")) << none;
+  EXPECT_TRUE(contains(none, "cudaErrorInsufficientDriver")) << none;
+  const std::string old = cuda::explain_no_device(kInsufficientDriver, 11080, 12040);
+  EXPECT_TRUE(contains(old, "the NVIDIA driver (CUDA 11.8) is older than the CUDA 12.4 toolkit"))
+      << old;
+  const std::string gpu = cuda::explain_no_device(kNoDevice, 12040, 12040);
+  EXPECT_TRUE(contains(gpu, "finds no GPU on this machine")) << gpu;
+  EXPECT_TRUE(contains(cuda::explain_no_device(0, 12040, 12040), "finds no GPU"));
+  EXPECT_TRUE(contains(cuda::explain_no_device(kStubLibrary, 0, 12040), "stub"));
+  EXPECT_TRUE(
+      contains(cuda::explain_no_device(kSystemDriverMismatch, 12040, 12040), "kernel module"));
+  // This machine's own reason is one of them (the runtime's sentence is not the message).
+  if (!cuda::has_device())
+    EXPECT_FALSE(contains(cuda::no_device_reason(), "is insufficient for CUDA runtime"))
+        << cuda::no_device_reason();
 }
 
 // From here on a GPU is needed.
@@ -236,4 +269,3 @@ TEST_F(CudaDevice, StreamsWork) {
 
 }  // namespace
 }  // namespace tfm
-#endif  // TFM_WITH_CUDA

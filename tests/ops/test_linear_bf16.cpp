@@ -188,8 +188,8 @@ TEST(LinearBf16, RejectsWhatItCannotRun) {
       "linear: int8 is an inference compute type");
 }
 
-// On a GPU (no device needed to resolve): training in fp32 or bf16, auto meaning bf16 (the tensor
-// cores' type); inference in fp32 only, auto meaning fp32.
+// On a GPU (no device needed to resolve): training in fp32 or bf16, inference in fp32, bf16 or
+// int8; auto meaning bf16 (the tensor cores' type) in both.
 TEST(LinearBf16, ComputeTypesOnCuda) {
   EXPECT_EQ(resolve_compute_type(ComputeType::automatic, Device::cuda, true),
             ComputeType::bfloat16);
@@ -198,11 +198,9 @@ TEST(LinearBf16, ComputeTypesOnCuda) {
   EXPECT_TFM_ERROR(resolve_compute_type(ComputeType::int8, Device::cuda, true),
                    "int8 is an inference compute type");
   EXPECT_EQ(resolve_compute_type(ComputeType::automatic, Device::cuda, false),
-            ComputeType::float32);
-  EXPECT_TFM_ERROR(resolve_compute_type(ComputeType::bfloat16, Device::cuda, false),
-                   "on cuda tfm computes in fp32 only, got bf16");
-  EXPECT_TFM_ERROR(resolve_compute_type(ComputeType::int8, Device::cuda, false),
-                   "on cuda tfm computes in fp32 only, got int8");
+            ComputeType::bfloat16);
+  for (ComputeType t : {ComputeType::float32, ComputeType::bfloat16, ComputeType::int8})
+    EXPECT_EQ(resolve_compute_type(t, Device::cuda, false), t);
 }
 
 }  // namespace

@@ -284,9 +284,9 @@ TEST(LinearLowp, RejectsBadOperands) {
   EXPECT_TFM_ERROR(linear_lowp(random_tensor({2, 6}, DType::f32, 2), lw, Tensor::zeros({3})),
                    "out_features 4");
   EXPECT_TFM_ERROR(LowpWeight(random_tensor({4, 6}, DType::f64, 1), ComputeType::bfloat16),
-                   "expected an f32 CPU weight");
+                   "expected an f32 weight");
   EXPECT_TFM_ERROR(LowpWeight(random_tensor({4, 6}, DType::f64, 1), ComputeType::float32),
-                   "expected an f32 CPU weight");  // fp32 packs too (test_packed_linear.cpp)
+                   "expected an f32 weight");  // fp32 packs too (test_packed_linear.cpp)
   Tensor bad = random_tensor({2, 6}, DType::f32, 3);
   bad.data<float>()[4] = NAN;
   EXPECT_TFM_ERROR(linear_lowp(bad, lw), "row 0 of the input holds inf or NaN");

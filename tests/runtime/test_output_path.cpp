@@ -124,6 +124,31 @@ TEST_F(OutputPathTest, ModelDirectoryOnlyOverAModel) {
             std::string::npos);
 }
 
+// A model converted from Hugging Face: tfm_tokenizer.json and the data files it names are the
+// model's (an average of converted models is written over an earlier one; translate --output never
+// replaces one of them), and a file it does not name is still foreign.
+TEST_F(OutputPathTest, ConvertedModelsTokenizerFiles) {
+  model("conv");
+  fs::remove(path("conv/vocab.model"));
+  write("conv/tfm_tokenizer.json",
+        R"({"family": "marian", "source": {"type": "sentencepiece", "model": "source.spm"},
+            "target": {"type": "sentencepiece", "model": "target.spm", "vocab": "vocab.json"}})");
+  for (const char* f : {"source.spm", "target.spm", "vocab.json"})
+    write(std::string("conv/") + f, "x");
+  EXPECT_EQ(refusal(path("conv"), rule(OutputKind::model_directory)), "");
+  for (const char* f : {"source.spm", "vocab.json", "tfm_tokenizer.json"}) {
+    EXPECT_NE(refusal(path(std::string("conv/") + f), rule(OutputKind::stream))
+                  .find(std::string("would replace ") + f + " of the tfm model directory"),
+              std::string::npos)
+        << f;
+  }
+  EXPECT_EQ(refusal(path("conv/hyp.txt"), rule(OutputKind::stream)), "");
+  write("conv/README.md", "x");
+  EXPECT_NE(refusal(path("conv"), rule(OutputKind::model_directory))
+                .find("holds README.md, which is not part of a model directory"),
+            std::string::npos);
+}
+
 TEST_F(OutputPathTest, RunDirectory) {
   // Only a run's names (a vocabulary put there first), or a run's directory with the user's
   // files beside its own.

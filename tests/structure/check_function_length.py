@@ -71,7 +71,10 @@ def strip(text: str) -> str:
         else:
             out.append(c)
             i += 1
-    return "".join(out)
+    # Preprocessor lines (with their continuations) blanked too: a function-like macro's
+    # parentheses would otherwise make the next brace look like a function's.
+    return re.sub(r"(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+                  "".join(out))
 
 
 def functions(text: str) -> list[tuple[str, int, int]]:
@@ -144,6 +147,9 @@ def self_test() -> int:
         ("lambdas inside count",
          {"runtime/x.cpp": "void h() {\n  auto l = [] {\n" + body + "\n  };\n}\n"}, 1),
         ("braces in strings", {"runtime/x.cpp": 'void k() {\n  const char* s = "{{{{";\n}\n'}, 0),
+        ("macros are no functions",
+         {"runtime/x.h": "#define LIST(X) \\\n  X(a) \\\n  X(b)\nnamespace a {\nstruct T {\n"
+                         + body + "\n};\n}\n"}, 0),
         ("kernel exempt", {"ops/cpu/k.cpp": f"void f() {{\n{body}\n}}\n"}, 0),
     ]
     return structure_cli.self_test("check_function_length.py", cases, lambda root: check(root, {}))

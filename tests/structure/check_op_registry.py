@@ -23,6 +23,7 @@ import structure_cli
 REGISTRY = "tests/support/op_registry.cpp"
 OPS = "src/tfm/ops"
 NOT_OPS = {
+    "cuda_backend.h": "the CUDA plugin's table of entry points (architecture.md, \"Plugins\")",
     "dispatch.h": "the front ends' own helpers (argument checks, dtype dispatch)",
     "host.h": "to_host, the copy-to-host view every test reads results through",
     "kernel_args.h": "the argument structs the CPU and CUDA kernels share",

@@ -171,6 +171,33 @@ std::vector<OpCase> gemm_cases() {
       case_("linear_lowp", "bf16 panels, ReLU", linear_inputs, lowp(ComputeType::bfloat16))
           .cpu_only(),
       case_("linear_lowp", "int8, ReLU", linear_inputs, lowp(ComputeType::int8)).cpu_only(),
+      case_(
+          "round_to_bf16", "(7, 6), ties and signs",
+          [](DType) {
+            return Inputs{R({7, 6}, DType::f32, 44, -3, 3)};
+          },
+          [](const Inputs& in) {
+            Tensor out = Tensor::empty(in[0].shape(), DType::bf16, in[0].device());
+            round_to_bf16(in[0], out);
+            return Outputs{out};
+          }),
+      // The copy is of 2·w, so the product shows it is the copy that linear() multiplies.
+      case_(
+          "attach_bf16_copy", "bf16 linear multiplies the attached copy",
+          [](DType) {
+            return Inputs{R({3, 5, 6}, DType::f32, 41), R({7, 6}, DType::f32, 42)};
+          },
+          [](const Inputs& in) {
+            Tensor w = in[1].clone().set_requires_grad(true);
+            Tensor copy = Tensor::empty(w.shape(), DType::bf16, w.device());
+            round_to_bf16(scale(in[1], 2.0), copy);
+            attach_bf16_copy(w, copy);
+            Tensor y = linear(in[0], w, Tensor(), Activation::none, ComputeType::bfloat16);
+            attach_bf16_copy(w, Tensor());
+            return Outputs{y};
+          })
+          .per_thread_count()
+          .close_across_levels(1e-6),
   };
 }
 

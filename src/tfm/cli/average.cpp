@@ -13,7 +13,7 @@ void add_average(CLI::App& app) {
   auto* cmd = app.add_subcommand("average", "Average the parameters of several checkpoints");
   static std::string out;
   static std::vector<std::string> dirs;
-  cmd->add_option("--out", out, "Output model directory")->required();
+  cmd->add_option("-o,--out", out, "Output model directory")->required();
   cmd->add_option("dirs", dirs, "Model directories (same configuration)")->required();
   cmd->callback([] {
     // The average replaces --out whole: only an absent or empty directory, or a model directory,

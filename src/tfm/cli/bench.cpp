@@ -29,7 +29,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--batch-size", o.batch_size, "Sentences (0: 64 for train, 32 for decoding)");
   cmd->add_option("--seq-len", o.seq_len, "Source/target tokens; tokens generated when decoding");
   cmd->add_option("--vocab", o.vocab, "Source and target vocabulary size");
-  cmd->add_option("--beam-size", o.beam_size, "Beam width for --mode beam");
+  cmd->add_option("-b,--beam-size", o.beam_size, "Beam width for --mode beam");
   cmd->add_option("--shard-size", o.shard_size,
                   "Decoding: sentences per shard, shards decoded in parallel (0: one batch)");
   cmd->add_option("--precision", o.precision,

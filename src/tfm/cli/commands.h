@@ -19,5 +19,6 @@ void add_prepare_ding(CLI::App& app);
 void add_prepare_bible(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_serve(CLI::App& app);
+void add_plot(CLI::App& app);
 
 }  // namespace tfm::cli

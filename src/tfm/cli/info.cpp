@@ -13,10 +13,11 @@ namespace tfm::cli {
 void add_info(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Print a model's config and parameter counts");
   static std::string dir;
-  cmd->add_option("--model", dir, "Model directory")->required();
+  cmd->add_option("-m,--model", dir, "Model directory")->required();
   cmd->callback([] {
     auto model = load_model(dir);
-    load_checked_vocabs(dir, model->config());  // a mismatch is worth knowing here too
+    // A mismatch is worth knowing here too.
+    const ModelTokenizers tokenizers = load_checked_tokenizers(dir, model->config());
     OutputFile out("-");
     out << model->config().to_json() << "\n";
     std::map<std::string, int64_t> groups;
@@ -25,6 +26,10 @@ void add_info(CLI::App& app) {
     for (const auto& [group, n] : groups)
       out << "parameters." << group << " " << std::to_string(n) << "\n";
     out << "parameters.total " << std::to_string(model->parameter_count()) << "\n";
+    if (tokenizers.src) {
+      out << "tokenizer.source " << tokenizers.src->describe() << "\n";
+      out << "tokenizer.target " << tokenizers.trg->describe() << "\n";
+    }
     out.close();
   });
 }

@@ -18,8 +18,9 @@ void add_prepare_ding(CLI::App& app) {
       "prepare-ding", "Make a German-English corpus from the Ding dictionary (trans-de-en)");
   static std::string input = "/usr/share/trans/de-en", out;
   static DingSplitOptions o;
-  cmd->add_option("--input", input, "The Ding dictionary file")->capture_default_str();
-  cmd->add_option("--out", out, "Output directory: writes {train,valid,test}.{de,en}")->required();
+  cmd->add_option("-i,--input", input, "The Ding dictionary file")->capture_default_str();
+  cmd->add_option("-o,--out", out, "Output directory: writes {train,valid,test}.{de,en}")
+      ->required();
   cmd->add_option("--valid", o.valid, "Pairs in the validation split")->capture_default_str();
   cmd->add_option("--test", o.test, "Pairs in the test split")->capture_default_str();
   cmd->add_option("--sentence-share", o.sentence_share,

@@ -46,13 +46,13 @@ void add_score(CLI::App& app) {
   static bool ids = false;
   static int threads = 0;
   static int64_t batch_size = 32;
-  cmd->add_option("--model", dir, "Model directory")->required();
+  cmd->add_option("-m,--model", dir, "Model directory")->required();
   cmd->add_option("--src", src_path, "Source sentences, one a line (not for decoder-only models)");
   cmd->add_option("--trg", trg_path, "Target sentences, one a line")->required();
   cmd->add_flag("--ids", ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", threads, "Threads (0: all cores)");
   cmd->add_option("--precision", precision, "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
+  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine)");
   cmd->add_option("--batch-size", batch_size, "Sentences a batch");
   cmd->callback([] {
     TranslatorOptions to;

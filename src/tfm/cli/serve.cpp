@@ -12,12 +12,12 @@ void add_serve(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "Serve a model over HTTP (docs/serve.md)");
   static serve::ServeOptions o;
   static std::string precision = "fp32", device = "cpu";
-  cmd->add_option("--model", o.model_dir, "Model directory (with its vocabulary)")->required();
+  cmd->add_option("-m,--model", o.model_dir, "Model directory (with its vocabulary)")->required();
   cmd->add_option("--host", o.host, "Address to listen on (default 127.0.0.1: this machine only)");
   cmd->add_option("--port", o.port, "Port (default 8080; 0: any free port, logged)");
   cmd->add_option("--compute-type,--precision", precision,
                   "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
+  cmd->add_option("--device", device, "cpu, or cuda (a CUDA build on a GPU machine)");
   cmd->add_option("--threads", o.translator.intra_threads,
                   "Threads of each batch (0: all cores / inter-threads)");
   cmd->add_option("--inter-threads", o.translator.inter_threads, "Batches translated at once");

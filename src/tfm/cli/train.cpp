@@ -11,7 +11,9 @@
 
 #include "tfm/cli/commands.h"
 #include "tfm/cli/flags.h"
+#include "tfm/cli/usage.h"
 #include "tfm/core/check.h"
+#include "tfm/core/suggest.h"
 #include "tfm/dist/world.h"
 #include "tfm/runtime/train_options.h"
 #include "tfm/train/config_file.h"
@@ -53,7 +55,13 @@ void apply_config_file(CLI::App* cmd, const std::string& path) {
     try {
       opt = cmd->get_option("--" + key);
     } catch (const CLI::OptionNotFound&) {
-      TFM_FAIL() << path << ": unknown option \"" << key << "\" (see tfm train --help)";
+      std::vector<std::string> keys;
+      for (const std::string& flag : flag_names(*cmd))
+        if (flag.rfind("--", 0) == 0) keys.push_back(flag.substr(2));
+      const std::vector<std::string> near = closest_names(key, keys);
+      TFM_FAIL_ARG() << path << ": unknown option \"" << key << "\""
+                     << (near.empty() ? " (see tfm train --help)"
+                                      : "; did you mean " + one_of(near, "\"") + "?");
     }
     TFM_CHECK(key != "config") << path << ": a config file cannot name another config file";
     if (opt->count() > 0) continue;  // the command line wins
@@ -152,7 +160,8 @@ void add_train(CLI::App& app) {
       CLI::MultiOptionPolicy::TakeLast);
   static Flags fl;
   TrainOptions& f = fl.o;
-  cmd->add_option("--model", f.model_dir, "Model directory (resumed when DIR/train_state exists)")
+  cmd->add_option("-m,--model", f.model_dir,
+                  "Model directory (resumed when DIR/train_state exists)")
       ->required();
   cmd->add_option("--train-src", f.train_src, "Training source text, one sentence a line");
   cmd->add_option("--train-trg", f.train_trg, "Training target text, aligned with --train-src");
@@ -211,6 +220,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--log-every", f.log_every, "Log a line every N updates");
   cmd->add_option("--max-nonfinite", f.max_nonfinite,
                   "Stop after N non-finite updates in a row (each is skipped)");
+  cmd->add_option("--tensorboard", f.tensorboard,
+                  "Write TensorBoard event files (loss, perplexity, learning rate, gradient norm, "
+                  "tokens/s, validation) to this directory");
   cmd->add_flag("--overwrite", f.overwrite,
                 "Start from scratch, replacing the model, checkpoints and training state in DIR");
   cmd->callback([cmd] { run_train(cmd, fl); });

@@ -74,8 +74,8 @@ struct Given {
 
 // The flags both commands share: model, search, batching, threads, precision, files.
 Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
-  cmd->add_option("--model", f.dir, "Model directory")->required();
-  cmd->add_option("--beam-size", f.beam_size, "Beam size (1: greedy)");
+  cmd->add_option("-m,--model", f.dir, "Model directory")->required();
+  cmd->add_option("-b,--beam-size", f.beam_size, "Beam size (1: greedy)");
   Given g;
   g.n_best =
       cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'");
@@ -92,9 +92,9 @@ Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
   cmd->add_option("--threads", f.threads, "Threads of each batch (0: all cores / inter-threads)");
   cmd->add_option("--inter-threads", f.inter_threads, "Batches decoded at once");
   cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
-  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
-  cmd->add_option("--input", f.input, "Input file (default: stdin)");
-  cmd->add_option("--output", f.output, "Output file (default: stdout)");
+  cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine)");
+  cmd->add_option("-i,--input", f.input, "Input file (default: stdin)");
+  cmd->add_option("-o,--output", f.output, "Output file (default: stdout)");
   cmd->add_flag("--profile", f.profile,
                 "Print where the time went, by phase, and tokens/s on stderr at the end");
   return g;

@@ -15,11 +15,11 @@ namespace tfm::cli {
 void add_vocab(CLI::App& app) {
   auto* cmd = app.add_subcommand("vocab", "Train a SentencePiece vocabulary");
   static VocabTrainerOptions o;
-  cmd->add_option("--input", o.inputs, "Text file(s), one sentence a line; several: joint vocab")
+  cmd->add_option("-i,--input", o.inputs, "Text file(s), one sentence a line; several: joint vocab")
       ->required();
   cmd->add_option("--size", o.size, "Pieces in the vocabulary, the 4 specials included")
       ->required();
-  cmd->add_option("--out", o.out_prefix, "Output prefix: writes PREFIX.model and PREFIX.vocab")
+  cmd->add_option("-o,--out", o.out_prefix, "Output prefix: writes PREFIX.model and PREFIX.vocab")
       ->required();
   cmd->add_option("--model-type", o.model_type, "unigram or bpe")
       ->check(CLI::IsMember({"unigram", "bpe"}))

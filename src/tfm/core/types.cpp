@@ -59,18 +59,12 @@ ComputeType parse_compute_type(std::string_view name) {
 
 ComputeType resolve_compute_type(ComputeType requested, Device device, bool training) {
   if (device == Device::cuda) {
-    // Training: fp32 (cuBLASLt without TF32) or bf16 mixed precision (bf16 GEMM operands on the
-    // tensor cores of every GPU the build targets, sm_80 and later). Inference on the device
-    // computes in f32: its packed bf16/int8 kernels are the CPU's.
-    if (training) {
-      TFM_CHECK(requested != ComputeType::int8)
-          << "int8 is an inference compute type; training takes fp32, bf16 or auto";
-      return requested == ComputeType::automatic ? ComputeType::bfloat16 : requested;
-    }
-    TFM_CHECK(requested == ComputeType::automatic || requested == ComputeType::float32)
-        << "on cuda tfm computes in fp32 only, got " << compute_type_name(requested)
-        << " (use fp32 or auto; bf16 on cuda is for training)";
-    return ComputeType::float32;
+    // fp32 (cuBLASLt without TF32); bf16 (tensor-core GEMMs of bf16 operands, f32 sums: mixed
+    // precision in training) on every GPU the build targets (sm_80 and later), so auto is bf16;
+    // int8 (IMMA GEMMs) for inference.
+    TFM_CHECK(!(training && requested == ComputeType::int8))
+        << "int8 is an inference compute type; training takes fp32, bf16 or auto";
+    return requested == ComputeType::automatic ? ComputeType::bfloat16 : requested;
   }
   TFM_CHECK(device == Device::cpu) << "no compute types on " << device_name(device);
   TFM_CHECK(!(training && requested == ComputeType::int8))

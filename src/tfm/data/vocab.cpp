@@ -75,6 +75,14 @@ int64_t Vocab::eos_id() const {
   return sp_->eos_id();
 }
 
+TokenizerSpecials Vocab::special_ids() const {
+  return {pad_id(), bos_id(), eos_id(), sp_->unk_id()};
+}
+
+std::string Vocab::describe() const {
+  return "SentencePiece, " + std::to_string(size()) + " pieces (" + path_ + ")";
+}
+
 std::string legacy_vocab_file(const std::string& name) {
   const std::string ext = ".model";
   TFM_CHECK(name.size() > ext.size() && name.ends_with(ext)) << "not a vocabulary name: " << name;
@@ -104,15 +112,6 @@ ModelVocabPaths find_model_vocabs(const std::string& dir) {
       << (src.empty() ? kSrcVocabFile : kTrgVocabFile) << ": a model directory holds "
       << kSharedVocabFile << ", or " << kSrcVocabFile << " and " << kTrgVocabFile;
   return {src, trg};
-}
-
-ModelVocabs load_model_vocabs(const std::string& dir) {
-  const ModelVocabPaths p = find_model_vocabs(dir);
-  ModelVocabs v;
-  if (p.src.empty()) return v;
-  v.src = std::make_shared<Vocab>(p.src);
-  v.trg = p.trg == p.src ? v.src : std::make_shared<Vocab>(p.trg);
-  return v;
 }
 
 Ids parse_ids(const std::string& line, int64_t vocab_size, const std::string& where) {

@@ -1,10 +1,12 @@
-// Text <-> ids through SentencePiece, or plain id lines (`--ids`).
+// Text <-> ids through SentencePiece (tfm's own vocabularies: `tfm vocab`, `tfm train`), or plain
+// id lines (`--ids`). Vocab is the Tokenizer of a model directory that tfm trained.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "tfm/data/batch.h"
+#include "tfm/data/tokenizer.h"
 
 namespace sentencepiece {
 class SentencePieceProcessor;
@@ -12,23 +14,26 @@ class SentencePieceProcessor;
 
 namespace tfm {
 
-class Vocab {
+class Vocab : public Tokenizer {
  public:
   explicit Vocab(const std::string& model_path);  // a SentencePiece .model/.spm file
-  ~Vocab();
-  Ids encode(const std::string& text) const;
-  std::string decode(const Ids& ids) const;
+  ~Vocab() override;
+  Ids encode(const std::string& text) const override;
+  std::string decode(const Ids& ids) const override;
   // Pieces as SentencePiece writes them ("▁Hund"): text -> pieces, pieces <-> ids. A piece not
   // in the vocabulary is the unknown id; an id outside it is an error.
-  std::vector<std::string> encode_pieces(const std::string& text) const;
-  Ids pieces_to_ids(const std::vector<std::string>& pieces) const;
-  std::vector<std::string> ids_to_pieces(const Ids& ids) const;
-  int64_t size() const;
+  std::vector<std::string> encode_pieces(const std::string& text) const override;
+  Ids pieces_to_ids(const std::vector<std::string>& pieces) const override;
+  std::vector<std::string> ids_to_pieces(const Ids& ids) const override;
+  int64_t size() const override;
   // SentencePiece's special ids (-1 when the model has no such piece).
   int64_t pad_id() const;
   int64_t bos_id() const;
   int64_t eos_id() const;
-  const std::string& path() const { return path_; }
+  TokenizerSpecials special_ids() const override;
+  const std::string& path() const override { return path_; }
+  std::string family() const override { return "sentencepiece"; }
+  std::string describe() const override;
 
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
@@ -43,15 +48,10 @@ inline constexpr const char* kTrgVocabFile = "vocab.trg.model";
 // What tfm train wrote before the names above (still read): vocab.spm, vocab.src.spm, ….
 std::string legacy_vocab_file(const std::string& name);
 
-// The source and target vocabularies of a model directory: vocab.model (shared) or
-// vocab.src.model + vocab.trg.model (or the legacy .spm names). Null members when the directory
-// has none; a directory with one side's file but not the other's is an error that says so.
-struct ModelVocabs {
-  std::shared_ptr<Vocab> src, trg;
-};
-ModelVocabs load_model_vocabs(const std::string& dir);
-// The same files' paths, without loading them (both empty when the directory has none; equal
-// for a shared vocabulary).
+// The SentencePiece vocabularies of a model directory: vocab.model (shared) or vocab.src.model +
+// vocab.trg.model (or the legacy .spm names), as paths (both empty when the directory has none;
+// equal for a shared vocabulary); a directory with one side's file but not the other's is an
+// error that says so. data/tokenizer_files.h loads them (or a converted directory's tokenizer).
 struct ModelVocabPaths {
   std::string src, trg;
 };

@@ -1,5 +1,6 @@
-// World over Open MPI (compiled only with TFM_WITH_MPI). Collectives are nonblocking calls
-// waited on with a deadline, so a rank that died or hung ends the job (MPI_Abort) instead of
+// World over Open MPI: the plugin libtfm_mpi.so (dist/mpi_plugin.h), built where CMake finds MPI
+// and opened by dist::world() when several processes were launched. Collectives are nonblocking
+// calls waited on with a deadline, so a rank that died or hung ends the job (MPI_Abort) instead of
 // leaving the others in a collective forever.
 #include <mpi.h>
 #include <unistd.h>
@@ -9,10 +10,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "tfm/core/check.h"
+#include "tfm/dist/mpi_plugin.h"
 #include "tfm/dist/world.h"
 
 namespace tfm::dist {
@@ -35,7 +38,7 @@ int64_t bucket_floats_from_env() {
 
 class MpiWorld final : public World {
  public:
-  MpiWorld() {
+  explicit MpiWorld(double timeout) : timeout_(timeout) {
     int provided = 0;
     // Only the thread that trains calls MPI; OpenMP's threads never do.
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
@@ -52,7 +55,6 @@ class MpiWorld final : public World {
     // of collectives per communicator on all ranks).
     MPI_Comm_dup(MPI_COMM_WORLD, &scatter_comm_);
     MPI_Comm_dup(MPI_COMM_WORLD, &gather_comm_);
-    timeout_ = collective_timeout_seconds();
     bucket_ = bucket_floats_from_env();
   }
 
@@ -191,8 +193,17 @@ class MpiWorld final : public World {
 
 }  // namespace
 
-std::unique_ptr<World> make_mpi_world() {
-  return std::make_unique<MpiWorld>();
-}
-
 }  // namespace tfm::dist
+
+#ifndef TFM_VERSION_STRING
+#error "TFM_VERSION_STRING (CMake's project version) must be defined"
+#endif
+
+extern "C" __attribute__((visibility("default"))) tfm::dist::World* tfm_plugin_mpi_world(
+    const char* version, double collective_timeout_seconds, std::string* why) {
+  if (std::string(version) != TFM_VERSION_STRING) {
+    *why = std::string("it was built for tfm ") + TFM_VERSION_STRING + ", this is tfm " + version;
+    return nullptr;
+  }
+  return new tfm::dist::MpiWorld(collective_timeout_seconds);
+}

@@ -5,12 +5,11 @@
 #include <memory>
 
 #include "tfm/core/check.h"
+#include "tfm/core/plugin.h"
+#include "tfm/dist/mpi_plugin.h"
+#include "tfm/version.h"
 
 namespace tfm::dist {
-
-#if TFM_WITH_MPI
-std::unique_ptr<World> make_mpi_world();  // mpi_world.cpp
-#endif
 
 void World::sum_in_rank_order(const Tensor& flat) {
   TFM_CHECK(flat.defined() && flat.dtype() == DType::f32 && flat.device() == Device::cpu &&
@@ -91,21 +90,36 @@ World& single_process() {
   return one;
 }
 
+namespace {
+
+// The MPI transport, opened from its plugin (libtfm_mpi.so, mpi_world.cpp) when this process is
+// one of several. RTLD_GLOBAL: Open MPI's components, which libmpi opens itself, need its symbols.
+std::unique_ptr<World> open_mpi_world(int launched) {
+  const plugin::LoadResult p = plugin::open(kMpiPluginFile, kMpiPluginEntry, true);
+  TFM_CHECK(p.entry != nullptr)
+      << "started as one of " << launched << " processes (mpirun/srun), but there is no MPI "
+      << "transport: " << p.error
+      << (p.error.find(std::string(kMpiPluginFile) + " not found") == 0
+              ? "; it is built with tfm where CMake finds MPI (scripts/setup.sh installs Open "
+                "MPI). Each process would train alone and write the same files"
+              : "");
+  std::string why;
+  World* w =
+      reinterpret_cast<MpiPluginEntry>(p.entry)(version(), collective_timeout_seconds(), &why);
+  TFM_CHECK(w != nullptr) << "started as one of " << launched << " processes, but there is no MPI "
+                          << "transport: " << p.path << " cannot be used: " << why;
+  return std::unique_ptr<World>(w);
+}
+
+}  // namespace
+
 World& world() {
   static World& w = []() -> World& {
     const int n = launched_world_size();
     if (n <= 1) return single_process();
-#if TFM_WITH_MPI
-    static const std::unique_ptr<World> mpi = make_mpi_world();
+    static const std::unique_ptr<World> mpi = open_mpi_world(n);
     if (mpi->size() > 1) g_distributed = mpi.get();
     return *mpi;
-#else
-    TFM_FAIL() << "started as one of " << n
-               << " processes (mpirun/srun), but this tfm was built without MPI "
-                  "(TFM_WITH_MPI=OFF or no MPI found): each process would train alone and "
-                  "write the same files. Install Open MPI (scripts/setup.sh) and rebuild";
-    return single_process();
-#endif
   }();
   return w;
 }

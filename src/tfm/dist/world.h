@@ -1,8 +1,8 @@
 // The processes of a data-parallel run (docs/distributed.md): this process's rank, their number,
 // and the two collectives training needs, both in a fixed order so that a run is reproducible
 // for a given number of processes. One process (the default) is a world of size 1 whose
-// collectives are no-ops; `mpirun -np N` / `srun` in a build with MPI (TFM_WITH_MPI) makes a
-// world of N over Open MPI.
+// collectives are no-ops; `mpirun -np N` / `srun` makes a world of N over Open MPI, through the
+// MPI transport's plugin (dist/mpi_plugin.h) where tfm was built with MPI.
 #pragma once
 
 #include <cstdint>
@@ -47,8 +47,9 @@ class World {
 };
 
 // The process's world, made on first use: MPI's when this process was started by mpirun or
-// srun with more than one process, otherwise a single process. A build without MPI started as
-// one of several processes is an error (each would train alone and write the same files).
+// srun with more than one process, otherwise a single process. Started as one of several
+// processes without the MPI plugin (or the MPI library it needs) is an error naming what is
+// missing (each process would train alone and write the same files).
 World& world();
 
 // A world of this process alone (what code given no world uses), whatever the launcher says.

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "tfm/core/file_util.h"
+#include "tfm/data/tokenizer_files.h"
+#include "tfm/data/vocab.h"
 #include "tfm/model/safetensors.h"
 
 namespace tfm {
@@ -73,9 +75,22 @@ void check_finite(const Tensor& t, const std::string& what, const std::string& f
 
 namespace {
 
-void check_vocab(const Vocab* v, int64_t size, const char* side, const ModelConfig& config,
+void check_vocab(const Tokenizer* v, int64_t size, const char* side, const ModelConfig& config,
                  const std::string& dir) {
   if (v == nullptr) return;
+  if (v->converted()) {
+    TFM_CHECK(v->size() <= size) << v->path() << ": the " << v->family()
+                                 << " tokenizer gives ids up to " << v->size() - 1
+                                 << " but the model in " << dir << " has a " << side
+                                 << " vocabulary of " << size
+                                 << ": the tokenizer is not the one the model was converted with";
+    const int64_t eos = v->special_ids().eos;
+    TFM_CHECK(eos < 0 || eos == config.eos_id)
+        << v->path() << ": the tokenizer's EOS is " << eos << " but the model in " << dir
+        << " ends sequences with " << config.eos_id;
+    return;
+  }
+  const TokenizerSpecials ids = v->special_ids();
   TFM_CHECK(v->size() == size) << v->path() << " has " << v->size() << " pieces but the model in "
                                << dir << " has a " << side << " vocabulary of " << size
                                << ": the vocabulary file is not the one the model was trained with";
@@ -83,31 +98,31 @@ void check_vocab(const Vocab* v, int64_t size, const char* side, const ModelConf
   auto same = [](int64_t vocab_id, int64_t config_id) {
     return vocab_id < 0 || vocab_id == config_id;
   };
-  TFM_CHECK(same(v->pad_id(), config.pad_id) && same(v->bos_id(), config.bos_id) &&
-            same(v->eos_id(), config.eos_id))
-      << v->path() << " has pad/bos/eos ids " << v->pad_id() << "/" << v->bos_id() << "/"
-      << v->eos_id() << " but the model in " << dir << " uses " << config.pad_id << "/"
-      << config.bos_id << "/" << config.eos_id
-      << ": the vocabulary file is not the one the model was trained with";
+  TFM_CHECK(same(ids.pad, config.pad_id) && same(ids.bos, config.bos_id) &&
+            same(ids.eos, config.eos_id))
+      << v->path() << " has pad/bos/eos ids " << ids.pad << "/" << ids.bos << "/" << ids.eos
+      << " but the model in " << dir << " uses " << config.pad_id << "/" << config.bos_id << "/"
+      << config.eos_id << ": the vocabulary file is not the one the model was trained with";
 }
 
 }  // namespace
 
-void check_vocabs(const ModelConfig& config, const ModelVocabs& vocabs, const std::string& dir) {
+void check_vocabs(const ModelConfig& config, const ModelTokenizers& vocabs,
+                  const std::string& dir) {
   if (config.has_encoder())
     check_vocab(vocabs.src.get(), config.src_vocab_size, "source", config, dir);
   check_vocab(vocabs.trg.get(), config.trg_vocab_size, "target", config, dir);
 }
 
-ModelVocabs load_checked_vocabs(const std::string& dir, const ModelConfig& config) {
-  ModelVocabs v = load_model_vocabs(dir);
+ModelTokenizers load_checked_tokenizers(const std::string& dir, const ModelConfig& config) {
+  ModelTokenizers v = load_model_tokenizers(dir);
   check_vocabs(config, v, dir);
   return v;
 }
 
 const std::vector<std::string>& model_file_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {kConfig, kWeights};
+    std::vector<std::string> n = {kConfig, kWeights, kTokenizerConfigFile};
     for (const char* v : {kSharedVocabFile, kSrcVocabFile, kTrgVocabFile}) {
       n.emplace_back(v);
       n.push_back(legacy_vocab_file(v));
@@ -148,10 +163,22 @@ ModelConfig checked_config(const std::string& dir, const SafetensorsFile& f) {
 
 }  // namespace
 
+void check_model_dir(const std::string& dir, bool must_exist) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (fs::exists(st) && !fs::is_directory(st)) {
+    const fs::path parent = fs::path(dir).parent_path();
+    TFM_FAIL_ARG() << dir << " is a file, not a model directory: give the directory that holds "
+                   << kWeights << " and " << kConfig
+                   << (parent.empty() ? std::string() : " (" + parent.string() + ")");
+  }
+  TFM_CHECK(!must_exist || fs::exists(st)) << "model directory " << dir << " does not exist";
+}
+
 ModelConfig read_model_config(const std::string& dir) {
   const std::string weights = (fs::path(dir) / kWeights).string();
   const std::string json = (fs::path(dir) / kConfig).string();
-  TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
+  check_model_dir(dir);
   if (!fs::exists(weights)) {
     TFM_CHECK(fs::exists(json)) << dir << " holds neither " << kWeights << " nor " << kConfig;
     require_regular_file(json);
@@ -161,7 +188,7 @@ ModelConfig read_model_config(const std::string& dir) {
 }
 
 std::unique_ptr<Transformer> load_model(const std::string& dir) {
-  TFM_CHECK(fs::is_directory(dir)) << "model directory " << dir << " does not exist";
+  check_model_dir(dir);
   const std::string weights = (fs::path(dir) / kWeights).string();
   TFM_CHECK(fs::exists(weights)) << "no " << kWeights << " in model directory " << dir;
   // One map and one header parse.

@@ -6,11 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "tfm/data/vocab.h"
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/model/safetensors.h"
 #include "tfm/model/transformer.h"
 
 namespace tfm {
+
+// A model is a directory: throws tfm::InvalidArgument when `dir` is a file (a model directory's
+// model.safetensors or config.json, given for the directory: the message names the directory to
+// give instead) and, with must_exist, when it does not exist.
+void check_model_dir(const std::string& dir, bool must_exist = true);
 
 // Writes dir/model.safetensors and dir/config.json atomically (dir is created if missing).
 void save_model(const Transformer& model, const std::string& dir);
@@ -32,16 +37,19 @@ std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config, const
 void check_finite(const Tensor& t, const std::string& what, const std::string& file);
 
 // Vocabularies that do not match the model score silently wrong or fail late with "invalid id":
-// each side's size must be the config's vocabulary size and the pad/bos/eos ids the config's.
-// Null members (no vocabulary, --ids) are not checked. Throws naming the file and both numbers.
-void check_vocabs(const ModelConfig& config, const ModelVocabs& vocabs, const std::string& dir);
+// each side's size must be the config's vocabulary size and the pad/bos/eos ids the config's
+// (a converted model's tokenizer: ids below the config's vocabulary size, and its EOS). Null
+// members (no vocabulary, --ids) are not checked. Throws naming the file and both numbers.
+void check_vocabs(const ModelConfig& config, const ModelTokenizers& tokenizers,
+                  const std::string& dir);
 
-// load_model_vocabs(dir), checked against `config` with check_vocabs.
-ModelVocabs load_checked_vocabs(const std::string& dir, const ModelConfig& config);
+// load_model_tokenizers(dir), checked against `config` with check_vocabs.
+ModelTokenizers load_checked_tokenizers(const std::string& dir, const ModelConfig& config);
 
-// The names a model directory holds: config.json, model.safetensors and the vocabulary files
-// (their legacy names included). What a model directory may hold and nothing else
-// (tfm::check_output_path).
+// The names a model directory holds: config.json, model.safetensors, tfm_tokenizer.json and the
+// vocabulary files (their legacy names included); a converted model's tokenizer data files are
+// named by its tfm_tokenizer.json (tokenizer_file_names). What a model directory may hold and
+// nothing else (tfm::check_output_path).
 const std::vector<std::string>& model_file_names();
 
 }  // namespace tfm

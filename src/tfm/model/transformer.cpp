@@ -137,18 +137,12 @@ int64_t Transformer::parameter_count() const {
 }
 
 void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> output, bool keep_f32) {
-  if (device() != Device::cpu) {
-    // The packed kernels are the CPU's; on a device the f32 parameters' GEMMs are the path.
-    TFM_CHECK(t == ComputeType::float32 && output.value_or(t) == ComputeType::float32)
-        << "bind_inference: on " << device_name(device()) << " tfm computes in fp32 only, got "
-        << compute_type_name(t);
-    return;
-  }
   // Layers that multiply whole sources (the encoder's, and cross-attention's key and value
   // projections, which run once per batch) and the decoding steps' few-row layers take different
   // kernels. fp32: the parameters' own GEMM for the first (packing them would only add a copy of
   // each weight), panels for the second. bf16: oneDNN's blocked kernel for the first where the
-  // CPU has AVX512-BF16, tfm's panels for the second. int8: one kernel for both.
+  // CPU has AVX512-BF16, tfm's panels for the second. int8: one kernel for both. On cuda:
+  // cuBLASLt for all (fp32 binds nothing there, nn::LinearKernel::bind).
   std::vector<nn::Linear*> encoder, cross_kv;
   if (c_.has_encoder()) {
     encoder = encoder_.linears();

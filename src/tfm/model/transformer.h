@@ -86,7 +86,7 @@ class Transformer : public nn::Module {
 
   int64_t parameter_count() const;
   // Moves the model to `device`: its parameters and its fixed position table. Inference bindings
-  // are dropped first (their packed weights are the CPU kernels'); the forward, the backward,
+  // are dropped first (their prepared weights belong to the old device); the forward, the backward,
   // the training step and decoding then run where the tensors are.
   void to(Device device);
   Device device() const { return embed_trg_.device(); }  // where the parameters are
@@ -96,6 +96,7 @@ class Transformer : public nn::Module {
   // projection alone. Without keep_f32, layers bound to bf16/int8 release their f32 weights, so
   // the model holds one copy of each (it can then translate and score, not train or be saved).
   // A forward that needs gradients drops the bindings it meets: bind again after training.
+  // On cuda the weights are prepared on the device (bf16, int8; fp32 binds nothing there).
   void bind_inference(ComputeType t, std::optional<ComputeType> output = std::nullopt,
                       bool keep_f32 = true);
   // Back to the plain f32 path for inference (exactly the training path's GEMMs).

@@ -14,6 +14,10 @@ void LinearKernel::set_train_compute(ComputeType t) {
 
 void LinearKernel::bind(const Tensor& w, ComputeType t, bool sequences) {
   TFM_CHECK(t != ComputeType::automatic) << "bind: resolve the compute type first";
+  if (t == ComputeType::float32 && w.device() != Device::cpu) {
+    bound_.reset();  // a device's fp32 path is the parameters' own GEMM: nothing to prepare
+    return;
+  }
   bound_ = std::make_shared<const LowpWeight>(w, t, sequences);
 }
 

@@ -23,6 +23,8 @@ namespace tfm::nn {
 // training path's to rounding) and keeps the parameters for larger products. bf16 and int8
 // binding run every product on the bound weight, so the f32 parameters can be released to hold
 // one copy of each weight (bind's keep_f32 = false); such a layer can no longer train.
+// On cuda, bf16 and int8 binding prepare the weight on the device (LowpWeight) and fp32 binds
+// nothing: the parameters' cuBLASLt GEMM is already the fp32 path there.
 class LinearKernel {
  public:
   // Above this many rows (an encoder batch, validation) the plain f32 path is as fast.

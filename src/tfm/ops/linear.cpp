@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "tfm/autograd/tape.h"
+#include "tfm/core/autograd_meta.h"
 #include "tfm/ops/cpu/activation_cpu.h"
 #include "tfm/ops/cpu/linear_cpu.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
@@ -17,17 +18,19 @@ namespace tfm {
 namespace {
 
 // x rounded to bf16, as a bf16 tensor of the same shape on x's device (contiguous f32 in).
-Tensor round_to_bf16(const Tensor& x) {
+Tensor rounded_to_bf16(const Tensor& x) {
   Tensor r = Tensor::empty(x.shape(), DType::bf16, x.device());
-  auto* out = static_cast<uint16_t*>(r.raw_data());
-#ifdef TFM_WITH_CUDA
-  if (on_cuda(x)) {
-    cuda::float_to_bf16(x.numel(), x.data<float>(), out);
-    return r;
-  }
-#endif
-  cpu::float_to_bf16(x.numel(), x.data<float>(), out);
+  round_to_bf16(x, r);
   return r;
+}
+
+// The weight's bf16 rounding: the copy its optimiser keeps when there is one, else made now.
+Tensor bf16_weight(const Tensor& w) {
+  const AutogradMeta* m = w.autograd_meta().get();
+  if (m != nullptr && m->bf16_copy.defined() && m->bf16_copy_of == w.raw_data() &&
+      m->bf16_copy.shape() == w.shape() && m->bf16_copy.device() == w.device())
+    return m->bf16_copy;
+  return rounded_to_bf16(w);
 }
 
 const uint16_t* bf16_data(const Tensor& t) {
@@ -66,6 +69,39 @@ Tensor pre_activation_grad(const Tensor& gy, Activation act, const Tensor& saved
 }
 
 }  // namespace
+
+void attach_bf16_copy(const Tensor& param, const Tensor& copy) {
+  TFM_CHECK(param.defined() && param.autograd_meta() != nullptr)
+      << "attach_bf16_copy: the parameter must require grad";
+  AutogradMeta& m = *param.autograd_meta();
+  if (!copy.defined()) {
+    m.bf16_copy = Tensor();
+    m.bf16_copy_of = nullptr;
+    return;
+  }
+  TFM_CHECK(copy.dtype() == DType::bf16 && copy.shape() == param.shape() &&
+            copy.device() == param.device() && copy.is_contiguous())
+      << "attach_bf16_copy: copy " << copy.describe() << " for parameter " << param.describe();
+  m.bf16_copy = copy;
+  m.bf16_copy_of = param.raw_data();
+}
+
+void round_to_bf16(const Tensor& x, const Tensor& out) {
+  TFM_CHECK(x.defined() && out.defined() && x.dtype() == DType::f32 && out.dtype() == DType::bf16 &&
+            x.is_contiguous() && out.is_contiguous() && x.numel() == out.numel() &&
+            x.device() == out.device())
+      << "round_to_bf16: expected contiguous f32 x and bf16 out of one size and device, got "
+      << (x.defined() ? x.describe() : "undefined") << " and "
+      << (out.defined() ? out.describe() : "undefined");
+  auto* dst = static_cast<uint16_t*>(out.raw_data());
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(x)) {
+    cuda::float_to_bf16(x.numel(), x.data<float>(), dst);
+    return;
+  }
+#endif
+  cpu::float_to_bf16(x.numel(), x.data<float>(), dst);
+}
 
 Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activation act,
               ComputeType precision) {
@@ -106,8 +142,8 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   const Activation gemm_act = split_gelu ? Activation::none : act;
   // The GEMM's operands: x and w themselves, or their bf16 roundings (which the backward then
   // keeps instead of the f32 tensors: half the memory).
-  const Tensor xg = bf16 ? round_to_bf16(x) : x.detach();
-  const Tensor wg = bf16 ? round_to_bf16(w) : w.detach();
+  const Tensor xg = bf16 ? rounded_to_bf16(x) : x.detach();
+  const Tensor wg = bf16 ? bf16_weight(w) : w.detach();
   Tensor z = Tensor::empty(out_shape, x.dtype(), x.device());
   Tensor y = z;
 #ifdef TFM_WITH_CUDA

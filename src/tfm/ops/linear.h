@@ -29,7 +29,20 @@ namespace tfm {
 // ComputeType::bfloat16 (f32 CPU tensors only): the forward keeps the bf16 copies of x and the
 // weight for the backward instead of the f32 ones (half the saved memory). Error: each product
 // is exact and sums in f32, so |y − y_f32| ≤ ~2⁻⁸ Σ|x||w| per output, and likewise for dX, dW.
+//
+// bf16 weight copies: where the weight is a parameter whose optimiser keeps its bf16 copy
+// (Adam::keep_bf16_copies, core/autograd_meta.h), the forward multiplies that copy instead of
+// rounding the weight again: the same bits, one conversion a step instead of one a call.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               Activation act = Activation::none, ComputeType precision = ComputeType::float32);
+
+// Attaches `copy` (bf16, of param's shape and device) to the parameter `param` as the bf16
+// rounding linear() multiplies for it (core/autograd_meta.h), valid while param's data stays where
+// it is now; an undefined copy detaches. The optimiser that keeps the copies calls this.
+void attach_bf16_copy(const Tensor& param, const Tensor& copy);
+
+// out = x rounded to bf16 as the bf16 GEMMs round their operands (cpu::to_bf16, to nearest even):
+// x contiguous f32, out contiguous bf16 of x's size, on x's device. No autograd.
+void round_to_bf16(const Tensor& x, const Tensor& out);
 
 }  // namespace tfm

@@ -1,59 +1,159 @@
 #include "tfm/ops/linear_lowp.h"
 
+#include <cstring>
+
 #include "tfm/core/check.h"
+#include "tfm/core/device_copy.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
+#ifdef TFM_WITH_CUDA
+#include "tfm/ops/cuda/elementwise.h"
+#include "tfm/ops/cuda/gemm.h"
+#include "tfm/ops/cuda/lowp_linear.h"
+#endif
 
 namespace tfm {
 
+// A weight prepared on cuda. bf16: w (N, K) bf16. int8: w (int8_padded(N), int8_padded(K)) s8
+// with zeros in the padding, and the per-channel scales (N) f32 and column sums (N) s32, all
+// on the device; the scales also on the host for scales().
+struct DeviceLowpWeights {
+  int64_t n = 0, k = 0;
+  Tensor w, scales, sums;
+  std::vector<float> host_scales;
+  size_t bytes = 0;
+};
+
+namespace {
+
+std::string describe_or_undefined(const Tensor& t) {
+  return t.defined() ? t.describe() : std::string("an undefined tensor");
+}
+
+#ifdef TFM_WITH_CUDA
+// A host tensor's bytes copied into a new device tensor of the same shape and dtype.
+Tensor upload(const Shape& shape, DType dtype, const void* data) {
+  Tensor h = Tensor::empty(shape, dtype);
+  std::memcpy(h.raw_data(), data, h.nbytes());
+  return to_device(h, Device::cuda);
+}
+
+std::shared_ptr<const DeviceLowpWeights> prepare_on_device(const Tensor& w, ComputeType t) {
+  auto d = std::make_shared<DeviceLowpWeights>();
+  d->n = w.size(0);
+  d->k = w.size(1);
+  TFM_CHECK(d->n > 0 && d->k > 0) << "LowpWeight: empty weight " << w.describe();
+  if (t == ComputeType::bfloat16) {
+    d->w = Tensor::empty({d->n, d->k}, DType::bf16, Device::cuda);
+    cuda::float_to_bf16(d->n * d->k, w.data<float>(), static_cast<uint16_t*>(d->w.raw_data()));
+  } else {
+    // The CPU's quantisation of the host copy: the same s8 values, scales and sums.
+    const Tensor h = to_device(w, Device::cpu);
+    const int64_t n = d->n, k = d->k, np = cuda::int8_padded(n), kp = cuda::int8_padded(k);
+    std::vector<int8_t> q(static_cast<size_t>(n * k)), padded(static_cast<size_t>(np * kp), 0);
+    std::vector<int32_t> sums(static_cast<size_t>(n));
+    d->host_scales.resize(static_cast<size_t>(n));
+    cpu::quantize_weights_s8(n, k, h.data<float>(), q.data(), d->host_scales.data(), sums.data());
+    for (int64_t r = 0; r < n; ++r) std::memcpy(&padded[r * kp], &q[r * k], static_cast<size_t>(k));
+    d->w = upload({np, kp}, DType::i8, padded.data());
+    d->scales = upload({n}, DType::f32, d->host_scales.data());
+    d->sums = upload({n}, DType::i32, sums.data());
+  }
+  d->bytes = d->w.nbytes() + (d->scales.defined() ? d->scales.nbytes() + d->sums.nbytes() : 0);
+  return d;
+}
+
+// linear_lowp on cuda: x (M, K) and y (M, N) contiguous device f32.
+void device_linear(int64_t rows, const Tensor& x, const DeviceLowpWeights& d, ComputeType t,
+                   const float* bias, Activation act, Tensor& y) {
+  if (t == ComputeType::bfloat16) {
+    Tensor xb = Tensor::empty(x.shape(), DType::bf16, Device::cuda);
+    cuda::float_to_bf16(x.numel(), x.data<float>(), static_cast<uint16_t*>(xb.raw_data()));
+    cuda::linear_forward_bf16(rows, d.n, d.k, static_cast<const uint16_t*>(xb.raw_data()),
+                              static_cast<const uint16_t*>(d.w.raw_data()), bias, act,
+                              y.data<float>());
+    return;
+  }
+  cuda::linear_forward_int8(rows, d.n, d.k, x.data<float>(),
+                            static_cast<const int8_t*>(d.w.raw_data()), d.scales.data<float>(),
+                            d.sums.data<int32_t>(), bias, act, y.data<float>());
+}
+#endif
+
+}  // namespace
+
 LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision, bool sequences)
     : precision_(precision) {
-  TFM_CHECK(weight.defined() && weight.dim() == 2 && weight.dtype() == DType::f32 &&
-            weight.device() == Device::cpu)
-      << "LowpWeight: expected an f32 CPU weight (out, in), got "
-      << (weight.defined() ? weight.describe() : std::string("an undefined tensor"));
+  TFM_CHECK(weight.defined() && weight.dim() == 2 && weight.dtype() == DType::f32)
+      << "LowpWeight: expected an f32 weight (out, in), got " << describe_or_undefined(weight);
   const Tensor w = weight.contiguous();
   const ComputeType kind = precision == ComputeType::bfloat16 ? ComputeType::bfloat16
                            : precision == ComputeType::int8   ? ComputeType::int8
                                                               : ComputeType::float32;
+  if (weight.device() != Device::cpu) {
+    TFM_CHECK(kind != ComputeType::float32)
+        << "LowpWeight: fp32 on " << device_name(weight.device())
+        << " multiplies the parameters themselves; nothing to prepare";
+#ifdef TFM_WITH_CUDA
+    device_ = prepare_on_device(w, kind);
+    return;
+#endif
+  }
   packed_ = cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>(), sequences);
 }
 
 int64_t LowpWeight::out_features() const {
-  return packed_->n;
+  return device_ ? device_->n : packed_->n;
 }
 int64_t LowpWeight::in_features() const {
-  return packed_->k;
+  return device_ ? device_->k : packed_->k;
 }
 size_t LowpWeight::bytes() const {
-  return packed_->bytes;
+  return device_ ? device_->bytes : packed_->bytes;
 }
 const std::vector<float>& LowpWeight::scales() const {
-  return packed_->scales;
+  return device_ ? device_->host_scales : packed_->scales;
+}
+const cpu::PackedWeights& LowpWeight::packed() const {
+  TFM_CHECK(packed_ != nullptr) << "LowpWeight: a weight prepared on cuda has no CPU packing";
+  return *packed_;
+}
+const DeviceLowpWeights& LowpWeight::device_weights() const {
+  TFM_CHECK(device_ != nullptr) << "LowpWeight: a weight prepared on the CPU has no device copy";
+  return *device_;
 }
 
 Tensor linear_lowp(const Tensor& x_in, const LowpWeight& w, const Tensor& b_in, Activation act) {
+  const char* name = compute_type_name(w.precision());
+  const Device device = w.device();
   TFM_CHECK(x_in.defined() && x_in.dim() >= 1 && x_in.dtype() == DType::f32 &&
-            x_in.device() == Device::cpu)
-      << "linear (" << compute_type_name(w.precision()) << "): x must be an f32 CPU tensor, got "
-      << (x_in.defined() ? x_in.describe() : std::string("an undefined tensor"));
+            x_in.device() == device)
+      << "linear (" << name << "): x must be an f32 tensor on " << device_name(device)
+      << ", where the weight was prepared, got " << describe_or_undefined(x_in)
+      << (x_in.defined() ? std::string(" on ") + device_name(x_in.device()) : std::string());
   TFM_CHECK(x_in.size(-1) == w.in_features())
-      << "linear (" << compute_type_name(w.precision()) << "): input " << x_in.describe()
-      << " does not match in_features " << w.in_features();
+      << "linear (" << name << "): input " << x_in.describe() << " does not match in_features "
+      << w.in_features();
   const int64_t out = w.out_features();
   Tensor b;
   if (b_in.defined()) {
     b = b_in.contiguous();
-    TFM_CHECK(b.dim() == 1 && b.size(0) == out && b.dtype() == DType::f32)
-        << "linear (" << compute_type_name(w.precision()) << "): bias " << b.describe()
-        << " does not match out_features " << out;
+    TFM_CHECK(b.dim() == 1 && b.size(0) == out && b.dtype() == DType::f32 && b.device() == device)
+        << "linear (" << name << "): bias " << b.describe() << " on " << device_name(b.device())
+        << " does not match out_features " << out << " on " << device_name(device);
   }
   const Tensor x = x_in.contiguous();
   Shape out_shape = x.shape();
   out_shape.back() = out;
-  Tensor y = Tensor::empty(out_shape);
+  Tensor y = Tensor::empty(out_shape, DType::f32, device);
   const int64_t rows = x.numel() / w.in_features();  // M of (M, in)
-  cpu::lowp_linear_forward(rows, x.data<float>(), w.packed(),
-                           b.defined() ? b.data<float>() : nullptr, act, y.data<float>());
+  const float* bias = b.defined() ? b.data<float>() : nullptr;
+#ifdef TFM_WITH_CUDA
+  if (device == Device::cuda) {
+    if (rows > 0) device_linear(rows, x, w.device_weights(), w.precision(), bias, act, y);
+    return y;
+  }
+#endif
+  cpu::lowp_linear_forward(rows, x.data<float>(), w.packed(), bias, act, y.data<float>());
   return y;
 }
 

@@ -5,6 +5,7 @@
 
 #include "tfm/core/parallel.h"
 #include "tfm/ops/cpu/adam_cpu.h"
+#include "tfm/ops/cpu/lowp_matmul_cpu.h"
 #include "tfm/ops/dispatch.h"
 #ifdef TFM_WITH_CUDA
 #include "tfm/ops/cuda/adam.h"
@@ -26,13 +27,21 @@ void check_flat(const Tensor& t, int64_t n, const char* name) {
 }  // namespace
 
 void adam_step(const kernels::AdamUpdate& a, const Tensor& pt, const Tensor& gt, const Tensor& mt,
-               const Tensor& vt, const std::vector<FlatRange>& ranges) {
+               const Tensor& vt, const std::vector<FlatRange>& ranges, const Tensor& p_bf16) {
   const int64_t n = pt.numel();
   check_flat(pt, n, "p");
   check_flat(gt, n, "g");
   check_flat(mt, n, "m");
   check_flat(vt, n, "v");
   for (const Tensor* t : {&gt, &mt, &vt}) check_same_device(pt, *t, "adam_step");
+  uint16_t* pb = nullptr;
+  if (p_bf16.defined()) {
+    TFM_CHECK(p_bf16.dtype() == DType::bf16 && p_bf16.dim() == 1 && p_bf16.numel() == n &&
+              p_bf16.is_contiguous())
+        << "adam_step: p_bf16 must be contiguous bf16 (" << n << "), got " << p_bf16.describe();
+    check_same_device(pt, p_bf16, "adam_step");
+    pb = static_cast<uint16_t*>(p_bf16.raw_data());
+  }
   int64_t end = 0;
   for (const FlatRange& r : ranges) {
     TFM_CHECK(r.offset >= end && r.numel >= 0 && r.offset + r.numel <= n)
@@ -48,7 +57,8 @@ void adam_step(const kernels::AdamUpdate& a, const Tensor& pt, const Tensor& gt,
     std::vector<cuda::AdamTensor> spans;
     for (const FlatRange& r : ranges) {
       if (r.numel == 0) continue;
-      spans.push_back({r.numel, p + r.offset, g + r.offset, m + r.offset, v + r.offset});
+      spans.push_back({r.numel, p + r.offset, g + r.offset, m + r.offset, v + r.offset,
+                       pb != nullptr ? pb + r.offset : nullptr});
     }
     cuda::adam_step_multi(spans, a);
     return;
@@ -65,7 +75,10 @@ void adam_step(const kernels::AdamUpdate& a, const Tensor& pt, const Tensor& gt,
     for (; k < ranges.size() && ranges[k].offset < e; ++k) {
       const int64_t lo = std::max(b, ranges[k].offset);
       const int64_t hi = std::min(e, ranges[k].offset + ranges[k].numel);
-      if (lo < hi) cpu::adam_update(a, hi - lo, p + lo, g + lo, m + lo, v + lo);
+      if (lo >= hi) continue;
+      cpu::adam_update(a, hi - lo, p + lo, g + lo, m + lo, v + lo);
+      if (pb != nullptr)
+        for (int64_t i = lo; i < hi; ++i) pb[i] = cpu::to_bf16(p[i]);
     }
   });
 }

@@ -116,6 +116,8 @@ class TrainWorkload : public Workload {
     std::vector<std::pair<std::string, Tensor>> params;
     for (const auto& [name, p] : model.named_parameters()) params.emplace_back(name, *p);
     adam_ = std::make_unique<Adam>(params, AdamOptions{});
+    // As the Trainer: bf16 training multiplies the optimiser's bf16 weight copies.
+    if (model.train_compute() == ComputeType::bfloat16) adam_->keep_bf16_copies();
     model_.set_training(true);
   }
 
@@ -353,8 +355,8 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& in) {
   }
   if (training)
     model.set_train_compute(compute);
-  else if (o.device == Device::cpu)
-    model.bind_inference(compute);  // a device decodes with the model's f32 weights
+  else
+    model.bind_inference(compute);  // on a device: prepared there (fp32: the f32 weights)
   std::unique_ptr<Workload> work;
   if (training)
     work = std::make_unique<TrainWorkload>(model, o);

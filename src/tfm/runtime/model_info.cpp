@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/safetensors.h"
@@ -30,7 +31,11 @@ ModelInfo make_model_info(const std::string& dir, const ModelConfig& c, int64_t 
   m.source_bos = c.source_bos;
   m.source_eos = c.source_eos;
   m.parameter_count = parameter_count;
-  const ModelVocabPaths v = find_model_vocabs(dir);
+  // A converted directory's tokenizer file stands for both sides.
+  const std::filesystem::path converted = std::filesystem::path(dir) / kTokenizerConfigFile;
+  const ModelVocabPaths v = std::filesystem::exists(converted)
+                                ? ModelVocabPaths{converted.string(), converted.string()}
+                                : find_model_vocabs(dir);
   m.src_vocab_path = v.src;
   m.trg_vocab_path = v.trg;
   return m;

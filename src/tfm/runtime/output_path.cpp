@@ -14,6 +14,7 @@
 #include "tfm/core/check.h"
 #include "tfm/core/dir_lock.h"
 #include "tfm/core/file_util.h"
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/train/train_state.h"
 
@@ -109,6 +110,18 @@ bool is_tfm_dir(const fs::path& dir) {
   return fs::is_regular_file(dir / "model.safetensors", ec) ||
          fs::is_directory(dir / "train_state", ec) ||
          fs::is_regular_file(dir / "train_config.json", ec);
+}
+
+// The data files a converted model's tfm_tokenizer.json names (source.spm, vocab.json, …): files
+// of the model as much as its weights. None when there is no such file or it cannot be read.
+std::vector<std::string> tokenizer_data_files(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / kTokenizerConfigFile, ec)) return {};
+  try {
+    return tokenizer_file_names(dir.string());
+  } catch (const Error&) {
+    return {};
+  }
 }
 
 class Checker {
@@ -222,7 +235,9 @@ class Checker {
   void check_not_model_file() const {
     for (const Ancestor& a : ancestors(path_)) {
       const std::string top = first_component(a.below);
-      TFM_CHECK_ARG(!contains(run_file_names(), top) || !is_tfm_dir(a.dir))
+      const bool of_model =
+          contains(run_file_names(), top) || contains(tokenizer_data_files(a.dir), top);
+      TFM_CHECK_ARG(!of_model || !is_tfm_dir(a.dir))
           << rule_.name << " " << shown_ << " would replace " << top
           << " of the tfm model directory " << a.dir.string() << "; write elsewhere";
     }
@@ -238,6 +253,7 @@ class Checker {
     const bool run_written = run && (fs::is_regular_file(dir / "train_config.json", ec) ||
                                      fs::is_directory(dir / "train_state", ec));
     std::vector<std::string> training, foreign;  // names that do not belong, sorted
+    const std::vector<std::string> tokenizer_files = tokenizer_data_files(dir);
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       const bool hidden = name.front() == '.';
@@ -246,6 +262,7 @@ class Checker {
         check_own_entry(it->path(), name);
         continue;
       }
+      if (contains(tokenizer_files, name)) continue;  // a converted model's
       if (run && (hidden || run_written || is_vocab_listing(dir, name))) continue;
       const bool of_a_run = contains(run_file_names(), name) || name == kDirLockFile;
       (of_a_run ? training : foreign).push_back(name);

@@ -180,6 +180,7 @@ std::string train_options_json(const TrainOptions& o) {
   j["keep-last"] = o.keep_last;
   j["log-every"] = o.log_every;
   j["max-nonfinite"] = o.max_nonfinite;
+  if (!o.tensorboard.empty()) j["tensorboard"] = o.tensorboard;
   return j.dump(2) + "\n";
 }
 

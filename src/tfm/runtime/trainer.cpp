@@ -212,6 +212,10 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
         &o_.vocab_src, &o_.vocab_trg, &o_.model_config}) {
     TFM_CHECK(path->empty() || !fs::is_directory(*path)) << *path << " is a directory, not a file";
   }
+  check_model_dir(o_.model_dir, /*must_exist=*/false);
+  TFM_CHECK_ARG(o_.tensorboard.empty() || !fs::exists(o_.tensorboard) ||
+                fs::is_directory(o_.tensorboard))
+      << name("tensorboard") << " " << o_.tensorboard << " is a file, not a directory";
   const ComputeType asked = o_.compute_type;
   o_ = runtime::resolve_train_options(std::move(o_));
   dist::World& world = dist::world();
@@ -240,7 +244,7 @@ Trainer::Impl::Impl(TrainOptions options, TrainCallbacks callbacks,
     config = saved;
     // The vocabularies were checked against the installed copies; this checks the copies (or a
     // state saved for other ones) against the model.
-    check_vocabs(config, ModelVocabs{vsrc, vtrg}, o_.model_dir);
+    check_vocabs(config, ModelTokenizers{vsrc, vtrg}, o_.model_dir);
   }
   Batcher batcher = training_batches(config, *vsrc, *vtrg);
   auto valid = std::make_shared<ValidSet>();
@@ -375,6 +379,7 @@ void Trainer::Impl::prepare_directory(ComputeType asked, const runtime::OptionSp
   log_ = std::make_unique<TrainLog>((fs::path(o_.model_dir) / "train.log").string(),
                                     std::move(callbacks));
   TrainLog& log = *log_;
+  if (!o_.tensorboard.empty()) log.write_events_to(o_.tensorboard);
   if (asked == ComputeType::automatic)
     log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) +
              (o_.device == Device::cpu ? " (CPU level " + cpu_isa_summary() + ")"

@@ -198,7 +198,19 @@ std::vector<int64_t> Translator::tokenize_target(const std::string& text) const 
 
 std::vector<std::string> Translator::source_tokens(const std::string& text) const {
   impl_->require_vocabs();
-  return impl_->vocabs().src->encode_pieces(text);
+  const Tokenizer& t = *impl_->vocabs().src;
+  std::vector<std::string> pieces = t.encode_pieces(text);
+  if (pieces.empty() || t.framing().size() == 0) return pieces;
+  // A converted model's framing as tokens too ("eng_Latn", "</s>"), so that
+  // source_tokens_to_ids gives tokenize_source's ids.
+  const Ids framed = impl_->encode_src(text);
+  const auto prefix = static_cast<std::ptrdiff_t>(t.framing().prefix.size());
+  const auto suffix = static_cast<std::ptrdiff_t>(t.framing().suffix.size());
+  std::vector<std::string> out = t.ids_to_pieces(Ids(framed.begin(), framed.begin() + prefix));
+  out.insert(out.end(), pieces.begin(), pieces.end());
+  for (std::string& s : t.ids_to_pieces(Ids(framed.end() - suffix, framed.end())))
+    out.push_back(std::move(s));
+  return out;
 }
 
 std::vector<int64_t> Translator::source_tokens_to_ids(

@@ -31,17 +31,16 @@ Translator::Impl::Impl(const std::string& dir, TranslatorOptions o) : options_(s
         model_ = load_model(dir);
         // Counted before binding: a bf16 or int8 binding releases the f32 weights it packed.
         parameter_count = model_->parameter_count();
-        if (options_.device == Device::cpu)
-          model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
-        else
-          model_->to(options_.device);  // f32 weights, the CUDA kernels' GEMMs
+        // On a device the weights move first and are prepared there (fp32: as they are).
+        if (options_.device != Device::cpu) model_->to(options_.device);
+        model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
       })
       .get();
   const ModelConfig& c = model_->config();
   // Sizes and special ids against the config. A directory whose vocabulary does not fit still
   // translates ids (they need none); the text methods then fail with the reason.
   try {
-    vocabs_ = load_checked_vocabs(dir, c);
+    vocabs_ = load_checked_tokenizers(dir, c);
   } catch (const Error& e) {
     vocab_error_ = e.message();
     vocabs_ = {};
@@ -60,7 +59,8 @@ void Translator::Impl::require_vocabs() const {
   TFM_CHECK(vocab_error_.empty()) << vocab_error_;
   TFM_CHECK(has_vocabs()) << info_.directory << " has no SentencePiece vocabulary ("
                           << kSharedVocabFile << ", or " << kSrcVocabFile << " + " << kTrgVocabFile
-                          << "): translate token ids instead";
+                          << ") and no " << kTokenizerConfigFile
+                          << ": translate token ids instead";
 }
 
 void Translator::Impl::require_decoder_only() const {
@@ -75,9 +75,12 @@ void Translator::Impl::require_encoder() const {
       << "and scores targets, it does not translate (an encoder-decoder model does)";
 }
 
+// A source as the model reads it: a converted model's tokenizer adds its framing (</s>, the
+// source language's token); an empty text stays empty (no hypotheses).
 Ids Translator::Impl::encode_src(const std::string& text) const {
   profile::Scope scope(profile::Phase::spm);
-  return vocabs_.src->encode(text);
+  const Ids pieces = vocabs_.src->encode(text);
+  return pieces.empty() ? pieces : vocabs_.src->frame_source(pieces);
 }
 
 Ids Translator::Impl::encode_trg(const std::string& text) const {
@@ -103,6 +106,10 @@ bool Translator::Impl::prepare_source(Ids& ids, const std::string& where) const 
         << c.src_vocab_size << ")";
   const auto limit = static_cast<size_t>(c.max_length - c.seq_format().source_specials());
   if (ids.size() <= limit) return false;
+  // A converted model's framing ends the source (</s>, a language token): cut before it.
+  const size_t keep = vocabs_.src ? std::min(vocabs_.src->framing().suffix.size(), limit) : 0;
+  std::copy(ids.end() - static_cast<std::ptrdiff_t>(keep), ids.end(),
+            ids.begin() + static_cast<std::ptrdiff_t>(limit - keep));
   ids.resize(limit);
   return true;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/transformer.h"
 #include "tfm/runtime/request_queue.h"
@@ -41,7 +42,7 @@ class Translator::Impl {
   const ModelConfig& config() const { return model_->config(); }
   const ModelInfo& info() const { return info_; }
   const TranslatorOptions& options() const { return options_; }
-  const ModelVocabs& vocabs() const { return vocabs_; }
+  const ModelTokenizers& vocabs() const { return vocabs_; }
   bool has_vocabs() const { return vocabs_.src != nullptr; }
   void require_vocabs() const;
   void require_encoder() const;
@@ -85,7 +86,7 @@ class Translator::Impl {
  private:
   TranslatorOptions options_;
   std::unique_ptr<Transformer> model_;
-  ModelVocabs vocabs_;
+  ModelTokenizers vocabs_;
   std::string vocab_error_;  // why the directory's vocabularies cannot be used, if they cannot
   ModelInfo info_;
   std::unique_ptr<runtime::WorkerPool> pool_;

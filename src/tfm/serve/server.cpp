@@ -88,7 +88,8 @@ class Server {
     validate_serve_options(o);
     TFM_CHECK(translator_.has_vocabularies())
         << "serve: " << o.model_dir << " has no SentencePiece vocabulary (vocab.model, or "
-        << "vocab.src.model + vocab.trg.model): the server translates text";
+        << "vocab.src.model + vocab.trg.model) and no tfm_tokenizer.json: the server translates "
+        << "text";
     translator_.require_vocabularies();
     setup();
   }

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "tfm/core/file_util.h"
-#include "tfm/data/vocab.h"
+#include "tfm/data/tokenizer_files.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/ops/elementwise.h"
 
@@ -42,16 +42,11 @@ void average_models(const std::vector<std::string>& dirs, const std::string& out
   // vocabularies of one average, never a new model next to an old or half-copied vocabulary. It
   // replaces what was there: the front door has checked that only a model was
   // (check_output_path, OutputKind::model_directory).
-  const ModelVocabs vocabs = load_checked_vocabs(dirs[0], result->config());
+  load_checked_tokenizers(dirs[0], result->config());
   write_dir_atomic(out, [&](const std::string& tmp) {
     save_model(*result, tmp);
-    for (const std::string& name :
-         {std::string(kSharedVocabFile), std::string(kSrcVocabFile), std::string(kTrgVocabFile),
-          legacy_vocab_file(kSharedVocabFile), legacy_vocab_file(kSrcVocabFile),
-          legacy_vocab_file(kTrgVocabFile)}) {
-      const fs::path src = fs::path(dirs[0]) / name;
-      if (fs::exists(src)) copy_file_atomic(src.string(), (fs::path(tmp) / name).string());
-    }
+    for (const std::string& name : tokenizer_file_names(dirs[0]))
+      copy_file_atomic((fs::path(dirs[0]) / name).string(), (fs::path(tmp) / name).string());
   });
 }
 

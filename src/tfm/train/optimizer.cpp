@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "tfm/ops/linear.h"
 #include "tfm/ops/optimizer.h"
 
 namespace tfm {
@@ -16,6 +17,30 @@ Adam::Adam(std::vector<std::pair<std::string, Tensor>> params, AdamOptions optio
   arena_ = std::make_unique<ParameterArena>(params_);
   m_ = arena_->zeros_like();
   v_ = arena_->zeros_like();
+  // Copies an earlier optimiser attached describe memory the new arena no longer uses.
+  for (const auto& [name, p] : params_) attach_bf16_copy(p, Tensor());
+}
+
+Adam::~Adam() {
+  if (!w16_.defined()) return;
+  for (const auto& [name, p] : params_)
+    if (p.autograd_meta()->bf16_copy.storage() == w16_.storage()) attach_bf16_copy(p, Tensor());
+}
+
+void Adam::keep_bf16_copies() {
+  arena_->check_resident();
+  if (!w16_.defined()) {
+    w16_ = Tensor::empty({arena_->size()}, DType::bf16, arena_->device());
+    for (size_t k = 0; k < params_.size(); ++k)
+      attach_bf16_copy(params_[k].second, arena_->view(w16_, k));
+  }
+  refresh_bf16_copies();
+}
+
+void Adam::refresh_bf16_copies() {
+  if (!w16_.defined()) return;
+  // The gaps between slots are zeros in the parameter arena, so one rounding of the whole of it.
+  round_to_bf16(arena_->params(), w16_);
 }
 
 void Adam::step(double lr, double grad_scale) {
@@ -29,7 +54,7 @@ void Adam::step(double lr, double grad_scale) {
   const std::vector<ArenaSlot>& slots = arena_->slots();
   for (size_t k = 0; k < slots.size(); ++k)
     if (arena_->has_grad(k)) ranges.push_back({slots[k].offset, slots[k].numel});
-  adam_step(a, arena_->params(), arena_->grads(), m_, v_, ranges);
+  adam_step(a, arena_->params(), arena_->grads(), m_, v_, ranges, w16_);
 }
 
 void Adam::zero_grad() {
@@ -60,6 +85,7 @@ void Adam::load_state(const std::vector<std::pair<std::string, Tensor>>& state, 
   }
   TFM_CHECK(steps >= 0) << "optimizer state: negative step count";
   step_ = steps;
+  refresh_bf16_copies();
 }
 
 }  // namespace tfm

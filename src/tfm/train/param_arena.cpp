@@ -64,10 +64,10 @@ const ArenaSlot& ParameterArena::slot(const std::string& name) const {
 }
 
 Tensor ParameterArena::view(const Tensor& flat, size_t k) const {
-  TFM_CHECK(flat.dtype() == DType::f32 && flat.numel() == size_ && flat.is_contiguous())
+  TFM_CHECK(flat.numel() == size_ && flat.is_contiguous())
       << "parameter arena: " << flat.describe() << " does not have the arena's layout (" << size_
-      << " f32)";
-  return Tensor::from_storage(flat.storage(), slots_[k].shape, DType::f32,
+      << " elements)";
+  return Tensor::from_storage(flat.storage(), slots_[k].shape, flat.dtype(),
                               flat.offset() + slots_[k].offset);
 }
 

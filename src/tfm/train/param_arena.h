@@ -81,7 +81,7 @@ class ParameterArena {
   void check_resident() const;
 
   // A zero-filled f32 tensor of the arenas' layout (an optimiser's moments), and the view of
-  // slot k in such a tensor.
+  // slot k in such a tensor (of any dtype: bf16 weight copies too).
   Tensor zeros_like() const { return Tensor::zeros({size_}, DType::f32, device_); }
   Device device() const { return device_; }  // where the parameters live
   Tensor view(const Tensor& flat, size_t k) const;

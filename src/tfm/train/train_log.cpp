@@ -31,11 +31,36 @@ void TrainLog::update(const TrainUpdateEvent& e) const {
   if (callbacks_.on_update) callbacks_.on_update(e);
 }
 
+void TrainLog::write_events_to(const std::string& dir) {
+  events_ = std::make_unique<EventFileWriter>(dir);
+  line("TensorBoard events: " + events_->path());
+}
+
+void TrainLog::started(int64_t update) {
+  if (events_) events_->session_start(update + 1);
+}
+
 void TrainLog::stats(const TrainStatsEvent& e) const {
+  if (events_) {
+    events_->scalar("train/loss", e.update, e.loss);
+    events_->scalar("train/perplexity", e.update, e.perplexity);
+    events_->scalar("train/accuracy", e.update, e.accuracy);
+    events_->scalar("train/learning_rate", e.update, e.learning_rate);
+    events_->scalar("train/grad_norm", e.update, e.grad_norm);
+    events_->scalar("train/tokens_per_second", e.update, e.tokens_per_second);
+    events_->flush();
+  }
   if (callbacks_.on_stats) callbacks_.on_stats(e);
 }
 
 void TrainLog::validation(const TrainValidationEvent& e) const {
+  if (events_) {
+    events_->scalar("valid/loss", e.update, e.loss);
+    events_->scalar("valid/perplexity", e.update, e.perplexity);
+    events_->scalar("valid/accuracy", e.update, e.accuracy);
+    if (e.bleu >= 0) events_->scalar("valid/bleu", e.update, e.bleu);
+    events_->flush();
+  }
   if (callbacks_.on_validation) callbacks_.on_validation(e);
 }
 

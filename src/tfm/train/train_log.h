@@ -1,12 +1,14 @@
 // Where training talks: each line to DIR/train.log and to the caller's callbacks, with the
-// structured events (updates, log windows, validations, checkpoints) beside them. What a user
-// sees (the CLI's progress bar and stderr lines) is one consumer of the callbacks.
+// structured events (updates, log windows, validations, checkpoints) beside them, and, when asked,
+// the windows' and validations' scalars to a TensorBoard event file. What a user sees (the CLI's
+// progress bar and stderr lines) is one consumer of the callbacks.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "tfm/core/output_file.h"
+#include "tfm/train/event_file.h"
 #include "tfm/trainer.h"
 
 namespace tfm {
@@ -16,6 +18,13 @@ class TrainLog {
   // log_path: a file the lines are appended to ("" for none).
   explicit TrainLog(const std::string& log_path, TrainCallbacks callbacks = {});
   ~TrainLog();
+  // From now on the scalars also go to a new event file in `dir` (TensorBoard's): train/loss,
+  // train/perplexity, train/accuracy, train/learning_rate, train/grad_norm,
+  // train/tokens_per_second at each log window; valid/loss, valid/perplexity, valid/accuracy
+  // (and valid/bleu) at each validation; each at its update.
+  void write_events_to(const std::string& dir);
+  // The run starts after `update` (0: from scratch): the event file's SessionLog START.
+  void started(int64_t update);
   // A full line, to the log file (flushed; a write error, such as a full disk, throws naming the
   // log: a run whose log is lost must not go on silently), then to on_log.
   void line(const std::string& text);
@@ -27,6 +36,7 @@ class TrainLog {
 
  private:
   std::unique_ptr<OutputFile> file_;
+  std::unique_ptr<EventFileWriter> events_;
   TrainCallbacks callbacks_;
 };
 

@@ -97,6 +97,9 @@ TrainLoop::TrainLoop(TrainLoopOptions options, Transformer& model, Batcher train
       << "validation metric bleu needs validation BLEU (a BLEU hook: a validation set and a "
          "vocabulary)";
   TFM_CHECK(o_.early_stopping == 0 || !valid_.empty()) << "early stopping needs a validation set";
+  // bf16 mixed precision multiplies bf16 weight copies the optimiser keeps current (the same
+  // roundings the GEMMs made of the weights at every call before).
+  if (model_.train_compute() == ComputeType::bfloat16) adam_.keep_bf16_copies();
   // A linear schedule decays over the run's budget: --max-updates (absolute) and/or the training
   // time of earlier runs plus this run's --max-minutes (set again when run() starts).
   if (o_.schedule.kind == ScheduleKind::linear) {
@@ -500,6 +503,7 @@ TrainLoopResult TrainLoop::run(const std::atomic<bool>* stop) {
               (valid_.empty() ? std::string()
                               : ", " + std::to_string(valid_.size()) + " validation pairs"));
   }
+  log_.started(p_.updates);
   run_start_ = now_seconds();
   if (o_.schedule.kind == ScheduleKind::linear && o_.max_minutes > 0)
     o_.schedule.total_seconds = run_start_elapsed_ + o_.max_minutes * 60.0;

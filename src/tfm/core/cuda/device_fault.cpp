@@ -55,6 +55,9 @@ void raise_device_fault() {
       what << "decode_attention: kv_slots at flat position " << position << " = " << value
            << " outside the " << bound << " key rows";
       break;
+    case FaultSite::int8_input_row:
+      what << "int8 linear: row " << position << " of the input holds inf or NaN";
+      break;
     case FaultSite::none:
       break;
   }

@@ -21,6 +21,7 @@ enum class FaultSite : int32_t {
   embedding_id = 1,     // an id outside [0, V)
   decode_kv_rows = 2,   // decode_attention's kv_rows[b] outside the key rows
   decode_kv_slots = 3,  // decode_attention's kv_slots[b, s] outside the key rows
+  int8_input_row = 4,   // an int8 linear layer's input row holding inf or NaN
 };
 
 // The first fault since the last report. `site` is written last by the kernel that wins it

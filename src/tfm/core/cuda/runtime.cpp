@@ -23,19 +23,64 @@ const Probe& probe() {
   static const Probe p = [] {
     Probe r;
     const cudaError_t e = cudaGetDeviceCount(&r.count);
-    if (e != cudaSuccess) {
+    if (e != cudaSuccess || r.count == 0) {
       r.count = 0;
-      r.reason = std::string(cudaGetErrorString(e)) + " (" + cudaGetErrorName(e) + ")";
+      int driver = 0, runtime = 0;
+      (void)cudaDriverGetVersion(&driver);  // 0 when no driver is installed
+      (void)cudaRuntimeGetVersion(&runtime);
+      r.reason = explain_no_device(e, driver, runtime);
       (void)cudaGetLastError();
-    } else if (r.count == 0) {
-      r.reason = "cudaGetDeviceCount reports 0 devices";
     }
     return r;
   }();
   return p;
 }
 
+std::string cuda_version(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
 }  // namespace
+
+// What users can act on; the runtime's own words (e.g. "CUDA driver version is insufficient for
+// CUDA runtime version" when there is no driver at all) stay in the error name at the end.
+std::string explain_no_device(int error, int driver_version, int runtime_version) {
+  const auto e = static_cast<cudaError_t>(error);
+  const std::string name = e == cudaSuccess ? "0 devices" : cudaGetErrorName(e);
+  const std::string driver = "the NVIDIA driver (CUDA " + cuda_version(driver_version) + ")";
+  std::string why;
+  if (e == cudaErrorNoDevice || e == cudaSuccess) {
+    why = driver_version == 0 ? "no NVIDIA GPU was found"
+                              : driver +
+                                    " finds no GPU on this machine (in a container, pass "
+                                    "the GPU in: docker run --gpus all)";
+  } else if (e == cudaErrorStubLibrary) {
+    why =
+        "the CUDA driver library found is the toolkit's stub, not the driver's: take the "
+        "toolkit's stubs/ directory off LD_LIBRARY_PATH";
+  } else if (driver_version == 0) {
+    why =
+        "no NVIDIA driver is installed (libcuda.so.1 was not found): install the driver for "
+        "your GPU";
+  } else if (e == cudaErrorInsufficientDriver || driver_version < runtime_version) {
+    why = driver + " is older than the CUDA " + cuda_version(runtime_version) +
+          " toolkit this tfm was built with: update the driver, or build tfm with a toolkit no "
+          "newer than CUDA " +
+          cuda_version(driver_version);
+  } else if (e == cudaErrorSystemDriverMismatch) {
+    why =
+        "the NVIDIA driver's library and its kernel module are of different versions (a "
+        "driver updated without a reboot?): reboot, or reinstall the driver";
+  } else if (e == cudaErrorDevicesUnavailable) {
+    why = "every GPU is busy or unavailable (in exclusive-process mode, held by another program?)";
+  } else if (e == cudaErrorInitializationError || e == cudaErrorOperatingSystem ||
+             e == cudaErrorNotPermitted) {
+    why = driver + " could not start (is its kernel module loaded? nvidia-smi says more)";
+  } else {
+    why = cudaGetErrorString(e);
+  }
+  return why + " (" + name + "; docs/gpu.md)";
+}
 
 int device_count() {
   return probe().count;

@@ -12,8 +12,13 @@ namespace tfm::cuda {
 // Number of usable devices; 0 when there is no driver or no device (never throws for that).
 int device_count();
 bool has_device();
-// Why device_count() is 0 (the runtime's own words), or "" when a device exists.
+// Why device_count() is 0, in plain words (no driver, no device, a driver older than the
+// toolkit tfm was built with, ...) with the runtime's error name; "" when a device exists.
 std::string no_device_reason();
+// The plain-words reason for cudaGetDeviceCount's `error` (a cudaError_t's value; 0 with no
+// device counted), given cudaDriverGetVersion's (0: no driver) and cudaRuntimeGetVersion's
+// versions (e.g. 12040 for 12.4).
+std::string explain_no_device(int error, int driver_version, int runtime_version);
 // Throws tfm::Error "no CUDA device: <what> needs one (<reason>)" when there is none.
 void require_device(const char* what);
 

@@ -196,15 +196,40 @@ PrimitiveCache& primitive_cache() {
 
 namespace {
 
-// `weights`, when given, is the layout b was packed in: the primitive must want exactly that one.
+// Copies of packed weights in other layouts, created at first need (OnednnWeights).
+struct OtherLayouts {
+  std::mutex mu;
+  std::vector<std::pair<dnnl::memory::desc, std::shared_ptr<void>>> copies;
+};
+
+// w's data in the layout `wanted`: its own when that is the packed one, else a reordered copy
+// (kept in w.other_layouts, so each layout is made once).
+const void* weights_in_layout(const OnednnWeights& w, const dnnl::memory::desc& wanted) {
+  const auto& packed = *static_cast<const dnnl::memory::desc*>(w.desc.get());
+  if (packed == wanted) return w.data.get();
+  TFM_CHECK(w.other_layouts != nullptr)
+      << "oneDNN matmul (n=" << w.n << " k=" << w.k
+      << ") wants another weight layout than the packed one, and the weights keep no copies";
+  auto& others = *std::static_pointer_cast<OtherLayouts>(w.other_layouts);
+  std::lock_guard<std::mutex> lock(others.mu);
+  for (const auto& [desc, data] : others.copies)
+    if (desc == wanted) return data.get();
+  std::shared_ptr<void> data = cpu_allocator().allocate(wanted.get_size());
+  dnnl::memory from(packed, dnnl_engine(), w.data.get());
+  dnnl::memory to(wanted, dnnl_engine(), data.get());
+  dnnl::reorder(from, to).execute(dnnl_stream(), from, to);  // a permutation: exact
+  dnnl_stream().wait();
+  others.copies.emplace_back(wanted, data);
+  return data.get();
+}
+
+// `packed`, when given, holds b: the weights packed for the matmul, read in the layout the
+// primitive for this key wants (b is ignored then).
 void run_primitive(const PrimitiveKey& key, const void* a, const void* b, const float* bias,
-                   void* c, const dnnl::memory::desc* weights = nullptr) {
+                   void* c, const OnednnWeights* packed = nullptr) {
   try {
     auto entry = primitive_cache().get(key);
-    // Packing fixed the weights' layout; a primitive that wanted another would read them wrong.
-    TFM_CHECK(weights == nullptr || entry->weights == *weights)
-        << "oneDNN matmul (m=" << key.m << " n=" << key.n << " k=" << key.k
-        << ") wants another weight layout than the packed one";
+    if (packed != nullptr) b = weights_in_layout(*packed, entry->weights);
     const dnnl::engine& eng = dnnl_engine();
     std::unordered_map<int, dnnl::memory> args;
     args.emplace(DNNL_ARG_SRC, dnnl::memory(entry->src, eng, const_cast<void*>(a)));
@@ -277,8 +302,8 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
 
 namespace {
 
-// w (N, K) row-major, as nn.Linear's weight, reordered into the layout the matmul of `operands`
-// picks for it (format any; the same for every M, which run_primitive checks).
+// w (N, K) row-major, as nn.Linear's weight, reordered into the layout the one-row matmul of
+// `operands` picks for it (format any; other M's layouts are made when needed, run_primitive).
 OnednnWeights pack_onednn_weights(int64_t n, int64_t k, MatmulOperands operands,
                                   dnnl::memory::data_type type, const void* w, const char* what) {
   OnednnWeights packed;
@@ -297,6 +322,7 @@ OnednnWeights pack_onednn_weights(int64_t n, int64_t k, MatmulOperands operands,
     dnnl::reorder(from, to).execute(dnnl_stream(), from, to);
     dnnl_stream().wait();
     packed.desc = desc;
+    packed.other_layouts = std::make_shared<OtherLayouts>();
   } catch (const dnnl::error& e) {
     TFM_FAIL() << "packing " << what << " weights (" << n << ", " << k
                << ") for oneDNN failed: " << e.what();
@@ -317,8 +343,7 @@ void matmul_primitive_u8s8(int64_t m, const uint8_t* x, const OnednnWeights& w, 
   TFM_CHECK(m > 0 && w.desc != nullptr)
       << "matmul_primitive_u8s8: empty problem or unpacked weights (m=" << m << ")";
   run_primitive({m, w.n, w.k, false, Activation::none, primitive_threads(), MatmulOperands::u8s8},
-                x, w.data.get(), nullptr, acc,
-                static_cast<const dnnl::memory::desc*>(w.desc.get()));
+                x, nullptr, nullptr, acc, &w);
 }
 
 OnednnWeights pack_bf16_matmul_weights(int64_t n, int64_t k, const uint16_t* w16) {
@@ -335,7 +360,7 @@ void matmul_primitive_bf16_packed(int64_t m, const uint16_t* x, const OnednnWeig
       << "matmul_primitive_bf16_packed: empty problem or unpacked weights (m=" << m << ")";
   run_primitive(
       {m, w.n, w.k, bias != nullptr, post, primitive_threads(), MatmulOperands::bf16_packed}, x,
-      w.data.get(), bias, y, static_cast<const dnnl::memory::desc*>(w.desc.get()));
+      nullptr, bias, y, &w);
 }
 
 PrimitiveCacheStats matmul_primitive_cache_stats() {
@@ -346,6 +371,18 @@ void clear_matmul_primitive_cache() {
 }
 void set_matmul_primitive_cache_capacity(size_t capacity) {
   primitive_cache().set_capacity(capacity);
+}
+
+OnednnWeights onednn_weights_as_laid_out(int64_t n, int64_t k, std::shared_ptr<void> data,
+                                         std::shared_ptr<const void> desc) {
+  OnednnWeights w;
+  w.n = n;
+  w.k = k;
+  w.bytes = static_cast<const dnnl::memory::desc*>(desc.get())->get_size();
+  w.data = std::move(data);
+  w.desc = std::move(desc);
+  w.other_layouts = std::make_shared<OtherLayouts>();
+  return w;
 }
 
 }  // namespace tfm::cpu

@@ -42,14 +42,22 @@ void matmul_primitive_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int
                            const uint16_t* a, const uint16_t* b, const float* bias, Activation post,
                            float* c);
 
-// Weights in the layout oneDNN's matmul picks for them (format any; the same for every M): s8
-// for the u8 × s8 → s32 matmul, bf16 for the bf16 one.
+// Weights in the layout oneDNN's matmul picks for them (format any): s8 for the u8 × s8 → s32
+// matmul, bf16 for the bf16 one. Packed once in the layout the one-row matmul picks, which on
+// most CPUs every M picks; where a matmul wants another (AMX blocks weights differently for many
+// rows), the weights are reordered into that layout once, at its first call, and the copy is
+// kept in `other_layouts` for the later ones.
 struct OnednnWeights {
   int64_t n = 0, k = 0;
   std::shared_ptr<void> data;        // opaque blocked weights
   std::shared_ptr<const void> desc;  // their oneDNN memory descriptor
   size_t bytes = 0;
+  std::shared_ptr<void> other_layouts;  // copies in the layouts other M's matmuls want
 };
+// Weights already laid out as `desc` (a dnnl::memory::desc): the relayout path above, which
+// only AMX CPUs reach with the pack_* functions' own layouts, tested on any CPU.
+OnednnWeights onednn_weights_as_laid_out(int64_t n, int64_t k, std::shared_ptr<void> data,
+                                         std::shared_ptr<const void> desc);
 // int8: only for CPUs with VNNI (core/cpu_isa.h), whose vpdpbusd sums products exactly;
 // oneDNN's path without it adds pairs into 16 bits with saturation (packed_int8_cpu.h is tfm's
 // kernel for those CPUs). q (N, K) s8 row-major, as nn.Linear's weight.

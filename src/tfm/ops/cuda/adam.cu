@@ -15,18 +15,20 @@ namespace {
 constexpr int64_t kChunk = 4096;  // elements per block in the multi-tensor step
 
 // Element i of one tensor: the contract of ops/cpu/adam_cpu.h, every rounding explicit (the
-// four fused multiply-adds as __fmaf_rn, nothing left for nvcc to contract).
-__device__ __forceinline__ void adam_update(int64_t i, float* p, const float* g, float* m, float* v,
-                                            const AdamUpdate& a) {
+// four fused multiply-adds as __fmaf_rn, nothing left for nvcc to contract). Returns the new p.
+__device__ __forceinline__ float adam_update(int64_t i, float* p, const float* g, float* m,
+                                             float* v, const AdamUpdate& a) {
   const float gg = __fmul_rn(g[i], a.grad_scale);
   const float pi = p[i];
   const float gi = a.coupled_wd ? __fmaf_rn(a.weight_decay, pi, gg) : gg;
   const float mi = __fmaf_rn(a.beta1, m[i], __fmul_rn(1.0f - a.beta1, gi));
   const float vi = __fmaf_rn(a.beta2, v[i], __fmul_rn(__fmul_rn(1.0f - a.beta2, gi), gi));
   const float denom = __fmaf_rn(__fsqrt_rn(vi), a.inv_sqrt_bc2, a.eps);
-  p[i] = __fmaf_rn(pi, a.decay, -__fdiv_rn(__fmul_rn(a.step_size, mi), denom));
+  const float pn = __fmaf_rn(pi, a.decay, -__fdiv_rn(__fmul_rn(a.step_size, mi), denom));
+  p[i] = pn;
   m[i] = mi;
   v[i] = vi;
+  return pn;
 }
 
 __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, AdamUpdate a) {
@@ -43,8 +45,10 @@ struct Chunk {
 __global__ void adam_multi_kernel(const AdamTensor* tensors, const Chunk* chunks, AdamUpdate a) {
   const Chunk c = chunks[blockIdx.x];
   const AdamTensor t = tensors[c.tensor];
-  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x)
-    adam_update(i, t.p, t.g, t.m, t.v, a);
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
+    const float p = adam_update(i, t.p, t.g, t.m, t.v, a);
+    if (t.p_bf16 != nullptr) t.p_bf16[i] = detail::bf16_bits(p);
+  }
 }
 
 }  // namespace

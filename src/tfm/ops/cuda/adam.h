@@ -18,13 +18,15 @@ using kernels::AdamUpdate;  // kernels::adam_update_for_step builds it
 void adam_step(int64_t n, float* p, const float* g, float* m, float* v, const AdamUpdate& params,
                const Stream& stream = default_stream());
 
-// One parameter tensor's device buffers for the multi-tensor step.
+// One parameter tensor's device buffers for the multi-tensor step. p_bf16, when set, receives
+// the updated p rounded to bf16 (cpu::to_bf16's bits): the weight copy bf16 training multiplies.
 struct AdamTensor {
   int64_t n = 0;
   float* p = nullptr;
   const float* g = nullptr;
   float* m = nullptr;
   float* v = nullptr;
+  uint16_t* p_bf16 = nullptr;
 };
 
 // The same update for every tensor in one launch (a model has hundreds of parameter tensors, and

@@ -30,6 +30,13 @@ __device__ inline void record_fault(DeviceFault* f, FaultSite site, int64_t posi
   f->site = static_cast<int32_t>(site);
 }
 
+// The bf16 bit pattern of v, rounded to nearest even, a NaN kept a quiet NaN: cpu::to_bf16.
+__device__ __forceinline__ uint16_t bf16_bits(float v) {
+  const uint32_t bits = __float_as_uint(v);
+  return isnan(v) ? static_cast<uint16_t>((bits >> 16) | 0x40u)
+                  : static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
 __device__ __forceinline__ double warp_sum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;

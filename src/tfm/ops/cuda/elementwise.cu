@@ -78,12 +78,7 @@ void relu_backward(int64_t n, const float* gy, const float* y, float* gx, const 
 }
 
 void float_to_bf16(int64_t n, const float* x, uint16_t* y, const Stream& stream) {
-  launch_pointwise(n, stream, [=] __device__(int64_t i) {
-    const float v = x[i];
-    const uint32_t bits = __float_as_uint(v);
-    y[i] = isnan(v) ? static_cast<uint16_t>((bits >> 16) | 0x40u)
-                    : static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-  });
+  launch_pointwise(n, stream, [=] __device__(int64_t i) { y[i] = detail::bf16_bits(x[i]); });
 }
 
 void gelu_forward(int64_t n, const float* x, float* y, const Stream& stream) {

@@ -45,6 +45,15 @@ void linear_backward_bf16(int64_t m, int64_t n, int64_t k, const float* dz, cons
                           const uint16_t* w, float* dx, float* dw, float* db,
                           const Stream& stream = default_stream());
 
+// int8 inference: C (M, N) s32 = A (M, K) s8 · B (N, K)ᵀ s8, exact integer sums, on cuBLASLt's
+// IMMA (tensor-core) kernels: the "TN" layout they take. Their requirements are met by the caller
+// (ops/cuda/lowp_linear.h pads): K, lda, ldb and ldc multiples of 16, 16-byte aligned pointers.
+// False, with nothing queued, when cuBLASLt offers no algorithm for the problem (the caller then
+// runs its own kernel).
+bool gemm_s8_cublaslt(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda,
+                      const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc,
+                      const Stream& stream = default_stream());
+
 // Bytes of device workspace cuBLASLt may use per call (allocated once).
 inline constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
 
