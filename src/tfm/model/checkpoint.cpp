@@ -75,9 +75,24 @@ void check_finite(const Tensor& t, const std::string& what, const std::string& f
 
 namespace {
 
+// The vocabulary the model recorded at training (its fingerprint), where it recorded one: another
+// of the same size and special ids translates into garbage without any other sign.
+void check_fingerprint(const Tokenizer& v, const std::string& recorded, const char* side,
+                       const std::string& dir) {
+  if (recorded.empty()) return;
+  const std::string got = v.fingerprint();
+  TFM_CHECK(got == recorded) << v.path() << " is not the " << side << " vocabulary the model in "
+                             << dir << " was trained with (its pieces differ: fingerprint " << got
+                             << ", the model records " << recorded
+                             << "); put the model's own vocabulary back";
+}
+
 void check_vocab(const Tokenizer* v, int64_t size, const char* side, const ModelConfig& config,
                  const std::string& dir) {
   if (v == nullptr) return;
+  // Last: where the size or the ids differ they say more plainly what is wrong.
+  const std::string& recorded =
+      std::string(side) == "source" ? config.src_vocab_fingerprint : config.trg_vocab_fingerprint;
   if (v->converted()) {
     TFM_CHECK(v->size() <= size) << v->path() << ": the " << v->family()
                                  << " tokenizer gives ids up to " << v->size() - 1
@@ -88,6 +103,7 @@ void check_vocab(const Tokenizer* v, int64_t size, const char* side, const Model
     TFM_CHECK(eos < 0 || eos == config.eos_id)
         << v->path() << ": the tokenizer's EOS is " << eos << " but the model in " << dir
         << " ends sequences with " << config.eos_id;
+    check_fingerprint(*v, recorded, side, dir);
     return;
   }
   const TokenizerSpecials ids = v->special_ids();
@@ -103,6 +119,7 @@ void check_vocab(const Tokenizer* v, int64_t size, const char* side, const Model
       << v->path() << " has pad/bos/eos ids " << ids.pad << "/" << ids.bos << "/" << ids.eos
       << " but the model in " << dir << " uses " << config.pad_id << "/" << config.bos_id << "/"
       << config.eos_id << ": the vocabulary file is not the one the model was trained with";
+  check_fingerprint(*v, recorded, side, dir);
 }
 
 }  // namespace

@@ -121,6 +121,8 @@ ModelConfig build_config(const TrainOptions& o, const Vocab& src, const Vocab& t
   c.encoder_layers = o.decoder_only ? 0 : c.encoder_layers;
   c.src_vocab_size = o.decoder_only ? 0 : src.size();
   c.trg_vocab_size = trg.size();
+  c.src_vocab_fingerprint = o.decoder_only ? "" : src.fingerprint();
+  c.trg_vocab_fingerprint = trg.fingerprint();
   c.share_embeddings = joint && !o.decoder_only;
   for (const Vocab* v : {&src, &trg}) {
     TFM_CHECK(v->pad_id() >= 0 && v->bos_id() >= 0 && v->eos_id() >= 0)
