@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <limits>
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/parallel.h"
@@ -137,6 +138,16 @@ std::vector<decode::NBest> search_in_batches(
     }
     NoGradGuard no_grad;  // grad mode is per thread: a worker's starts on
     std::vector<decode::NBest> r = with.run(model, src, sid, pre);
+    // A searched sentence always ends with a hypothesis (EOS is forced at the max length); none
+    // means every candidate's log-probability was NaN (weights too large for the arithmetic).
+    // It goes on as a NaN score, which the front doors refuse naming the sentence
+    // (Translator::Impl::check_scores), instead of an empty translation.
+    for (decode::NBest& nb : r) {
+      if (nb.empty()) {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        nb.push_back({.tokens = {}, .score = nan, .log_prob = nan, .attention = {}});
+      }
+    }
     if (on_batch) {
       on_batch(where, r);
       return;
