@@ -12,6 +12,7 @@
 #include <tfm/types.h>
 
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -91,6 +92,7 @@ class PyAsync {
 
   std::vector<PyTranslationResult> result() {
     if (converted_) return *converted_;
+    wait_interruptibly();
     std::vector<tfm::TranslationResult> results;
     std::vector<std::vector<std::vector<std::string>>> tokens;
     {
@@ -114,6 +116,25 @@ class PyAsync {
   }
 
  private:
+  // Waits with the GIL released in slices, running Python's signal handlers between them: Ctrl-C
+  // cancels the call (the sources not yet in a batch leave the queue) and raises
+  // KeyboardInterrupt at once, instead of after the whole batch.
+  void wait_interruptibly() {
+    for (;;) {
+      bool ready = false;
+      {
+        py::gil_scoped_release release;
+        ready = results_.wait_until(std::chrono::steady_clock::now() +
+                                    std::chrono::milliseconds(50));
+      }
+      if (ready) return;
+      if (PyErr_CheckSignals() != 0) {
+        results_.cancel();
+        throw py::error_already_set();
+      }
+    }
+  }
+
   tfm::AsyncResults results_;
   const tfm::Translator& translator_;
   Kind kind_;

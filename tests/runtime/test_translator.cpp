@@ -546,6 +546,31 @@ TEST(Translator, ModelInfoDescribesTheDirectory) {
   EXPECT_GE(t.options().intra_threads, 1);
 }
 
+// A cancelled call's sentences already taken into a group (all of an own request's are, at once)
+// are not decoded: Ctrl-C in Python went on decoding the whole call behind the caller's back.
+TEST(SearchInBatches, AbandonedBatchesAreSkipped) {
+  auto model = load_model(kModel);
+  std::vector<Ids> sources;
+  for (const auto& s : fixture_sources())
+    if (!s.empty()) sources.emplace_back(s.begin(), s.end());
+  ASSERT_GE(sources.size(), 6u);
+  const auto search = decode::make_search({});
+  std::vector<size_t> searched;
+  const auto abandoned = [](size_t i) { return i % 2 == 1; };
+  runtime::search_in_batches(
+      *model, *search, sources, {}, {}, {.max_sentences = 1}, nullptr,
+      [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
+        ASSERT_EQ(r.size(), 1u);
+        EXPECT_FALSE(r[0].empty());
+        searched.insert(searched.end(), where.begin(), where.end());
+      },
+      {}, abandoned);
+  std::sort(searched.begin(), searched.end());
+  std::vector<size_t> want;
+  for (size_t i = 0; i < sources.size(); i += 2) want.push_back(i);
+  EXPECT_EQ(searched, want);
+}
+
 // Sort groups (the queue's own requests, such as a stream's windows, decoded at once): every batch,
 // or shard of one, holds sentences of one group only, and each group is cut exactly as when it is
 // searched alone; empty sources count in the groups but are never searched. Sharded and unsharded,

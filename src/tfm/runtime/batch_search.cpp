@@ -115,7 +115,8 @@ void run_batches(size_t count, WorkerPool& pool, const Run& run) {
 std::vector<decode::NBest> search_in_batches(
     const Transformer& model, const decode::Search& search, const std::vector<Ids>& sources,
     const std::vector<uint64_t>& ids, const std::vector<Ids>& prefixes, const BatchLimits& limits,
-    WorkerPool* pool, const BatchDone& on_batch, const std::vector<size_t>& groups) {
+    WorkerPool* pool, const BatchDone& on_batch, const std::vector<size_t>& groups,
+    const Abandoned& abandoned) {
   TFM_CHECK(ids.empty() || ids.size() == sources.size())
       << "search: " << ids.size() << " sentence ids for " << sources.size() << " sources";
   TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size())
@@ -136,6 +137,7 @@ std::vector<decode::NBest> search_in_batches(
       sid.push_back(ids.empty() ? i : ids[i]);
       if (!prefixes.empty()) pre.push_back(prefixes[i]);
     }
+    if (abandoned && std::all_of(where.begin(), where.end(), abandoned)) return;
     NoGradGuard no_grad;  // grad mode is per thread: a worker's starts on
     std::vector<decode::NBest> r = with.run(model, src, sid, pre);
     // A searched sentence always ends with a hypothesis (EOS is forced at the max length); none
