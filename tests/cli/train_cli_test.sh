@@ -147,6 +147,8 @@ printf 'der hund sieht die katze\n\nhaus\n' | "$tfm" translate --model "$tmp/a" 
 grep -q "read 163 pairs, kept 161; skipped: 1 empty, 0 malformed, 1 too long" "$tmp/h.err" && ok ||
   bad "dirty corpus summary: $(grep read "$tmp/h.err")"
 grep -q "repaired invalid UTF-8 in 1 lines" "$tmp/h.err" && ok || bad "UTF-8 repair not reported"
+grep -qF "first repaired line: $tmp/bad.de:163" "$tmp/h.err" && ok ||
+  bad "the repaired line's place not reported: $(grep read "$tmp/h.err")"
 
 # Errors: non-zero exit, a message naming the problem, nothing on stdout.
 head -5 "$tmp/train.en" >"$tmp/short.en"
