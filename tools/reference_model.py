@@ -82,6 +82,8 @@ class ModelConfig:
     max_length: int = 1024
     src_vocab_size: int = 0
     trg_vocab_size: int = 0
+    src_vocab_fingerprint: str = ""    # the vocabularies tfm trained with (empty: not recorded)
+    trg_vocab_fingerprint: str = ""
     format_version: int = FORMAT_VERSION
 
     def validate(self) -> "ModelConfig":
@@ -130,7 +132,12 @@ class ModelConfig:
         return self
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        # As tfm writes them: only when recorded.
+        for key in ("src_vocab_fingerprint", "trg_vocab_fingerprint"):
+            if not d[key]:
+                del d[key]
+        return d
 
     def to_json(self, indent: int | None = 2) -> str:
         if indent is None:

@@ -246,7 +246,11 @@ class Translator {
   // Text in, text out. An empty line gives a result without hypotheses.
   std::vector<TranslationResult> translate_batch(const std::vector<std::string>& sources,
                                                  const TranslationOptions& options = {}) const;
-  // Source ids (without BOS/EOS; the model's framing is added) in, target ids out.
+  // Source ids (without BOS/EOS; the model's framing is added) in, target ids out. Each id is
+  // checked in 64 bits against the vocabulary, and PAD/BOS/EOS are refused (a converted model
+  // whose tokenizer frames its sources takes those its config does not add): tfm::Error naming
+  // the source. A NaN or infinite score (weights too large for the arithmetic) is a tfm::Error
+  // naming the sentence, in every method that returns results.
   std::vector<TranslationResult> translate_batch(const std::vector<std::vector<int64_t>>& sources,
                                                  const TranslationOptions& options = {}) const;
   // With a target prefix per source (CTranslate2's target_prefix: a batch beside the sources,

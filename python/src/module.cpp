@@ -8,10 +8,12 @@
 #include <tfm/convert.h>
 #include <tfm/error.h>
 #include <tfm/model_info.h>
+#include <tfm/output_path.h>
 #include <tfm/translator.h>
 #include <tfm/types.h>
 
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -91,6 +93,7 @@ class PyAsync {
 
   std::vector<PyTranslationResult> result() {
     if (converted_) return *converted_;
+    wait_interruptibly();
     std::vector<tfm::TranslationResult> results;
     std::vector<std::vector<std::vector<std::string>>> tokens;
     {
@@ -114,6 +117,25 @@ class PyAsync {
   }
 
  private:
+  // Waits with the GIL released in slices, running Python's signal handlers between them: Ctrl-C
+  // cancels the call (the sources not yet in a batch leave the queue) and raises
+  // KeyboardInterrupt at once, instead of after the whole batch.
+  void wait_interruptibly() {
+    for (;;) {
+      bool ready = false;
+      {
+        py::gil_scoped_release release;
+        ready = results_.wait_until(std::chrono::steady_clock::now() +
+                                    std::chrono::milliseconds(50));
+      }
+      if (ready) return;
+      if (PyErr_CheckSignals() != 0) {
+        results_.cancel();
+        throw py::error_already_set();
+      }
+    }
+  }
+
   tfm::AsyncResults results_;
   const tfm::Translator& translator_;
   Kind kind_;
@@ -237,6 +259,11 @@ class PyTranslator {
     so.read_ahead = read_ahead > 0 ? read_ahead : translator_->options().max_batch_size * 8;
     std::ostringstream warnings;
     so.warnings = &warnings;
+    // Never over an input or inside the model (docs/failure.md, "Output paths").
+    tfm::check_output_path(out_path, {.kind = tfm::OutputKind::stream,
+                                      .name = "output_path",
+                                      .inputs = {in_path, prefix_path},
+                                      .model_dirs = {translator_->model_info().directory}});
     // Input first: a missing input leaves no empty output file (as `tfm translate` does).
     std::ifstream in(in_path, std::ios::binary);
     if (!in.is_open()) raise_os_error(errno, in_path);

@@ -177,3 +177,20 @@ def test_errors(work, vocab):
         with pytest.raises(tfm.Error, match="in use"):
             tfm.Trainer(work / "lock", **_options(work))
     tfm.Trainer(work / "lock", **_options(work)).close()  # released by the with block
+
+
+def test_values_past_the_fields_width_and_a_closed_trainer(work, vocab):
+    # Past the C++ field's width the binding's conversion failed with a raw TypeError naming no
+    # option; a closed Trainer's methods raised AttributeError on None.
+    with pytest.raises(tfm.InvalidArgumentError, match="seed must fit an unsigned 64-bit"):
+        tfm.Trainer(work / "w", **_options(work, seed=2**64))
+    with pytest.raises(tfm.InvalidArgumentError, match="threads must fit a 32-bit integer"):
+        tfm.Trainer(work / "w", **_options(work, threads=2**40))
+    with pytest.raises(tfm.InvalidArgumentError, match="max_updates must fit a 64-bit"):
+        tfm.Trainer(work / "w", **_options(work, max_updates=2**63))
+    assert not (work / "w").exists()
+    t = tfm.Trainer(work / "closed", **_options(work))
+    t.close()
+    for call in (t.train, t.request_stop, lambda: t.model_info, lambda: t.options):
+        with pytest.raises(tfm.Error, match="this Trainer is closed"):
+            call()

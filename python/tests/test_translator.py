@@ -1,5 +1,6 @@
 """tfm.Translator against the `tfm` command on the same tiny model: translations, n-best lists,
 scores, files, iterables, threads, and the release of the GIL."""
+import _thread
 import os
 import threading
 import time
@@ -126,6 +127,75 @@ def test_translate_file_equals_cli(tfm_bin, model_dir, translator, lines, work):
     with pytest.raises(FileNotFoundError):
         translator.translate_file(work / "missing.de", work / "x.en")
     assert not (work / "x.en").exists()
+
+
+def test_file_outputs_never_overwrite_inputs_or_the_model(model_dir, translator, lines, work):
+    # docs/failure.md, "Output paths": the same file (by inode: a hard link too), the prefix file,
+    # a file of the model in use are refused before anything is opened; each stays as it was.
+    text = "\n".join(lines) + "\n"
+    (work / "same.de").write_text(text)
+    os.link(work / "same.de", work / "hard.de")
+    (work / "same.pre").write_text("\n" * len(lines))
+    for out in (work / "same.de", work / "hard.de", str(work / "." / "same.de")):
+        with pytest.raises(tfm.InvalidArgumentError, match="is the input file"):
+            translator.translate_file(work / "same.de", out)
+    with pytest.raises(tfm.InvalidArgumentError, match="is the input file"):
+        translator.translate_file(work / "same.de", work / "same.pre",
+                                  target_path=work / "same.pre")
+    with pytest.raises(tfm.InvalidArgumentError, match="is the input file"):
+        translator.generate_file(work / "same.de", work / "same.de")
+    assert (work / "same.de").read_text() == text
+    assert (work / "same.pre").read_text() == "\n" * len(lines)
+    weights = os.path.join(model_dir, "model.safetensors")
+    size = os.path.getsize(weights)
+    with pytest.raises(tfm.InvalidArgumentError, match="inside the model directory"):
+        translator.translate_file(work / "same.de", weights)
+    assert os.path.getsize(weights) == size
+
+
+def test_ids_are_checked_as_64_bit_ints_and_never_specials(ids_model_dir):
+    # Booleans were ids 0/1; ids past 32 bits were cut (2**32 + 5 was 5); PAD/BOS/EOS were
+    # translated as ordinary tokens. Each is an error naming the sentence, in every id method.
+    t = tfm.Translator(ids_model_dir)
+    info = t.model_info
+    ok = [[5, 6]]
+    with pytest.raises(TypeError, match="sentence 2 holds a bool"):
+        t.translate_batch([[5], [True, 6]])
+    with pytest.raises(tfm.Error, match="token id 4294967301 is outside the source vocabulary"):
+        t.translate_batch([[2**32 + 5]])
+    with pytest.raises(tfm.InvalidArgumentError, match="does not fit 64 bits"):
+        t.translate_batch([[2**64 + 5]])
+    for name, special in (("PAD", info.pad_id), ("BOS", info.bos_id), ("EOS", info.eos_id)):
+        with pytest.raises(tfm.Error, match=f"source 1: token id {special} is the model's {name}"):
+            t.translate_batch([[5, special]])
+        with pytest.raises(tfm.Error, match=f"is the model's {name}"):
+            t.score_batch([[special, 5]], [[6]])
+    with pytest.raises(tfm.Error, match="target 1: token id 4294967301 is outside"):
+        t.score_batch(ok, [[2**32 + 5]])
+    with pytest.raises(TypeError, match="sentence 1 holds a bool"):
+        t.score_batch([[False]], [[6]])
+    assert len(t.translate_batch(ok)) == 1
+
+
+def test_ctrl_c_interrupts_translate_batch(ids_model_dir):
+    # KeyboardInterrupt comes while the batch is still decoding (it came only after the whole
+    # batch before): the call is cancelled and the Translator stays usable.
+    t = tfm.Translator(ids_model_dir, intra_threads=1, inter_threads=1, max_batch_size=1)
+    sources = [[5 + i % 20, 6, 7, 8] * 4 for i in range(20000)]
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        t.translate_batch(sources, beam_size=4, max_decoding_length=60)
+    elapsed = time.monotonic() - start
+    timer.cancel()
+    # 20000 sentences one at a time take minutes; the interrupt is seen within the 50 ms slices.
+    assert elapsed < 5, elapsed
+    # The cancelled sentences are not decoded behind the caller's back: the next call is not
+    # queued behind them (it waited the whole batch's time before).
+    start = time.monotonic()
+    assert len(t.translate_batch([[5, 6]])) == 1
+    assert time.monotonic() - start < 5
 
 
 def test_translate_file_with_target_path(tfm_bin, model_dir, translator, lines, work):

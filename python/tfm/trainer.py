@@ -16,6 +16,7 @@ from ._tfm import (ModelInfo, TrainResult, TrainStatsEvent, TrainUpdateEvent,
 from .translator import _bool, _float, _int, _path, _str
 
 _PATH, _STR, _INT, _FLOAT, _BOOL = "path", "str", "int", "float", "bool"
+_UINT64, _INT32 = "uint64", "int32"  # the C++ fields of other widths (an _INT is an int64_t)
 
 # Every option with its type and default (those of `tfm train`).
 _OPTIONS: Dict[str, tuple] = {
@@ -26,19 +27,32 @@ _OPTIONS: Dict[str, tuple] = {
     "vocab": (_PATH, ""), "vocab_src": (_PATH, ""), "vocab_trg": (_PATH, ""),
     "preset": (_STR, "small"), "model_config": (_PATH, ""), "dropout": (_FLOAT, -1.0),
     "batch_tokens": (_INT, 4096), "update_freq": (_INT, 1), "max_length": (_INT, 256),
-    "max_ratio": (_FLOAT, 3.0), "seed": (_INT, 1),
+    "max_ratio": (_FLOAT, 3.0), "seed": (_UINT64, 1),
     "max_updates": (_INT, 0), "max_epochs": (_INT, 0), "max_minutes": (_FLOAT, 0.0),
     "lr_schedule": (_STR, "inverse_sqrt"), "lr": (_FLOAT, 5e-4), "lr_factor": (_FLOAT, 1.0),
     "warmup": (_INT, 4000), "optimizer": (_STR, "adam"), "weight_decay": (_FLOAT, 0.0),
     "label_smoothing": (_FLOAT, 0.1), "clip_norm": (_FLOAT, 0.0),
-    "device": (_STR, "cpu"), "compute_type": (_STR, "fp32"), "threads": (_INT, 0),
+    "device": (_STR, "cpu"), "compute_type": (_STR, "fp32"), "threads": (_INT32, 0),
     "valid_every": (_INT, 1000), "valid_batch_tokens": (_INT, 8192), "valid_bleu": (_BOOL, False),
     "metric": (_STR, ""), "early_stopping": (_INT, 0), "save_every": (_INT, 1000),
     "keep_last": (_INT, 3), "log_every": (_INT, 100), "max_nonfinite": (_INT, 10),
     "tensorboard": (_PATH, ""),
 }
 
-_CHECK = {_PATH: _path, _STR: _str, _INT: _int, _FLOAT: _float, _BOOL: _bool}
+def _ranged(lo: int, hi: int, what: str):
+    """An int in the C++ field's range [lo, hi): past it the binding's conversion failed with a
+    raw error that did not name the option."""
+    def check(name: str, value: Any) -> int:
+        value = _int(name, value)
+        if not lo <= value < hi:
+            raise _tfm.InvalidArgumentError(f"{name} must fit {what} (got {value})")
+        return value
+    return check
+
+
+_CHECK = {_PATH: _path, _STR: _str, _INT: _ranged(-(1 << 63), 1 << 63, "a 64-bit integer"),
+          _UINT64: _ranged(0, 1 << 64, "an unsigned 64-bit integer"),
+          _INT32: _ranged(-(1 << 31), 1 << 31, "a 32-bit integer"), _FLOAT: _float, _BOOL: _bool}
 
 
 def _callback(name: str, f: Any) -> Any:
@@ -108,27 +122,33 @@ class Trainer:
     def train(self) -> TrainResult:
         """Trains until a limit, early stopping or request_stop(); saves a checkpoint on the
         way out. Once per Trainer."""
-        return self._impl.train()
+        return self._live().train()
 
     def request_stop(self) -> None:
         """Ends train() after the current update, with a checkpoint (from any thread)."""
-        self._impl.request_stop()
+        self._live().request_stop()
 
     @property
     def resuming(self) -> bool:
         """The directory held a training state, which train() continues."""
-        return self._impl.resuming
+        return self._live().resuming
 
     @property
     def model_info(self) -> ModelInfo:
         """The model being trained."""
-        return self._impl.model_info
+        return self._live().model_info
 
     @property
     def options(self) -> Dict[str, Any]:
         """The effective options (compute_type resolved, metric filled in)."""
-        o = self._impl.options
+        o = self._live().options
         return {"model_dir": o.model_dir, **{name: getattr(o, name) for name in _OPTIONS}}
+
+    def _live(self) -> Any:
+        if self._impl is None:
+            raise _tfm.Error("this Trainer is closed (its directory's lock is released): make a "
+                             "new tfm.Trainer to train again")
+        return self._impl
 
     def close(self) -> None:
         """Releases the directory's lock (the Trainer cannot train after)."""

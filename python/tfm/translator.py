@@ -81,7 +81,9 @@ def _batch(name: str, source: Any, allow_none: bool = False) -> tuple[str, list]
         if source.ndim != 2:
             raise TypeError(f"{name}: a NumPy array must be 2-D (sentences x ids), got "
                             f"{source.ndim}-D")
-        return _IDS, source.tolist()
+        items = source.tolist()
+        _check_ids(name, items)
+        return _IDS, items
     if getattr(source, "dtype", None) is not None:
         raise TypeError(f"{name}: a NumPy array must hold integer token ids, not {source.dtype}")
     try:
@@ -95,15 +97,33 @@ def _batch(name: str, source: Any, allow_none: bool = False) -> tuple[str, list]
     if isinstance(first, str):
         return _TEXT, items
     if _is_int_array(first):
-        return _IDS, [x.tolist() if _is_int_array(x) else x for x in items]
+        items = [x.tolist() if _is_int_array(x) else x for x in items]
+        _check_ids(name, items)
+        return _IDS, items
     if isinstance(first, (list, tuple)):
         # Empty sentences say nothing: the first non-empty one tells tokens from ids.
         nonempty = next((x for x in items if isinstance(x, (list, tuple)) and x), first)
         if nonempty and isinstance(nonempty[0], str):
             return _TOKENS, items
+        _check_ids(name, items)
         return _IDS, items
     raise TypeError(f"{name} must be a list of str or a list of token id lists, not a list of "
                     f"{type(first).__name__}")
+
+
+def _check_ids(name: str, items: list) -> None:
+    """Every id an int that fits 64 bits, never a bool (True would be id 1, BOS): the C++
+    conversion took booleans as ints. The library checks the range of each id."""
+    for i, x in enumerate(items):
+        if not isinstance(x, (list, tuple)):
+            continue  # the C++ conversion names a sentence of the wrong type
+        for t in x:
+            if isinstance(t, bool) or not isinstance(t, numbers.Integral):
+                raise TypeError(f"{name}: sentence {i + 1} holds a {type(t).__name__}, not an "
+                                "int token id")
+            if not -(1 << 63) <= t < 1 << 63:
+                raise _tfm.InvalidArgumentError(
+                    f"{name}: sentence {i + 1}: token id {t} does not fit 64 bits")
 
 
 def _prefixes(kind: str, count: int, target_prefix: Any) -> list:
@@ -148,6 +168,8 @@ def _prefixes(kind: str, count: int, target_prefix: Any) -> list:
                 what = "str tokens" if kind == _TOKENS else "int token ids"
                 raise TypeError(f"target_prefix: every prefix must hold {what}, as the source "
                                 f"does, not {type(t).__name__}")
+            if kind != _TOKENS and not -(1 << 63) <= t < 1 << 63:
+                raise _tfm.InvalidArgumentError(f"target_prefix: token id {t} does not fit 64 bits")
         out.append([t if kind == _TOKENS else int(t) for t in x])
     return out
 

@@ -175,14 +175,27 @@ else
 fi
 
 # 7. A vocabulary that does not match the model, in every command that loads one.
-cp -r "$tmp/m" "$tmp/wrongvocab"
-cp "$tmp/voc45.model" "$tmp/wrongvocab/vocab.model"
-want="has 45 pieces but the model"
-expect_fail "$want" "$tfm" translate --model "$tmp/wrongvocab" --threads 1 --input "$tmp/src.txt"
-expect_fail "$want" "$tfm" score --model "$tmp/wrongvocab" --threads 1 --src "$tmp/src.txt" --trg "$tmp/trg.txt"
-expect_fail "$want" "$tfm" info --model "$tmp/wrongvocab"
-expect_fail "$want" "$tfm" average --out "$tmp/wv_avg" "$tmp/wrongvocab" "$tmp/m"
-expect_fail "$want" train "$tmp/wrongvocab" --vocab "$tmp/voc45.model" --max-updates 4
+# vocab_refused NAME VOCAB WANT: $tmp/m with VOCAB as its vocabulary, in $tmp/NAME, refused by
+# translate, score, info and average with WANT.
+vocab_refused() {
+  cp -r "$tmp/m" "$tmp/$1"
+  cp "$2" "$tmp/$1/vocab.model"
+  expect_fail "$3" "$tfm" translate --model "$tmp/$1" --threads 1 --input "$tmp/src.txt"
+  expect_fail "$3" "$tfm" score --model "$tmp/$1" --threads 1 --src "$tmp/src.txt" --trg "$tmp/trg.txt"
+  expect_fail "$3" "$tfm" info --model "$tmp/$1"
+  expect_fail "$3" "$tfm" average --out "$tmp/$1_avg" "$tmp/$1" "$tmp/m"
+}
+vocab_refused wrongvocab "$tmp/voc45.model" "has 45 pieces but the model"
+expect_fail "has 45 pieces but the model" train "$tmp/wrongvocab" --vocab "$tmp/voc45.model" --max-updates 4
+# A vocabulary of the same size and special ids but other pieces (words spelled backwards): the
+# fingerprint the model recorded at training tells it apart (it translated into garbage before).
+rev "$tmp/train.de" >"$tmp/rev.de" && rev "$tmp/train.en" >"$tmp/rev.en"
+"$tfm" vocab --input "$tmp/rev.de" "$tmp/rev.en" --size 40 --out "$tmp/vocrev" >/dev/null ||
+  bad "tfm vocab (reversed) failed"
+vocab_refused swapped "$tmp/vocrev.model" \
+  "swapped/vocab.model is not the source vocabulary the model in $tmp/swapped was trained with"
+grep -q '"trg_vocab_fingerprint": "fnv1a64:' "$tmp/m/config.json" && ok ||
+  bad "no vocabulary fingerprint in $tmp/m/config.json"
 # --ids needs no vocabulary, so none is checked.
 echo "5 6 7" | "$tfm" translate --model "$tmp/wrongvocab" --threads 1 --ids >/dev/null 2>&1 && ok ||
   bad "--ids with a mismatched vocabulary file failed"

@@ -57,6 +57,22 @@ toy_corpus() {
     } }'
 }
 
+# tiny_model: the toy corpus (toy_corpus 7 120), its 40-piece vocabulary $tmp/voc.model, a model
+# $tmp/m trained for two updates of the tiny preset with it, and the first five lines of each side
+# in $tmp/src.txt and $tmp/trg.txt. TRAIN holds that run's `tfm train` arguments but --model and
+# --vocab: "$tfm" "${TRAIN[@]}" --model DIR --vocab V [flags...].
+tiny_model() {
+  toy_corpus 7 120
+  "$tfm" vocab --input "$tmp/train.de" "$tmp/train.en" --size 40 --out "$tmp/voc" >/dev/null ||
+    bad "tfm vocab failed"
+  TRAIN=(train --train-src "$tmp/train.de" --train-trg "$tmp/train.en" --preset tiny
+    --batch-tokens 200 --max-updates 2 --valid-every 0 --threads 1 --seed 4)
+  "$tfm" "${TRAIN[@]}" --model "$tmp/m" --vocab "$tmp/voc.model" >/dev/null 2>"$tmp/err" ||
+    bad "train failed: $(cat "$tmp/err")"
+  head -5 "$tmp/train.de" >"$tmp/src.txt"
+  head -5 "$tmp/train.en" >"$tmp/trg.txt"
+}
+
 # losses TRAIN_LOG: "update loss" pairs, one per update (duplicates from redone updates merged).
 losses() { sed -n 's/^epoch [0-9]* | update \([0-9]*\) .* | loss \([0-9.]*\) .*/\1 \2/p' "$1" | sort -un; }
 # updates_in_state DIR: the update count of DIR's training state.

@@ -147,6 +147,8 @@ printf 'der hund sieht die katze\n\nhaus\n' | "$tfm" translate --model "$tmp/a" 
 grep -q "read 163 pairs, kept 161; skipped: 1 empty, 0 malformed, 1 too long" "$tmp/h.err" && ok ||
   bad "dirty corpus summary: $(grep read "$tmp/h.err")"
 grep -q "repaired invalid UTF-8 in 1 lines" "$tmp/h.err" && ok || bad "UTF-8 repair not reported"
+grep -qF "first repaired line: $tmp/bad.de:163" "$tmp/h.err" && ok ||
+  bad "the repaired line's place not reported: $(grep read "$tmp/h.err")"
 
 # Errors: non-zero exit, a message naming the problem, nothing on stdout.
 head -5 "$tmp/train.en" >"$tmp/short.en"
@@ -164,6 +166,15 @@ expect_error "precision" "${base[@]}" --model "$tmp/x8" --train-trg "$tmp/train.
 printf 'no-such-option: 1\n' >"$tmp/badcfg.yaml"
 expect_error "unknown option \"no-such-option\"" "${base[@]}" --model "$tmp/x4" \
   --train-trg "$tmp/train.en" --config "$tmp/badcfg.yaml"
+# A list for an option of one value is refused, not cut to its last entry.
+printf 'max-updates: [1, 2]\n' >"$tmp/listcfg.yaml"
+expect_error "option \"max-updates\" takes one value, and the file gives a list of 2" "${base[@]}" \
+  --model "$tmp/x9" --train-trg "$tmp/train.en" --config "$tmp/listcfg.yaml"
+[[ ! -e $tmp/x9 ]] && ok || bad "a refused config left $tmp/x9"
+printf '{"lr": [0.1, 0.2]}\n' >"$tmp/listcfg.json"
+# (--max-updates 1: a tfm that took the list's last entry ends instead of training on.)
+expect_error "option \"lr\" takes one value" "${base[@]}" --model "$tmp/x9" \
+  --train-trg "$tmp/train.en" --config "$tmp/listcfg.json" --max-updates 1
 expect_error "lr-schedule" "${base[@]}" --model "$tmp/x5" --train-trg "$tmp/train.en" \
   --lr-schedule cosine
 expect_error "x7-missing does not exist" average --out "$tmp/x6" "$tmp/a" "$tmp/x7-missing"

@@ -108,14 +108,33 @@ TEST_F(OutputFileTest, StaleTemporariesAreRemoved) {
   EXPECT_TRUE(fs::exists(path(".hidden")));
 }
 
-TEST_F(OutputFileTest, SameFileByInode) {
-  write_file_atomic(path("in.txt"), "x\n");
-  ASSERT_EQ(::link(path("in.txt").c_str(), path("hard.txt").c_str()), 0);
-  EXPECT_TRUE(same_file(path("in.txt"), path("hard.txt")));
-  EXPECT_TRUE(same_file(path("in.txt"), (dir_ / "." / "in.txt").string()));
-  write_file_atomic(path("other.txt"), "x\n");
-  EXPECT_FALSE(same_file(path("in.txt"), path("other.txt")));
-  EXPECT_FALSE(same_file(path("in.txt"), path("missing.txt")));
+// A rename replaces whatever is at the target: the atomic writers replace only their own kind
+// (tfm average once turned /dev/null into a directory). FIFOs stand in for devices.
+TEST_F(OutputFileTest, AtomicWritersReplaceOnlyTheirOwnKind) {
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  EXPECT_TFM_ERROR(write_file_atomic(path("fifo"), "x"), "it exists and is not a regular file");
+  EXPECT_TFM_ERROR(write_dir_atomic(path("fifo"), [](const std::string&) {}),
+                   "it exists and is not a directory");
+  write_file_atomic(path("file"), "keep");
+  EXPECT_TFM_ERROR(write_dir_atomic(path("file"), [](const std::string&) {}),
+                   "it exists and is not a directory");
+  struct stat st {};
+  ASSERT_EQ(::stat(path("fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(read_file(path("file")), "keep");
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// A FIFO where a model's file should be would block its reader forever (no writer comes): it is
+// refused without opening it for a blocking read; a directory is named as one.
+TEST_F(OutputFileTest, ModelFilesMustBeRegular) {
+  ASSERT_EQ(::mkfifo(path("model.safetensors").c_str(), 0600), 0);
+  EXPECT_TFM_ERROR(map_file(path("model.safetensors")), "it is a FIFO, not a regular file");
+  EXPECT_TFM_ERROR(require_regular_file(path("model.safetensors")), "it is a FIFO");
+  fs::create_directories(path("vocab.model"));
+  EXPECT_TFM_ERROR(require_regular_file(path("vocab.model")), "it is a directory");
+  require_regular_file(path("missing"));  // left to the open that follows
 }
 
 TEST_F(OutputFileTest, DirLockIsExclusiveAndNamesTheHolder) {

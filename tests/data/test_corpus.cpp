@@ -106,6 +106,10 @@ TEST_F(CorpusTest, ParallelFilesCrlfAndRepairedUtf8) {
   EXPECT_EQ(r.stats().utf8_replaced_sequences, 1);
   EXPECT_NE(r.stats().summary().find("repaired invalid UTF-8 in 1 lines"), std::string::npos)
       << r.stats().summary();
+  // Where: the first repaired line, as FILE:LINE (a count alone left the user to search).
+  EXPECT_EQ(r.stats().first_repaired, src + ":2");
+  EXPECT_NE(r.stats().summary().find("first repaired line: " + src + ":2"), std::string::npos)
+      << r.stats().summary();
 }
 
 TEST_F(CorpusTest, EmptyPairsSkippedAndCounted) {
@@ -160,6 +164,10 @@ TEST_F(CorpusTest, TsvMalformedLinesAreCountedSkips) {
   EXPECT_EQ(s.skipped_malformed, 2);  // no tab; two tabs
   EXPECT_EQ(s.skipped_empty, 2);      // blank line; empty source
   EXPECT_EQ(s.pairs_kept, 2);
+  EXPECT_EQ(s.first_malformed, path + ":2");
+  EXPECT_NE(s.summary().find("first malformed line: " + path + ":2"), std::string::npos)
+      << s.summary();
+  EXPECT_EQ(s.first_repaired, "");
 }
 
 TEST(Filter, LengthAndRatio) {

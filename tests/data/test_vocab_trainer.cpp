@@ -166,6 +166,11 @@ TEST_F(VocabTrainerTest, ClearErrors) {
   const std::string empty = (dir_ / "empty.txt").string();
   std::ofstream(empty) << "\n\r\n";
   EXPECT_TFM_ERROR(train_vocab(options({empty}, 100)), "no non-empty lines");
+  // Whitespace alone (ASCII, NBSP, the ideographic space, a BOM) is no text: SentencePiece
+  // aborted the process on it (exit 255, no error).
+  const std::string blank = (dir_ / "blank.txt").string();
+  std::ofstream(blank) << "   \n\t \t\n\xC2\xA0 \xE3\x80\x80\n\xEF\xBB\xBF\xE2\x80\x83\n";
+  EXPECT_TFM_ERROR(train_vocab(options({blank, empty}, 100)), "only empty or whitespace lines");
 }
 
 }  // namespace

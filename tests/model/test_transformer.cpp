@@ -376,6 +376,21 @@ TEST(Config, SourceFramingKeysRoundTripAndDefault) {
                    "source_eos must be true or false");
 }
 
+// The vocabularies' fingerprints: written only when recorded (configs from before are unchanged),
+// read back, and a string.
+TEST(Config, VocabFingerprintKeys) {
+  ModelConfig c = tiny(false);
+  EXPECT_EQ(c.to_json().find("fingerprint"), std::string::npos);
+  c.src_vocab_fingerprint = "fnv1a64:0123456789abcdef";
+  c.trg_vocab_fingerprint = "fnv1a64:fedcba9876543210";
+  const ModelConfig back = ModelConfig::from_json(c.to_json());
+  EXPECT_EQ(back.src_vocab_fingerprint, c.src_vocab_fingerprint);
+  EXPECT_EQ(back.trg_vocab_fingerprint, c.trg_vocab_fingerprint);
+  EXPECT_EQ(back.to_json(), c.to_json());
+  EXPECT_TFM_ERROR(ModelConfig::from_json("{\"trg_vocab_fingerprint\": 5}"),
+                   "trg_vocab_fingerprint must be a string");
+}
+
 // quick is small's width with the training-speed choices the quick start relies on: a model built
 // from it has exactly the parameters of small cut to two layers a stack, plus the final norms.
 TEST(Config, QuickPresetIsTwoLayerSmallWithPreNorm) {

@@ -153,7 +153,7 @@ TEST(AsyncTranslation, ACancelledCallLeavesTheQueue) {
 TEST(AsyncTranslation, ChecksFailAtTheCallNotInTheQueue) {
   Translator t(kModel, {.max_queued_requests = 1});
   EXPECT_THROW(t.translate_async(sources(), {}, {.beam_size = 0}), InvalidArgument);
-  EXPECT_TFM_ERROR(t.translate_async(IdLists{{1, 99999}}, {}, {}), "outside the source vocabulary");
+  EXPECT_TFM_ERROR(t.translate_async(IdLists{{4, 99999}}, {}, {}), "outside the source vocabulary");
   EXPECT_EQ(t.queue_stats().admitted_requests, 0u);
   AsyncResults empty = t.translate_async(IdLists{}, {}, {});
   EXPECT_TRUE(empty.ready());

@@ -3,7 +3,10 @@
 // target prefixes and returned attention against score_batch and the model's full forward.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -423,6 +426,62 @@ TEST(Translator, AFailingOutputIsAnError) {
   }
 }
 
+// PAD, BOS and EOS are never a source of a model that frames its sources itself (seed004: BOS x
+// EOS): they were translated as if ordinary tokens, by every front door (translate_batch,
+// score_batch, --ids lines). And ids past 32 bits were cut to 32.
+TEST(Translator, SpecialIdsAreNoSource) {
+  Translator t(kModel);
+  using IdLists = std::vector<std::vector<int64_t>>;
+  EXPECT_TFM_ERROR(t.translate_batch(IdLists{{4, 5}, {3, 0}}),
+                   "source 2: token id 0 is the model's PAD");
+  EXPECT_TFM_ERROR(t.translate_batch(IdLists{{1, 4}}), "source 1: token id 1 is the model's BOS");
+  EXPECT_TFM_ERROR(t.translate_batch(IdLists{{4, 2}}), "source 1: token id 2 is the model's EOS");
+  EXPECT_TFM_ERROR(t.score_batch(IdLists{{4, 2}}, IdLists{{5}}),
+                   "score_batch: source 1: token id 2 is the model's EOS");
+  std::istringstream in("4 5\n3 1 6\n");
+  std::ostringstream out;
+  StreamOptions so;
+  so.ids = true;
+  EXPECT_TFM_ERROR(t.translate_stream(in, out, {}, so, "in.ids"),
+                   "in.ids:2: token id 1 is the model's BOS");
+  // Ids are checked in 64 bits before they are narrowed to the model's 32 (2^32 + 5 was id 5).
+  const int64_t wide = (int64_t{1} << 32) + 5;
+  EXPECT_TFM_ERROR(t.translate_batch(IdLists{{4, wide}}),
+                   "source 1: token id 4294967301 is outside the source vocabulary");
+  EXPECT_TFM_ERROR(t.translate_batch(IdLists{{4}}, IdLists{{wide}}, {}),
+                   "target_prefix 1: token id 4294967301 is outside the target vocabulary");
+  EXPECT_TFM_ERROR(t.score_batch(IdLists{{4}}, IdLists{{5, wide}}),
+                   "score_batch: target 1: token id 4294967301 is outside the target vocabulary");
+  EXPECT_TFM_ERROR(t.score_batch(IdLists{{wide}}, IdLists{{5}}),
+                   "score_batch: source 1: token id 4294967301 is outside");
+  EXPECT_EQ(t.translate_batch(IdLists{{4, 5, 3}}).size(), 1u);  // ordinary ids still translate
+}
+
+// Weights that are finite but far too large (3e38, as a hostile file may hold) pass the load
+// check; the arithmetic overflows, and the NaN/Inf scores were printed with exit 0 beside empty
+// translations. Every front door now fails naming the sentence.
+TEST(Translator, NonFiniteScoresAreAnError) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tfm_huge_weights_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto model = load_model(kModel);
+  for (auto& [name, p] : model->named_parameters()) p->fill_(3e38);
+  save_model(*model, dir.string());
+  Translator t(dir.string());
+  using IdLists = std::vector<std::vector<int64_t>>;
+  EXPECT_TFM_ERROR(t.translate_batch(IdLists{{4, 5}, {6}}),
+                   "sentence 1: the model's score for this sentence is not finite");
+  EXPECT_TFM_ERROR(t.score_batch(IdLists{{4, 5}}, IdLists{{6}}),
+                   "score_batch: pair 1: the model's score is not finite");
+  std::istringstream in("4 5\n");
+  std::ostringstream out;
+  StreamOptions so;
+  so.ids = true;
+  EXPECT_TFM_ERROR(t.translate_stream(in, out, {}, so, "in.ids"), "in.ids:1: the model's score");
+  EXPECT_EQ(out.str(), "");  // nothing printed
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Translator, ErrorsNameTheProblemInTheApisWords) {
   auto message = [](auto&& f) {
     try {
@@ -445,7 +504,7 @@ TEST(Translator, ErrorsNameTheProblemInTheApisWords) {
             }).find("max_length_factor must be in [0, 1000]"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              t.translate_batch(std::vector<std::vector<int64_t>>{{1, 2}, {3, 99999}});
+              t.translate_batch(std::vector<std::vector<int64_t>>{{4, 5}, {3, 99999}});
             }).find("source 2: token id 99999 is outside the source vocabulary"),
             std::string::npos);
   EXPECT_NE(message([&] {
@@ -485,6 +544,31 @@ TEST(Translator, ModelInfoDescribesTheDirectory) {
   EXPECT_EQ(t.model_info().parameter_count, info.parameter_count);
   EXPECT_NE(t.options().compute_type, ComputeType::automatic);  // resolved at load
   EXPECT_GE(t.options().intra_threads, 1);
+}
+
+// A cancelled call's sentences already taken into a group (all of an own request's are, at once)
+// are not decoded: Ctrl-C in Python went on decoding the whole call behind the caller's back.
+TEST(SearchInBatches, AbandonedBatchesAreSkipped) {
+  auto model = load_model(kModel);
+  std::vector<Ids> sources;
+  for (const auto& s : fixture_sources())
+    if (!s.empty()) sources.emplace_back(s.begin(), s.end());
+  ASSERT_GE(sources.size(), 6u);
+  const auto search = decode::make_search({});
+  std::vector<size_t> searched;
+  const auto abandoned = [](size_t i) { return i % 2 == 1; };
+  runtime::search_in_batches(
+      *model, *search, sources, {}, {}, {.max_sentences = 1}, nullptr,
+      [&](const std::vector<size_t>& where, std::vector<decode::NBest>& r) {
+        ASSERT_EQ(r.size(), 1u);
+        EXPECT_FALSE(r[0].empty());
+        searched.insert(searched.end(), where.begin(), where.end());
+      },
+      {}, abandoned);
+  std::sort(searched.begin(), searched.end());
+  std::vector<size_t> want;
+  for (size_t i = 0; i < sources.size(); i += 2) want.push_back(i);
+  EXPECT_EQ(searched, want);
 }
 
 // Sort groups (the queue's own requests, such as a stream's windows, decoded at once): every batch,

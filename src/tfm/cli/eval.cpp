@@ -13,6 +13,7 @@
 #include "tfm/core/output_file.h"
 #include "tfm/eval/bleu.h"
 #include "tfm/eval/chrf.h"
+#include "tfm/output_path.h"
 
 namespace tfm::cli {
 
@@ -27,7 +28,11 @@ void add_eval(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"bleu", "chrf"}));
   cmd->callback([] {
-    // Read and check everything before printing anything, so an error leaves stdout empty.
+    // Read and check everything before printing anything, so an error leaves stdout empty; and
+    // never print onto an input (a `>>` would append to the file being read).
+    std::vector<std::string> inputs = ref_paths;
+    inputs.push_back(hyp_path);
+    check_output_path("-", {.kind = OutputKind::stream, .name = "eval:", .inputs = inputs});
     const std::vector<std::string> hyps = read_lines(hyp_path);
     std::vector<std::vector<std::string>> refs;
     for (const std::string& path : ref_paths) {

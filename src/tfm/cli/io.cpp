@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "tfm/core/check.h"
+#include "tfm/output_path.h"
 
 namespace tfm::cli {
 
@@ -26,6 +27,15 @@ std::vector<std::string> read_lines(const std::string& path) {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   TFM_CHECK(!in.bad()) << "error reading " << path << ": " << std::strerror(errno);
   return lines;
+}
+
+void check_split_outputs(const std::string& flag, const std::string& dir,
+                         const std::vector<std::string>& suffixes,
+                         const std::vector<std::string>& inputs) {
+  for (const char* split : {"train", "valid", "test"})
+    for (const std::string& suffix : suffixes)
+      check_output_path((std::filesystem::path(dir) / (std::string(split) + "." + suffix)).string(),
+                        {.kind = OutputKind::file, .name = flag, .inputs = inputs});
 }
 
 }  // namespace tfm::cli

@@ -9,6 +9,7 @@
 #include "tfm/core/check.h"
 #include "tfm/core/file_util.h"
 #include "tfm/core/output_file.h"
+#include "tfm/output_path.h"
 #include "tfm/train/curves_svg.h"
 
 namespace tfm::cli {
@@ -24,10 +25,19 @@ void add_plot(CLI::App& app) {
   cmd->add_option("--title", title, "Title (default: the runs' names)");
   cmd->callback([] {
     namespace fs = std::filesystem;
+    std::vector<std::string> logs;
+    for (const std::string& run : runs)
+      logs.push_back(fs::is_directory(run) ? (fs::path(run) / "train.log").string() : run);
+    // Never over a train.log it reads or a file of a model directory (docs/failure.md, "Output
+    // paths"); the SVG is renamed over the path, so a FIFO or a device there is refused too.
+    check_output_path(output, {.kind = output == "-" ? OutputKind::stream : OutputKind::file,
+                               .name = "plot: --output",
+                               .inputs = logs});
     std::vector<CurveRun> curves;
-    for (const std::string& run : runs) {
-      const bool dir = fs::is_directory(run);
-      const std::string log = dir ? (fs::path(run) / "train.log").string() : run;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const std::string& run = runs[i];
+      const std::string& log = logs[i];
+      const bool dir = log != run;
       TFM_CHECK(fs::exists(log)) << "plot: "
                                  << (dir ? "no train.log in " + run : run + " does not exist");
       curves.push_back({run, read_train_log(log)});

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/io.h"
 #include "tfm/core/check.h"
 #include "tfm/core/validate.h"
 #include "tfm/data/ding.h"
@@ -30,6 +31,7 @@ void add_prepare_ding(CLI::App& app) {
     require_at_least("--valid", o.valid, 0);
     require_at_least("--test", o.test, 0);
     require_in_range("--sentence-share", o.sentence_share, 0.0, 1.0);
+    check_split_outputs("prepare-ding: --out", out, {"de", "en"}, {input});
     DingStats stats;
     const std::vector<DingPair> pairs = read_ding(input, stats);
     // An empty corpus would only fail later, in tfm train, far from its cause.

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "tfm/cli/commands.h"
+#include "tfm/cli/io.h"
 #include "tfm/data/bible_align.h"
 #include "tfm/data/bible_module.h"
 #include "tfm/data/bible_split.h"
@@ -39,6 +40,7 @@ void add_prepare_bible(CLI::App& app) {
                 "Keep every pair with the same key, even where the texts number a chapter's "
                 "verses differently");
   cmd->callback([] {
+    check_split_outputs("prepare-bible: --out", out, {src_lang, trg_lang, "keys"}, {src, trg});
     const BibleModule s = read_bible_module(src);
     const BibleModule t = read_bible_module(trg);
     BibleAlignStats stats;

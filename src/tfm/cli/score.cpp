@@ -11,6 +11,7 @@
 #include "tfm/core/check.h"
 #include "tfm/core/output_file.h"
 #include "tfm/data/vocab.h"
+#include "tfm/output_path.h"
 #include "tfm/translator.h"
 
 namespace tfm::cli {
@@ -62,6 +63,12 @@ void add_score(CLI::App& app) {
     validate_translator_options(to, flag_speller({{"intra_threads", "--threads"},
                                                   {"max_batch_size", "--batch-size"},
                                                   {"compute_type", "--precision"}}));
+    // Scores go to standard output: never onto an input or into the model (a `>>` would append
+    // to the file being read).
+    check_output_path("-", {.kind = OutputKind::stream,
+                            .name = "score:",
+                            .inputs = {src_path, trg_path},
+                            .model_dirs = {dir}});
     Translator translator(dir, to);
     const ModelInfo& info = translator.model_info();
     if (!ids) {

@@ -64,6 +64,10 @@ void apply_config_file(CLI::App* cmd, const std::string& path) {
                                       : "; did you mean " + one_of(near, "\"") + "?");
     }
     TFM_CHECK(key != "config") << path << ": a config file cannot name another config file";
+    // A list for an option of one value would leave only its last entry (CLI11 keeps the last).
+    TFM_CHECK_ARG(values.size() <= 1 || opt->get_items_expected_max() > 1)
+        << path << ": option \"" << key << "\" takes one value, and the file gives a list of "
+        << values.size();
     if (opt->count() > 0) continue;  // the command line wins
     try {
       for (const auto& v : values) opt->add_result(v);

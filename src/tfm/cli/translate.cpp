@@ -22,6 +22,7 @@
 #include "tfm/core/output_file.h"
 #include "tfm/core/profile.h"
 #include "tfm/data/vocab.h"
+#include "tfm/output_path.h"
 #include "tfm/translator.h"
 
 namespace tfm::cli {
@@ -212,14 +213,10 @@ struct Files {
       so.target_prefix = &prefix_in;
       so.target_prefix_name = f.target_prefix;
     }
-    TFM_CHECK(f.output.empty() || f.output == "-" ||
-              !same_file(from_stdin ? "/dev/stdin" : f.input, f.output))
-        << command << ": --output " << f.output << " is the input file"
-        << (from_stdin ? " (standard input)" : " " + f.input) << "; write to another file";
-    TFM_CHECK(f.output.empty() || f.output == "-" || f.target_prefix.empty() ||
-              !same_file(f.target_prefix, f.output))
-        << command << ": --output " << f.output << " is the --target-prefix file; write to "
-        << "another file";
+    check_output_path(f.output, {.kind = OutputKind::stream,
+                                 .name = std::string(command) + ": --output",
+                                 .inputs = {from_stdin ? "-" : f.input, f.target_prefix},
+                                 .model_dirs = {f.dir}});
   }
 
   static void open(const char* command, const char* flag, const std::string& path,

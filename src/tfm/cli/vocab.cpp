@@ -8,6 +8,7 @@
 #include "tfm/cli/commands.h"
 #include "tfm/core/parallel.h"
 #include "tfm/data/vocab_trainer.h"
+#include "tfm/output_path.h"
 
 namespace tfm::cli {
 
@@ -36,6 +37,9 @@ void add_vocab(CLI::App& app) {
   cmd->add_flag("--verbose", o.verbose, "Show SentencePiece's training log on stderr");
   cmd->callback([] {
     check_thread_count("--threads", o.threads);
+    for (const char* ext : {".model", ".vocab"})
+      check_output_path(o.out_prefix + ext,
+                        {.kind = OutputKind::file, .name = "vocab: --out", .inputs = o.inputs});
     const VocabTrainerResult r = train_vocab(o);
     std::cout << "wrote " << r.model_path << " and " << r.vocab_path << " (" << o.size
               << " pieces, " << o.model_type << ") from " << r.sentences << " sentences";

@@ -48,6 +48,11 @@ AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   TFM_CHECK(!path_.empty() && path_.back() != '/')
       << "cannot write file '" << path_ << "': not a file path";
   const std::string dir = parent_dir(path_), base = base_name(path_);
+  // The rename replaces whatever is at the path: only ever a regular file (a FIFO or a device
+  // there, /dev/null included, would be replaced by the new file).
+  struct stat st {};
+  TFM_CHECK(::stat(path_.c_str(), &st) != 0 || S_ISREG(st.st_mode))
+      << "cannot write '" << path_ << "': it exists and is not a regular file";
   // O_EXCL with a fresh name rather than mkstemp: the file gets the usual 0666 & ~umask mode
   // instead of mkstemp's 0600, so a checkpoint is as readable as any file the user writes.
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -211,6 +216,10 @@ void write_dir_atomic(const std::string& dir,
   const std::string parent = parent_dir(target), base = base_name(target);
   TFM_CHECK(!base.empty() && base != "." && base != "..")
       << "cannot write directory '" << dir << "': not a directory name";
+  // The exchange below swaps whatever is at `dir` for the new directory: only ever a directory.
+  struct stat st {};
+  TFM_CHECK(::stat(target.c_str(), &st) != 0 || S_ISDIR(st.st_mode))
+      << "cannot write directory '" << dir << "': it exists and is not a directory";
   std::error_code ec;
   fs::create_directories(parent, ec);
   TFM_CHECK(!ec) << "cannot create directory '" << parent << "': " << ec.message();
@@ -275,13 +284,6 @@ std::vector<std::string> remove_stale_temp_files(const std::string& dir) {
   return removed;
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {};
-  struct stat sb {};
-  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -305,8 +307,29 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
+namespace {
+
+void check_regular(const struct stat& st, const std::string& path) {
+  TFM_CHECK(S_ISREG(st.st_mode)) << "cannot read '" << path << "': it is "
+                                 << (S_ISDIR(st.st_mode)    ? "a directory"
+                                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                     : S_ISCHR(st.st_mode)  ? "a character device"
+                                                            : "something else")
+                                 << ", not a regular file";
+}
+
+}  // namespace
+
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // opening it says what is wrong
+  check_regular(st, path);
+}
+
 std::shared_ptr<Storage> map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer, forever; so it opens, and
+  // the check below refuses it. (No effect on a regular file.)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     TFM_FAIL() << "cannot open '" << path << "': " << errno_text(err);
@@ -319,7 +342,7 @@ std::shared_ptr<Storage> map_file(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    TFM_FAIL() << "cannot map '" << path << "': not a regular file";
+    check_regular(st, path);
   }
   auto storage = std::make_shared<Storage>();
   const size_t size = static_cast<size_t>(st.st_size);

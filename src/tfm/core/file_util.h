@@ -60,17 +60,19 @@ void write_dir_atomic(const std::string& dir,
 // their paths. Only for a directory no other process is writing (hold its DirLock).
 std::vector<std::string> remove_stale_temp_files(const std::string& dir);
 
-// `a` and `b` name the same file (same device and inode: links, "./x" and "x", bind mounts);
-// false when either does not exist.
-bool same_file(const std::string& a, const std::string& b);
-
 // The whole file; error naming the path and errno text when it cannot be read.
 std::string read_file(const std::string& path);
 
-// Maps a regular file read-only and private. The storage's deleter unmaps, so tensors built on
-// it keep the mapping alive. An empty file gives a storage of 0 bytes with no mapping. The
-// mapping is page aligned; later edits to the file by others are not guarded against (as with
-// any mmap reader), so files are replaced by rename, never rewritten in place.
+// Throws naming the path when something other than a regular file is there (a directory, a FIFO
+// that would block its reader forever, a device); nothing there is left to the open that follows.
+// For the files of a model directory, which are read whole and never streamed.
+void require_regular_file(const std::string& path);
+
+// Maps a regular file read-only and private (anything else is refused without blocking). The
+// storage's deleter unmaps, so tensors built on it keep the mapping alive. An empty file gives a
+// storage of 0 bytes with no mapping. The mapping is page aligned; later edits to the file by
+// others are not guarded against (as with any mmap reader), so files are replaced by rename, never
+// rewritten in place.
 std::shared_ptr<Storage> map_file(const std::string& path);
 
 }  // namespace tfm

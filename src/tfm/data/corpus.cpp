@@ -13,6 +13,8 @@ std::string CorpusStats::summary() const {
     << " empty, " << skipped_malformed << " malformed, " << skipped_too_long << " too long, "
     << skipped_ratio << " length-ratio outliers; repaired invalid UTF-8 in " << utf8_repaired_lines
     << " lines (" << utf8_replaced_sequences << " sequences)";
+  if (!first_malformed.empty()) s << "; first malformed line: " << first_malformed;
+  if (!first_repaired.empty()) s << "; first repaired line: " << first_repaired;
   return s.str();
 }
 
@@ -125,6 +127,11 @@ bool CorpusReader::read_line(std::ifstream& in, std::string& line, bool& repaire
   return true;
 }
 
+void CorpusReader::note_repaired(const std::string& path) {
+  ++stats_.utf8_repaired_lines;
+  if (stats_.first_repaired.empty()) stats_.first_repaired = path + ":" + std::to_string(line_);
+}
+
 bool CorpusReader::next(TextPair& pair) {
   for (;;) {
     bool repaired = false;
@@ -132,7 +139,7 @@ bool CorpusReader::next(TextPair& pair) {
       if (!read_line(src_, pair.trg, repaired)) return false;
       ++line_;
       ++stats_.pairs_read;
-      if (repaired) ++stats_.utf8_repaired_lines;
+      if (repaired) note_repaired(src_path_);
       pair.src.clear();
       pair.line = line_;
       if (pair.trg.empty()) {
@@ -147,11 +154,13 @@ bool CorpusReader::next(TextPair& pair) {
       if (!read_line(src_, line, repaired)) return false;
       ++line_;
       ++stats_.pairs_read;
-      if (repaired) ++stats_.utf8_repaired_lines;
+      if (repaired) note_repaired(src_path_);
       const size_t tab = line.find('\t');
       if (tab == std::string::npos || line.find('\t', tab + 1) != std::string::npos) {
         // An empty line is an empty pair, not a malformed one.
         ++(line.empty() ? stats_.skipped_empty : stats_.skipped_malformed);
+        if (!line.empty() && stats_.first_malformed.empty())
+          stats_.first_malformed = src_path_ + ":" + std::to_string(line_);
         continue;
       }
       pair.src.assign(line, 0, tab);
@@ -167,7 +176,7 @@ bool CorpusReader::next(TextPair& pair) {
           << " has a line " << line_ + 1;
       ++line_;
       ++stats_.pairs_read;
-      if (repaired || trg_repaired) ++stats_.utf8_repaired_lines;
+      if (repaired || trg_repaired) note_repaired(repaired ? src_path_ : trg_path_);
     }
     pair.line = line_;
     if (pair.src.empty() || pair.trg.empty()) {

@@ -31,6 +31,9 @@ struct CorpusStats {
   int64_t skipped_ratio = 0;            // longer / shorter > max_ratio
   int64_t utf8_repaired_lines = 0;      // lines (either side) that held invalid UTF-8
   int64_t utf8_replaced_sequences = 0;  // invalid sequences replaced by U+FFFD
+  // FILE:LINE of the first malformed and the first repaired line ("" when none), so a log says
+  // where to look, not only how many.
+  std::string first_malformed, first_repaired;
 
   int64_t skipped() const {
     return skipped_empty + skipped_malformed + skipped_too_long + skipped_ratio;
@@ -82,6 +85,8 @@ class CorpusReader {
   CorpusReader() = default;
   // Reads one line of `in` into `line` (CR stripped, UTF-8 repaired); false at end of file.
   bool read_line(std::ifstream& in, std::string& line, bool& repaired);
+  // Counts a repaired line of `path` (the current line) and keeps the first one's place.
+  void note_repaired(const std::string& path);
 
   std::string src_path_, trg_path_;  // trg_path_ empty for TSV and monolingual files
   bool monolingual_ = false;

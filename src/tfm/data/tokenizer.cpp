@@ -1,8 +1,26 @@
 #include "tfm/data/tokenizer.h"
 
+#include <cstdio>
+
 #include "tfm/core/check.h"
 
 namespace tfm {
+
+std::string Tokenizer::fingerprint() const {
+  // FNV-1a, 64 bits, over each piece and a 0 byte after it: a fingerprint, not a defence against
+  // someone crafting a collision.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  const auto mix = [&h](unsigned char c) { h = (h ^ c) * 0x100000001b3ULL; };
+  Ids ids(static_cast<size_t>(size()));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  for (const std::string& piece : ids_to_pieces(ids)) {
+    for (const char c : piece) mix(static_cast<unsigned char>(c));
+    mix(0);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string("fnv1a64:") + hex;
+}
 
 int64_t Tokenizer::language_id(const std::string& code) const {
   const auto it = languages_.find(code);

@@ -71,6 +71,10 @@ class Tokenizer {
   // The source language frame_source uses when it is given none ("" when the tokenizer has none).
   const std::string& default_source_lang() const { return default_source_lang_; }
 
+  // "fnv1a64:" and 16 hex digits: a hash of every piece in id order, which tells a vocabulary from
+  // another of the same size. A model records its vocabularies' (ModelConfig) and refuses others.
+  std::string fingerprint() const;
+
   const SourceFraming& framing() const { return framing_; }
   // The ids the model's tokenizer gives for a source sentence whose own tokens are `pieces`:
   // the framing's prefix, the pieces, its suffix, the language tokens for `src_lang` ("" = the

@@ -6,11 +6,14 @@
 #include <sstream>
 
 #include "tfm/core/check.h"
+#include "tfm/core/file_util.h"
 
 namespace tfm {
 
 Vocab::Vocab(const std::string& model_path)
     : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()), path_(model_path) {
+  // SentencePiece reads a directory as "basic_filebuf::underflow" and waits on a FIFO forever.
+  require_regular_file(model_path);
   const auto status = sp_->Load(model_path);
   TFM_CHECK(status.ok()) << "cannot load SentencePiece model " << model_path << ": "
                          << status.ToString();

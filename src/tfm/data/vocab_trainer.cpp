@@ -3,9 +3,11 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "tfm/core/check.h"
@@ -17,7 +19,34 @@ namespace tfm {
 
 namespace {
 
-// Feeds the trainer every non-empty line of the inputs, in order, one line in memory at a time.
+// Whether a line holds anything but whitespace (ASCII, and the Unicode spaces SentencePiece's
+// normaliser turns into spaces and strips). A line of spaces alone is empty to the trainer, and
+// inputs of nothing else made it abort inside SentencePiece instead of failing with an error.
+bool has_text(std::string_view line) {
+  // The multi-byte spaces, as UTF-8: U+0085, U+00A0, U+1680, U+2000..U+200B, U+2028, U+2029,
+  // U+202F, U+205F, U+3000, U+FEFF.
+  static constexpr std::string_view spaces[] = {
+      "\xC2\x85",     "\xC2\xA0",     "\xE1\x9A\x80", "\xE2\x80\x80", "\xE2\x80\x81",
+      "\xE2\x80\x82", "\xE2\x80\x83", "\xE2\x80\x84", "\xE2\x80\x85", "\xE2\x80\x86",
+      "\xE2\x80\x87", "\xE2\x80\x88", "\xE2\x80\x89", "\xE2\x80\x8A", "\xE2\x80\x8B",
+      "\xE2\x80\xA8", "\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80",
+      "\xEF\xBB\xBF"};
+  for (size_t i = 0; i < line.size();) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c == ' ' || (c >= '\t' && c <= '\r')) {
+      ++i;
+      continue;
+    }
+    const std::string_view rest = line.substr(i);
+    const auto space = std::find_if(std::begin(spaces), std::end(spaces),
+                                    [&](std::string_view sp) { return rest.starts_with(sp); });
+    if (space == std::end(spaces)) return true;
+    i += space->size();
+  }
+  return false;
+}
+
+// Feeds the trainer every line of the inputs with text, in order, one line in memory at a time.
 class LineIterator : public sentencepiece::SentenceIterator {
  public:
   explicit LineIterator(const std::vector<std::string>& paths) : paths_(paths) { Next(); }
@@ -41,7 +70,7 @@ class LineIterator : public sentencepiece::SentenceIterator {
         continue;
       }
       if (!raw_.empty() && raw_.back() == '\r') raw_.pop_back();
-      if (raw_.empty()) continue;
+      if (!has_text(raw_)) continue;
       int64_t replaced = 0;
       value_ = repair_utf8(raw_, &replaced);
       if (replaced > 0) ++repaired_;
@@ -130,7 +159,7 @@ VocabTrainerResult train_vocab(const VocabTrainerOptions& o) {
 
   LineIterator lines(o.inputs);
   TFM_CHECK(!lines.done()) << "vocab: the inputs (" << joined(o.inputs)
-                           << ") hold no non-empty lines";
+                           << ") hold no non-empty lines (only empty or whitespace lines)";
   sentencepiece::util::Status status;
   // SentencePiece's own file writing ignores write errors (a full disk left a truncated .model and
   // an empty .vocab behind a success message): it hands back the model instead, and tfm writes

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "tfm/core/file_util.h"
+#include "tfm/data/tokenizer_files.h"
+#include "tfm/data/vocab.h"
 #include "tfm/model/safetensors.h"
 
 namespace tfm {
@@ -73,9 +75,24 @@ void check_finite(const Tensor& t, const std::string& what, const std::string& f
 
 namespace {
 
+// The vocabulary the model recorded at training (its fingerprint), where it recorded one: another
+// of the same size and special ids translates into garbage without any other sign.
+void check_fingerprint(const Tokenizer& v, const std::string& recorded, const char* side,
+                       const std::string& dir) {
+  if (recorded.empty()) return;
+  const std::string got = v.fingerprint();
+  TFM_CHECK(got == recorded) << v.path() << " is not the " << side << " vocabulary the model in "
+                             << dir << " was trained with (its pieces differ: fingerprint " << got
+                             << ", the model records " << recorded
+                             << "); put the model's own vocabulary back";
+}
+
 void check_vocab(const Tokenizer* v, int64_t size, const char* side, const ModelConfig& config,
                  const std::string& dir) {
   if (v == nullptr) return;
+  // Last: where the size or the ids differ they say more plainly what is wrong.
+  const std::string& recorded =
+      std::string(side) == "source" ? config.src_vocab_fingerprint : config.trg_vocab_fingerprint;
   if (v->converted()) {
     TFM_CHECK(v->size() <= size) << v->path() << ": the " << v->family()
                                  << " tokenizer gives ids up to " << v->size() - 1
@@ -86,6 +103,7 @@ void check_vocab(const Tokenizer* v, int64_t size, const char* side, const Model
     TFM_CHECK(eos < 0 || eos == config.eos_id)
         << v->path() << ": the tokenizer's EOS is " << eos << " but the model in " << dir
         << " ends sequences with " << config.eos_id;
+    check_fingerprint(*v, recorded, side, dir);
     return;
   }
   const TokenizerSpecials ids = v->special_ids();
@@ -101,6 +119,7 @@ void check_vocab(const Tokenizer* v, int64_t size, const char* side, const Model
       << v->path() << " has pad/bos/eos ids " << ids.pad << "/" << ids.bos << "/" << ids.eos
       << " but the model in " << dir << " uses " << config.pad_id << "/" << config.bos_id << "/"
       << config.eos_id << ": the vocabulary file is not the one the model was trained with";
+  check_fingerprint(*v, recorded, side, dir);
 }
 
 }  // namespace
@@ -116,6 +135,18 @@ ModelTokenizers load_checked_tokenizers(const std::string& dir, const ModelConfi
   ModelTokenizers v = load_model_tokenizers(dir);
   check_vocabs(config, v, dir);
   return v;
+}
+
+const std::vector<std::string>& model_file_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {kConfig, kWeights, kTokenizerConfigFile};
+    for (const char* v : {kSharedVocabFile, kSrcVocabFile, kTrgVocabFile}) {
+      n.emplace_back(v);
+      n.push_back(legacy_vocab_file(v));
+    }
+    return n;
+  }();
+  return names;
 }
 
 void save_model(const Transformer& model, const std::string& dir) {
@@ -138,6 +169,7 @@ ModelConfig checked_config(const std::string& dir, const SafetensorsFile& f) {
   const std::string json = (fs::path(dir) / kConfig).string();
   ModelConfig c = config_from_weights(f, weights);
   if (fs::exists(json)) {
+    require_regular_file(json);
     ModelConfig j = ModelConfig::from_json(read_file(json));
     TFM_CHECK(j.to_json() == c.to_json())
         << json << " disagrees with the config stored in " << weights
@@ -166,6 +198,7 @@ ModelConfig read_model_config(const std::string& dir) {
   check_model_dir(dir);
   if (!fs::exists(weights)) {
     TFM_CHECK(fs::exists(json)) << dir << " holds neither " << kWeights << " nor " << kConfig;
+    require_regular_file(json);
     return ModelConfig::from_json(read_file(json));
   }
   return checked_config(dir, load_safetensors(weights));

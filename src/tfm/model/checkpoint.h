@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tfm/data/tokenizer_files.h"
 #include "tfm/model/safetensors.h"
@@ -44,5 +45,11 @@ void check_vocabs(const ModelConfig& config, const ModelTokenizers& tokenizers,
 
 // load_model_tokenizers(dir), checked against `config` with check_vocabs.
 ModelTokenizers load_checked_tokenizers(const std::string& dir, const ModelConfig& config);
+
+// The names a model directory holds: config.json, model.safetensors, tfm_tokenizer.json and the
+// vocabulary files (their legacy names included); a converted model's tokenizer data files are
+// named by its tfm_tokenizer.json (tokenizer_file_names). What a model directory may hold and
+// nothing else (tfm::check_output_path).
+const std::vector<std::string>& model_file_names();
 
 }  // namespace tfm

@@ -146,6 +146,9 @@ std::string ModelConfig::to_json() const {
   j["max_length"] = max_length;
   j["src_vocab_size"] = src_vocab_size;
   j["trg_vocab_size"] = trg_vocab_size;
+  // Only when recorded, so that the configs written before stay as they were.
+  if (!src_vocab_fingerprint.empty()) j["src_vocab_fingerprint"] = src_vocab_fingerprint;
+  if (!trg_vocab_fingerprint.empty()) j["trg_vocab_fingerprint"] = trg_vocab_fingerprint;
   return j.dump(2);
 }
 
@@ -205,7 +208,9 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
                                  "source_eos",
                                  "max_length",
                                  "src_vocab_size",
-                                 "trg_vocab_size"};
+                                 "trg_vocab_size",
+                                 "src_vocab_fingerprint",
+                                 "trg_vocab_fingerprint"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
@@ -248,6 +253,12 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
   integer("max_length", c.max_length);
   integer("src_vocab_size", c.src_vocab_size);
   integer("trg_vocab_size", c.trg_vocab_size);
+  for (auto [key, out] : {std::pair{"src_vocab_fingerprint", &c.src_vocab_fingerprint},
+                          {"trg_vocab_fingerprint", &c.trg_vocab_fingerprint}}) {
+    if (!j.contains(key)) continue;
+    *out = text_of(key);
+    TFM_CHECK(out->size() <= 64) << "config: " << key << " is longer than a fingerprint";
+  }
   if (c.decoder_only) c.encoder_layers = 0;
   return c;
 }

@@ -51,6 +51,10 @@ struct ModelConfig {
   int64_t max_length = 1024;  // positions available (table size)
   int64_t src_vocab_size = 0;
   int64_t trg_vocab_size = 0;
+  // Tokenizer::fingerprint() of the vocabularies the model was trained with ("" = not recorded:
+  // models from before, or converted); a vocabulary with another fingerprint is refused at load.
+  std::string src_vocab_fingerprint;
+  std::string trg_vocab_fingerprint;
 
   bool has_encoder() const { return !decoder_only; }
   // The special ids and source framing, for data/ (batches) and decode/.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <limits>
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/parallel.h"
@@ -114,7 +115,8 @@ void run_batches(size_t count, WorkerPool& pool, const Run& run) {
 std::vector<decode::NBest> search_in_batches(
     const Transformer& model, const decode::Search& search, const std::vector<Ids>& sources,
     const std::vector<uint64_t>& ids, const std::vector<Ids>& prefixes, const BatchLimits& limits,
-    WorkerPool* pool, const BatchDone& on_batch, const std::vector<size_t>& groups) {
+    WorkerPool* pool, const BatchDone& on_batch, const std::vector<size_t>& groups,
+    const Abandoned& abandoned) {
   TFM_CHECK(ids.empty() || ids.size() == sources.size())
       << "search: " << ids.size() << " sentence ids for " << sources.size() << " sources";
   TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size())
@@ -135,8 +137,19 @@ std::vector<decode::NBest> search_in_batches(
       sid.push_back(ids.empty() ? i : ids[i]);
       if (!prefixes.empty()) pre.push_back(prefixes[i]);
     }
+    if (abandoned && std::all_of(where.begin(), where.end(), abandoned)) return;
     NoGradGuard no_grad;  // grad mode is per thread: a worker's starts on
     std::vector<decode::NBest> r = with.run(model, src, sid, pre);
+    // A searched sentence always ends with a hypothesis (EOS is forced at the max length); none
+    // means every candidate's log-probability was NaN (weights too large for the arithmetic).
+    // It goes on as a NaN score, which the front doors refuse naming the sentence
+    // (Translator::Impl::check_scores), instead of an empty translation.
+    for (decode::NBest& nb : r) {
+      if (nb.empty()) {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        nb.push_back({.tokens = {}, .score = nan, .log_prob = nan, .attention = {}});
+      }
+    }
     if (on_batch) {
       on_batch(where, r);
       return;

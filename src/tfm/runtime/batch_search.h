@@ -23,14 +23,15 @@ namespace tfm::runtime {
 // shards of all batches are spread over the threads together (one pool job when `pool` has one
 // worker). groups: where each sort group after the first starts (ascending input indices; empty:
 // one group): each group's sources are sorted and cut on their own, as if searched alone (the
-// request queue's own requests decoded in one pass).
+// request queue's own requests decoded in one pass). abandoned, when set, is asked before each
+// batch (or shard) for each of its input indices: a batch whose sentences are all abandoned (their
+// call cancelled, e.g. by Ctrl-C) is skipped, neither searched nor passed to on_batch.
 using BatchDone = std::function<void(const std::vector<size_t>&, std::vector<decode::NBest>&)>;
-std::vector<decode::NBest> search_in_batches(const Transformer& model, const decode::Search& search,
-                                             const std::vector<Ids>& sources,
-                                             const std::vector<uint64_t>& ids,
-                                             const std::vector<Ids>& prefixes,
-                                             const BatchLimits& limits, WorkerPool* pool = nullptr,
-                                             const BatchDone& on_batch = {},
-                                             const std::vector<size_t>& groups = {});
+using Abandoned = std::function<bool(size_t)>;
+std::vector<decode::NBest> search_in_batches(
+    const Transformer& model, const decode::Search& search, const std::vector<Ids>& sources,
+    const std::vector<uint64_t>& ids, const std::vector<Ids>& prefixes, const BatchLimits& limits,
+    WorkerPool* pool = nullptr, const BatchDone& on_batch = {},
+    const std::vector<size_t>& groups = {}, const Abandoned& abandoned = {});
 
 }  // namespace tfm::runtime

@@ -306,7 +306,10 @@ void RequestQueue::run_group(Group& group) {
             it.pending->deliver(it.index, std::move(r[k]));
           }
         },
-        group.starts);
+        group.starts,
+        // A cancelled call's sentences still waiting in this group are not decoded: Ctrl-C in
+        // Python, or a server's timeout, frees the workers for the calls behind it.
+        [&](size_t i) { return group.items[i].pending->cancelled(); });
   } catch (...) {
     const std::exception_ptr error = std::current_exception();
     for (size_t k = 0; k < group.items.size(); ++k)

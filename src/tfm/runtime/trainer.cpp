@@ -23,6 +23,7 @@
 #endif
 #include "tfm/eval/bleu.h"
 #include "tfm/model/checkpoint.h"
+#include "tfm/output_path.h"
 #include "tfm/runtime/batch_search.h"
 #include "tfm/runtime/model_info_impl.h"
 #include "tfm/runtime/train_options.h"
@@ -33,6 +34,24 @@ namespace tfm {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A joint run's directory holds vocab.model and a run with one vocabulary a side holds
+// vocab.src.model + vocab.trg.model; the other kind's files there would be read instead of (a
+// shared vocab.model) or beside this run's, so they are refused (--overwrite removes them).
+void check_vocab_kind(const std::string& dir, bool joint, const runtime::OptionSpeller& name) {
+  const std::vector<const char*> others =
+      joint ? std::vector<const char*>{kSrcVocabFile, kTrgVocabFile}
+            : std::vector<const char*>{kSharedVocabFile};
+  for (const char* other : others) {
+    for (const fs::path& p : {fs::path(dir) / other, fs::path(dir) / legacy_vocab_file(other)}) {
+      TFM_CHECK(!fs::exists(p)) << dir << " holds " << p.filename().string() << " from a run with "
+                                << (joint ? "one vocabulary a side" : "a joint vocabulary")
+                                << ", and this run has " << (joint ? "a joint one" : "one a side")
+                                << ": train again with " << name("overwrite")
+                                << " to replace that run, or use another directory";
+    }
+  }
+}
 
 // Copies a vocabulary into the model directory under `name`; on resume it must be the same file.
 std::string install_vocab(const std::string& from, const std::string& dir, const char* name) {
@@ -102,6 +121,8 @@ ModelConfig build_config(const TrainOptions& o, const Vocab& src, const Vocab& t
   c.encoder_layers = o.decoder_only ? 0 : c.encoder_layers;
   c.src_vocab_size = o.decoder_only ? 0 : src.size();
   c.trg_vocab_size = trg.size();
+  c.src_vocab_fingerprint = o.decoder_only ? "" : src.fingerprint();
+  c.trg_vocab_fingerprint = trg.fingerprint();
   c.share_embeddings = joint && !o.decoder_only;
   for (const Vocab* v : {&src, &trg}) {
     TFM_CHECK(v->pad_id() >= 0 && v->bos_id() >= 0 && v->eos_id() >= 0)
@@ -331,6 +352,15 @@ void Trainer::Impl::build_model(const ModelConfig& config) {
 
 void Trainer::Impl::prepare_directory(ComputeType asked, const runtime::OptionSpeller& name,
                                       TrainCallbacks callbacks) {
+  // Absent, empty, or a directory of a run: never another program's files (a config.json) or a
+  // file the run reads (docs/failure.md, "Output paths").
+  check_output_path(o_.model_dir, {.kind = OutputKind::run_directory,
+                                   .name = name("model_dir"),
+                                   .inputs = {o_.train_src, o_.train_trg, o_.train_tsv,
+                                              o_.valid_src, o_.valid_trg, o_.vocab, o_.vocab_src,
+                                              o_.vocab_trg, o_.model_config}});
+  // Before anything is written (--overwrite removes the other kind's files).
+  if (!o_.overwrite) check_vocab_kind(o_.model_dir, !o_.vocab.empty(), name);
   std::error_code ec;
   fs::create_directories(o_.model_dir, ec);
   TFM_CHECK(!ec) << "cannot create model directory " << o_.model_dir << ": " << ec.message();

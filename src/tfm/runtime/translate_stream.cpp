@@ -161,6 +161,7 @@ class OrderedWriter {
       if (!w.pending->has(i)) flush();
       w.pending->wait_for(i);
       const decode::NBest nb = w.pending->take(i);
+      Translator::Impl::check_scores(nb, name_ + ":" + std::to_string(w.base + i + 1));
       profile::Scope writing(profile::Phase::io);
       profile::add_sentences(1);
       if (!nb.empty()) profile::add_generated_tokens(static_cast<int64_t>(nb[0].tokens.size()));

@@ -37,6 +37,7 @@ std::vector<TranslationResult> AsyncResults::get() {
   std::vector<TranslationResult> out;
   out.reserve(nbest.size());
   for (size_t i = 0; i < nbest.size(); ++i) {
+    Translator::Impl::check_scores(nbest[i], "sentence " + std::to_string(i + 1));
     out.push_back(s->impl->to_result(nbest[i], s->text, s->widths[i]));
     out.back().source_truncated = s->truncated[i];
   }
@@ -164,8 +165,12 @@ std::vector<TranslationResult> Translator::generate_batch(const std::vector<std:
 
 std::vector<double> Translator::score_batch(const IdLists& sources, const IdLists& targets) const {
   std::vector<Ids> s(sources.size()), t(targets.size());
-  for (size_t i = 0; i < sources.size(); ++i) s[i].assign(sources[i].begin(), sources[i].end());
-  for (size_t i = 0; i < targets.size(); ++i) t[i].assign(targets[i].begin(), targets[i].end());
+  for (size_t i = 0; i < sources.size(); ++i)
+    s[i] = impl_->narrow_ids(sources[i], /*source=*/true,
+                             "score_batch: source " + std::to_string(i + 1));
+  for (size_t i = 0; i < targets.size(); ++i)
+    t[i] = impl_->narrow_ids(targets[i], /*source=*/false,
+                             "score_batch: target " + std::to_string(i + 1));
   return impl_->score(s, t);
 }
 

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string_view>
 
@@ -149,12 +150,37 @@ int64_t Translator::Impl::language_id(const std::string& code, const char* what)
   return -1;
 }
 
+Ids Translator::Impl::narrow_ids(const std::vector<int64_t>& ids, bool source,
+                                 const std::string& where) const {
+  const int64_t n = source ? config().src_vocab_size : config().trg_vocab_size;
+  for (int64_t id : ids)
+    TFM_CHECK(id >= 0 && id < n) << where << ": token id " << id << " is outside the "
+                                 << (source ? "source" : "target") << " vocabulary [0, " << n
+                                 << ")";
+  return Ids(ids.begin(), ids.end());
+}
+
 bool Translator::Impl::prepare_source(Ids& ids, const std::string& where) const {
   const ModelConfig& c = config();
-  for (int64_t id : ids)
+  // PAD, BOS and EOS are no input: the model adds BOS/EOS itself as its config says, and a source
+  // of tfm's own vocabulary never holds them. Only a converted model's tokenizer, which frames
+  // its sources itself (<s> … </s>), gives the ones the config does not add.
+  const bool framed = vocabs_.src && vocabs_.src->converted();
+  const bool bos_ok = framed && !c.source_bos, eos_ok = framed && !c.source_eos;
+  const auto special = [&](int64_t id) -> const char* {
+    if (id == c.bos_id && !bos_ok) return "BOS";
+    if (id == c.eos_id && !eos_ok) return "EOS";
+    const bool pad_ok = (c.pad_id == c.bos_id && bos_ok) || (c.pad_id == c.eos_id && eos_ok);
+    return id == c.pad_id && !pad_ok ? "PAD" : nullptr;
+  };
+  for (int64_t id : ids) {
     TFM_CHECK(id >= 0 && id < c.src_vocab_size)
         << where << ": token id " << id << " is outside the source vocabulary [0, "
         << c.src_vocab_size << ")";
+    const char* what = special(id);
+    TFM_CHECK(!what) << where << ": token id " << id << " is the model's " << what
+                     << "; a source holds ordinary tokens (the model frames it itself)";
+  }
   const auto limit = static_cast<size_t>(c.max_length - c.seq_format().source_specials());
   if (ids.size() <= limit) return false;
   // A converted model's framing ends the source (</s>, a language token): cut before it.
@@ -208,18 +234,19 @@ PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int6
       << " sources (one per source, empty for none)";
   p.request.prefixes.resize(prefixes.size());
   for (size_t i = 0; i < prefixes.size(); ++i) {
-    p.request.prefixes[i].assign(prefixes[i].begin(), prefixes[i].end());
-    check_prefix(p.request.prefixes[i], "target_prefix " + std::to_string(i + 1), options,
+    const std::string where = "target_prefix " + std::to_string(i + 1);
+    p.request.prefixes[i] = narrow_ids(prefixes[i], /*source=*/false, where);
+    check_prefix(p.request.prefixes[i], where, options,
                  i < cut_prefixes.size() && cut_prefixes[i]);
   }
   p.request.sources.resize(sources.size());
   p.truncated.resize(sources.size());
   p.widths.resize(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string where = "source " + std::to_string(i + 1);
     Ids& src = p.request.sources[i];
-    src.assign(sources[i].begin(), sources[i].end());
-    p.truncated[i] = prepare_source(src, "source " + std::to_string(i + 1)) ||
-                     (i < cut_sources.size() && cut_sources[i]);
+    src = narrow_ids(sources[i], /*source=*/true, where);
+    p.truncated[i] = prepare_source(src, where) || (i < cut_sources.size() && cut_sources[i]);
     p.widths[i] = static_cast<int64_t>(src.size()) + config().seq_format().source_specials();
   }
   return p;
@@ -233,9 +260,9 @@ PreparedRequest Translator::Impl::generation(const std::vector<std::vector<int64
   p.request.sources.resize(prompts.size());
   p.request.prefixes.resize(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
-    p.request.prefixes[i].assign(prompts[i].begin(), prompts[i].end());
-    check_prefix(p.request.prefixes[i], "prompt " + std::to_string(i + 1), options,
-                 i < cut_prompts.size() && cut_prompts[i]);
+    const std::string where = "prompt " + std::to_string(i + 1);
+    p.request.prefixes[i] = narrow_ids(prompts[i], /*source=*/false, where);
+    check_prefix(p.request.prefixes[i], where, options, i < cut_prompts.size() && cut_prompts[i]);
   }
   p.truncated.resize(prompts.size());
   p.widths.resize(prompts.size());
@@ -255,6 +282,14 @@ AsyncResults Translator::Impl::submit(PreparedRequest prepared, bool text, bool 
   state->widths = std::move(prepared.widths);
   state->pending = submit(std::move(prepared.request), refusable);
   return AsyncResults(std::move(state));
+}
+
+void Translator::Impl::check_scores(const decode::NBest& nb, const std::string& where) {
+  for (const decode::Hypothesis& h : nb)
+    TFM_CHECK(std::isfinite(h.score) && std::isfinite(h.log_prob))
+        << where << ": the model's score for this sentence is not finite (score " << h.score
+        << ", log-probability " << h.log_prob << "): its outputs overflowed; the weights are "
+        << "too large for its arithmetic or corrupt";
 }
 
 TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int64_t width) const {
@@ -300,6 +335,10 @@ std::vector<double> Translator::Impl::score(const std::vector<Ids>& src,
   std::vector<double> out;
   BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
   pool_->submit([&] { out = score_pairs(*model_, src, trg, limits); }).get();
+  for (size_t i = 0; i < out.size(); ++i)
+    TFM_CHECK(std::isfinite(out[i]))
+        << "score_batch: pair " << i + 1 << ": the model's score is not finite (" << out[i]
+        << "): its outputs overflowed; the weights are too large for its arithmetic or corrupt";
   return out;
 }
 

@@ -109,6 +109,15 @@ class Translator::Impl {
   void flush() const { queue_->flush(); }
   QueueStats queue_stats() const { return queue_->stats(); }
 
+  // Ids from the API (64 bits) as the model takes them (32 bits), each checked against the side's
+  // vocabulary ("source" or "target") before narrowing: narrowing first made 2^32 + 5 the id 5.
+  Ids narrow_ids(const std::vector<int64_t>& ids, bool source, const std::string& where) const;
+
+  // Throws naming `where` (a sentence, or file:line) when a hypothesis's score or log-probability
+  // is NaN or infinite: the model's outputs overflowed (weights too large for its arithmetic),
+  // and no such result is returned or printed.
+  static void check_scores(const decode::NBest& nb, const std::string& where);
+
   // A search's n-best as the API returns it; width: the attention rows'.
   TranslationResult to_result(decode::NBest& nb, bool text, int64_t width) const;
 

@@ -2,7 +2,6 @@
 
 #include <filesystem>
 
-#include "tfm/core/dir_lock.h"
 #include "tfm/core/file_util.h"
 #include "tfm/data/tokenizer_files.h"
 #include "tfm/model/checkpoint.h"
@@ -41,12 +40,8 @@ void average_models(const std::vector<std::string>& dirs, const std::string& out
   }
   // The output is a whole directory, seen only complete (write_dir_atomic): model, config and
   // vocabularies of one average, never a new model next to an old or half-copied vocabulary. It
-  // replaces what was there, so a directory holding more than a model is refused.
-  for (const char* other : {"train_state", "checkpoints", "best", kDirLockFile}) {
-    TFM_CHECK(!fs::exists(fs::path(out) / other))
-        << "average: --out " << out << " holds a training run (" << other
-        << "); write the average to another directory";
-  }
+  // replaces what was there: the front door has checked that only a model was
+  // (check_output_path, OutputKind::model_directory).
   load_checked_tokenizers(dirs[0], result->config());
   write_dir_atomic(out, [&](const std::string& tmp) {
     save_model(*result, tmp);

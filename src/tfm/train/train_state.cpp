@@ -130,11 +130,19 @@ std::string existing_run_output(const std::string& model_dir) {
   return "";
 }
 
+const std::vector<std::string>& run_file_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = model_file_names();
+    for (const char* r : {"best", "checkpoints", kDir, "train.log", "train_config.json"})
+      n.emplace_back(r);
+    return n;
+  }();
+  return names;
+}
+
 void remove_run_output(const std::string& model_dir) {
   const fs::path dir(model_dir);
-  for (const char* name : {"model.safetensors", "config.json", "best", "checkpoints", kDir,
-                           "train.log", "train_config.json", "vocab.model", "vocab.src.model",
-                           "vocab.trg.model", "vocab.spm", "vocab.src.spm", "vocab.trg.spm"}) {
+  for (const std::string& name : run_file_names()) {
     std::error_code ec;
     fs::remove_all(dir / name, ec);
     TFM_CHECK(!ec) << "cannot remove " << (dir / name).string() << ": " << ec.message();

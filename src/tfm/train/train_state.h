@@ -57,6 +57,10 @@ bool has_train_state(const std::string& model_dir);
 // over these (tfm train refuses without --overwrite).
 std::string existing_run_output(const std::string& model_dir);
 
+// The names a run writes in DIR: a model directory's (model_file_names) and best, checkpoints,
+// train_state, train.log and train_config.json (the lock file aside: it is never removed).
+const std::vector<std::string>& run_file_names();
+
 // Removes everything a run writes in DIR (model, config, best/, checkpoints/, train_state/,
 // train.log, train_config.json, vocabularies): tfm train --overwrite. Other files stay.
 void remove_run_output(const std::string& model_dir);
