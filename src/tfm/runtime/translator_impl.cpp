@@ -164,8 +164,10 @@ bool Translator::Impl::prepare_source(Ids& ids, const std::string& where) const 
   const ModelConfig& c = config();
   // PAD, BOS and EOS are no input: the model adds BOS/EOS itself as its config says, and a source
   // of tfm's own vocabulary never holds them. Only a converted model's tokenizer, which frames
-  // its sources itself (<s> … </s>), gives the ones the config does not add.
-  const bool framed = vocabs_.src && vocabs_.src->converted();
+  // its sources itself (<s> … </s>), gives the ones the config does not add: a converted model's
+  // source ids are Transformers' input_ids, framing included, with or without its tokenizer.
+  const bool framed =
+      (vocabs_.src && vocabs_.src->converted()) || info_.search_rule == "transformers";
   const bool bos_ok = framed && !c.source_bos, eos_ok = framed && !c.source_eos;
   const auto special = [&](int64_t id) -> const char* {
     if (id == c.bos_id && !bos_ok) return "BOS";
@@ -236,8 +238,7 @@ PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int6
   for (size_t i = 0; i < prefixes.size(); ++i) {
     const std::string where = "target_prefix " + std::to_string(i + 1);
     p.request.prefixes[i] = narrow_ids(prefixes[i], /*source=*/false, where);
-    check_prefix(p.request.prefixes[i], where, options,
-                 i < cut_prefixes.size() && cut_prefixes[i]);
+    check_prefix(p.request.prefixes[i], where, options, i < cut_prefixes.size() && cut_prefixes[i]);
   }
   p.request.sources.resize(sources.size());
   p.truncated.resize(sources.size());
