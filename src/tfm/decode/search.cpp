@@ -13,6 +13,7 @@ namespace tfm::decode {
 double final_score(double log_prob, int64_t len, const SearchOptions& o) {
   if (o.normalize) return log_prob / static_cast<double>(std::max<int64_t>(len, 1));
   if (o.length_penalty == 0.0) return log_prob;
+  if (o.power_penalty) return log_prob / std::pow(static_cast<double>(len), o.length_penalty);
   return log_prob / std::pow((5.0 + static_cast<double>(len)) / 6.0, o.length_penalty);
 }
 

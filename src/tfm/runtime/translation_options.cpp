@@ -6,6 +6,7 @@
 #include "tfm/runtime/translation_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -76,6 +77,7 @@ const Entry<T> kTranslation[] = {
      [](const T& o, const Context& n) {
        require_in_range(n("length_penalty"), o.length_penalty, 0.0, 10.0);
      }},
+    {"length_penalty_form", [](const T&, const Context&) {}},
     {"normalize_scores", [](const T&, const Context&) {}},
     {"max_length_factor",
      [](const T& o, const Context& n) {
@@ -93,6 +95,29 @@ const Entry<T> kTranslation[] = {
      [](const T& o, const Context& n) {
        require_in_range(n("min_decoding_length"), o.min_decoding_length, 0, n.model->max_length);
      }},
+    {"renormalize_min_length", [](const T&, const Context&) {}},
+    {"patience",
+     [](const T& o, const Context& n) {
+       require_in_range(n("patience"), o.patience, 0.0, 1000.0);
+       const double finished = std::round(static_cast<double>(o.beam_size) * o.patience);
+       TFM_CHECK_ARG(o.patience == 0.0 || o.search == Search::sampling ||
+                     static_cast<double>(o.num_hypotheses) <= finished)
+           << n("num_hypotheses") << " " << o.num_hypotheses << " exceeds " << n("beam_size")
+           << " x " << n("patience") << " (" << finished
+           << " hypotheses finish before a sentence stops)";
+     }},
+    {"score_prefix", [](const T&, const Context&) {}},
+    {"max_input_length",
+     [](const T& o, const Context& n) {
+       // Room for one source token besides the framing the model adds.
+       const int64_t framing = int64_t{n.model->source_bos} + int64_t{n.model->source_eos};
+       TFM_CHECK_ARG(o.max_input_length == 0 ||
+                     (o.max_input_length > framing && o.max_input_length <= kMaxTokens))
+           << n("max_input_length") << " must be 0 (no limit) or in [" << framing + 1 << ", "
+           << kMaxTokens << "] (the source's framing takes " << framing << "; got "
+           << o.max_input_length << ")";
+     }},
+    {"return_end_token", [](const T&, const Context&) {}},
     {"sampling_temperature",
      [](const T& o, const Context& n) {
        require_in_range(n("sampling_temperature"), o.sampling_temperature, 0.0, 1e6);
@@ -106,6 +131,7 @@ const Entry<T> kTranslation[] = {
        require_in_range(n("sampling_topp"), o.sampling_topp, 0.0, 1.0, /*lo_open=*/true);
      }},
     {"seed", [](const T&, const Context&) {}},
+    {"attention_framing", [](const T&, const Context&) {}},
     {"return_attention",
      [](const T& o, const Context& n) {
        TFM_CHECK_ARG(!o.return_attention || !n.model->decoder_only)
@@ -159,6 +185,17 @@ const Entry<R> kTranslator[] = {
 
 }  // namespace
 
+const char* length_penalty_name(LengthPenalty p) {
+  return p == LengthPenalty::power ? "power" : "gnmt";
+}
+
+LengthPenalty parse_length_penalty(std::string_view name) {
+  for (LengthPenalty p : {LengthPenalty::gnmt, LengthPenalty::power})
+    if (name == length_penalty_name(p)) return p;
+  TFM_FAIL_ARG() << "unknown length penalty form '" << name << "' (expected gnmt or power)";
+  return LengthPenalty::gnmt;
+}
+
 void validate_translation_options(const TranslationOptions& options, const ModelInfo& model,
                                   const OptionSpeller& name, const TranslationLimits& limits) {
   const Context context{name, &model, &limits};
@@ -181,6 +218,10 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.beam_size = t.beam_size;
   o.n_best = t.num_hypotheses;
   o.length_penalty = t.length_penalty;
+  o.power_penalty = t.length_penalty_form == LengthPenalty::power;
+  o.renormalize_min_length = t.renormalize_min_length;
+  o.patience = t.patience;
+  o.score_prefix = t.score_prefix;
   o.normalize = t.normalize_scores;
   o.max_length_a = t.max_length_factor;
   o.max_length_b = static_cast<double>(t.max_length_extra);

@@ -43,7 +43,8 @@ std::vector<TranslationResult> AsyncResults::get() {
   std::vector<TranslationResult> out;
   out.reserve(nbest.size());
   for (size_t i = 0; i < nbest.size(); ++i) {
-    out.push_back(s->impl->to_result(nbest[i], s->text, s->widths[i]));
+    out.push_back(s->impl->to_result(nbest[i], s->text, s->widths[i], s->return_end_token,
+                                     s->attention_framing));
     out.back().source_truncated = s->truncated[i];
   }
   return out;
@@ -168,11 +169,29 @@ std::vector<TranslationResult> Translator::generate_batch(const std::vector<std:
       .get();
 }
 
+namespace {
+
+std::vector<double> totals(const std::vector<std::vector<float>>& per_token) {
+  std::vector<double> out;
+  out.reserve(per_token.size());
+  for (const std::vector<float>& lp : per_token) {
+    double s = 0;
+    for (float x : lp) s += x;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Ids> to_ids(const IdLists& lists) {
+  std::vector<Ids> out(lists.size());
+  for (size_t i = 0; i < lists.size(); ++i) out[i].assign(lists[i].begin(), lists[i].end());
+  return out;
+}
+
+}  // namespace
+
 std::vector<double> Translator::score_batch(const IdLists& sources, const IdLists& targets) const {
-  std::vector<Ids> s(sources.size()), t(targets.size());
-  for (size_t i = 0; i < sources.size(); ++i) s[i].assign(sources[i].begin(), sources[i].end());
-  for (size_t i = 0; i < targets.size(); ++i) t[i].assign(targets[i].begin(), targets[i].end());
-  return impl_->score(s, t);
+  return totals(impl_->score(to_ids(sources), to_ids(targets)));
 }
 
 std::vector<double> Translator::score_batch(const std::vector<std::string>& sources,
@@ -181,7 +200,13 @@ std::vector<double> Translator::score_batch(const std::vector<std::string>& sour
   std::vector<Ids> s, t;
   for (const auto& x : sources) s.push_back(impl_->encode_src(x));
   for (const auto& y : targets) t.push_back(impl_->encode_trg(y));
-  return impl_->score(s, t);
+  return totals(impl_->score(std::move(s), std::move(t)));
+}
+
+std::vector<std::vector<float>> Translator::score_batch_per_token(const IdLists& sources,
+                                                                  const IdLists& targets,
+                                                                  int64_t max_input_length) const {
+  return impl_->score(to_ids(sources), to_ids(targets), max_input_length);
 }
 
 std::vector<int64_t> Translator::tokenize_source(const std::string& text) const {
