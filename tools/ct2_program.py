@@ -25,6 +25,9 @@ TRANSLATE_CASES = {
     "max_input_length3": {"beam_size": 2, "max_input_length": 3},
     "return_end_token": {"beam_size": 2, "return_end_token": True},
     "end_token_eos": {"beam_size": 2, "end_token": "</s>"},
+    "disable_unk": {"beam_size": 2, "disable_unk": True},
+    "suppress_sequences": {"beam_size": 2, "suppress_sequences": [["w"], ["\u2581", "t"]]},
+    "greedy_suppress": {"beam_size": 1, "suppress_sequences": [["o"]], "min_decoding_length": 0},
     "chunks_examples": {"beam_size": 2, "max_batch_size": 2},
     "chunks_tokens": {"beam_size": 2, "max_batch_size": 9, "batch_type": "tokens"},
 }

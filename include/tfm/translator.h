@@ -128,6 +128,12 @@ struct TranslationOptions {
   // Whether the scores (the ranking) count a target prefix's log-probabilities (tfm) or start
   // after it (false: CTranslate2's); log_prob always counts them.
   bool score_prefix = true;
+  // Target id sequences never generated (CTranslate2's suppress_sequences; its disable_unk is
+  // {{unk}}): a one-token sequence's token is removed from every step's softmax, a longer one's
+  // last token wherever a hypothesis (its prefix included) ends with the others. Removed before
+  // the softmax, as CTranslate2 does, so the other tokens' log-probabilities are renormalised
+  // and log_prob is no longer score_batch's score at those steps.
+  std::vector<std::vector<int64_t>> suppress_sequences;
   // Source positions kept, the model's framing counted (CTranslate2's max_input_length): a longer
   // source is cut as one longer than the model's positions is, its framing's end kept. 0: the
   // model's positions alone.

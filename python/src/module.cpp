@@ -329,6 +329,7 @@ void bind_options(py::module_& m) {
       .def_readwrite("renormalize_min_length", &tfm::TranslationOptions::renormalize_min_length)
       .def_readwrite("patience", &tfm::TranslationOptions::patience)
       .def_readwrite("score_prefix", &tfm::TranslationOptions::score_prefix)
+      .def_readwrite("suppress_sequences", &tfm::TranslationOptions::suppress_sequences)
       .def_readwrite("attention_framing", &tfm::TranslationOptions::attention_framing)
       .def_readwrite("return_end_token", &tfm::TranslationOptions::return_end_token)
       .def_property(

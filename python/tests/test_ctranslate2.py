@@ -42,6 +42,17 @@ def test_program_matches_ctranslate2(fixture, program, tmp_path):
     assert program.compare(got, fixture["outputs"], 1e-4, program.KNOWN_DIFFERENCES) == []
 
 
+def test_program_runs_with_import_tfm_as_ctranslate2(fixture, program, tmp_path):
+    """`import tfm as ctranslate2` runs the same program (every signature and result type is
+    there); with tfm's defaults the translations differ, the scores of given pairs do not."""
+    got = program.run(tfm, fixture["model"], fixture["sources"], fixture["targets"],
+                      str(tmp_path))
+    assert set(got) == set(fixture["outputs"])
+    differ = program.compare(got, fixture["outputs"])
+    assert "defaults" in differ
+    assert [case for case in differ if case.startswith("score")] == []
+
+
 def test_compare_sees_a_difference(fixture, program):
     """The comparison the tests rely on fails where tokens or scores differ."""
     want = fixture["outputs"]
@@ -165,8 +176,7 @@ def test_result_reads_as_a_list_of_dicts(translator, fixture):
 
 
 @pytest.mark.parametrize("option,value", [
-    ("coverage_penalty", 0.2), ("repetition_penalty", 1.2),
-    ("no_repeat_ngram_size", 2), ("disable_unk", True), ("suppress_sequences", [["▁a"]]),
+    ("coverage_penalty", 0.2), ("repetition_penalty", 1.2), ("no_repeat_ngram_size", 2),
     ("prefix_bias_beta", 0.5), ("use_vmap", True), ("return_logits_vocab", True),
     ("return_alternatives", True), ("replace_unknowns", True), ("callback", print),
     ("end_token", "▁a")])
@@ -179,7 +189,7 @@ def test_off_values_and_unknown_keywords(translator, fixture):
     src = fixture["sources"][:2]
     want = [r.hypotheses for r in translator.translate_batch(src)]
     off = dict(coverage_penalty=0, repetition_penalty=1.0, no_repeat_ngram_size=0,
-               disable_unk=False, suppress_sequences=None, prefix_bias_beta=0, use_vmap=False,
+               disable_unk=False, suppress_sequences=[], prefix_bias_beta=0, use_vmap=False,
                return_logits_vocab=False, return_alternatives=False,
                min_alternative_expansion_prob=0.1, replace_unknowns=False, callback=None,
                end_token=["</s>"])
@@ -246,3 +256,19 @@ def test_scores_without_the_prefix(fixture):
         for c, a, p in zip(counted, after, forced):
             assert a.hypotheses == c.hypotheses and a.log_probs == c.log_probs
             assert a.scores[0] == pytest.approx(c.scores[0] - p, abs=1e-5)
+
+
+def test_suppressed_sequences_are_never_generated(translator, fixture):
+    src = fixture["sources"]
+    plain = translator.translate_batch(src, beam_size=2)
+    banned = translator.translate_batch(src, beam_size=2,
+                                        suppress_sequences=[["o"], ["\u2581", "t"]])
+    for r in banned:
+        h = r.hypotheses[0]
+        assert "o" not in h
+        assert not any(a == "\u2581" and b == "t" for a, b in zip(h, h[1:]))
+    assert any(a.hypotheses != b.hypotheses for a, b in zip(plain, banned))
+    with pytest.raises(TypeError, match="suppress_sequences"):
+        translator.translate_batch(src, suppress_sequences=["o"])
+    with pytest.raises(tfm.InvalidArgumentError, match="suppress_sequences 1 is empty"):
+        translator.translate_batch(src, suppress_sequences=[[]])

@@ -19,7 +19,7 @@ TFM_DEFAULTS: Dict[str, Any] = dict(
     max_length_factor=2.0, max_length_extra=10, max_input_length=0, sampling_topk=1,
     sampling_topp=1.0, sampling_temperature=1.0, seed=0, return_attention=False,
     return_end_token=False, end_token=None, patience=0.0, renormalize_min_length=False,
-    score_prefix=True, attention_framing=True,
+    score_prefix=True, attention_framing=True, disable_unk=False, suppress_sequences=None,
     # What a call returns and how it is batched (not search options).
     return_scores=False, max_batch_size=0, batch_type="examples", asynchronous=False)
 
@@ -37,8 +37,6 @@ UNSUPPORTED: Dict[str, Tuple[Any, str]] = {
     "coverage_penalty": (0, "tfm's beam search has no coverage penalty"),
     "repetition_penalty": (1, "tfm's searches do not rescale the logits of generated tokens"),
     "no_repeat_ngram_size": (0, "tfm's searches do not block repeated n-grams"),
-    "disable_unk": (False, "tfm's searches do not mask the unknown token"),
-    "suppress_sequences": (None, "tfm's searches do not mask token sequences"),
     "prefix_bias_beta": (0, "tfm forces a target prefix; it has no soft prefix bias"),
     "use_vmap": (False, "tfm models have no vocabulary map"),
     "return_logits_vocab": (False, "tfm's searches do not keep each step's logits"),
@@ -113,39 +111,31 @@ def _uint64(name: str, value: Any) -> int:
     return value
 
 
+# The library's fields set from the options of the same name, each through its type's check.
+_FIELDS = (("beam_size", _int), ("num_hypotheses", _int), ("length_penalty", _float),
+           ("normalize_scores", _bool), ("max_decoding_length", _int),
+           ("min_decoding_length", _int), ("renormalize_min_length", _bool),
+           ("patience", _float), ("max_length_factor", _float), ("max_length_extra", _int),
+           ("max_input_length", _int), ("return_end_token", _bool), ("sampling_topk", _int),
+           ("sampling_topp", _float), ("sampling_temperature", _float), ("seed", _uint64),
+           ("return_attention", _bool), ("score_prefix", _bool), ("attention_framing", _bool))
+
+
 def search_options(o: Mapping[str, Any], ct2_lengths: bool = False) -> _tfm.TranslationOptions:
     """The library's TranslationOptions from merged() options.
 
     ct2_lengths: max_decoding_length as CTranslate2 means it (generated tokens without EOS): the
     library's cap, with EOS, is one more. (CT2_DEFAULTS lift the source-scaled cap.)"""
     t = _tfm.TranslationOptions()
-    t.beam_size = _int("beam_size", o["beam_size"])
-    t.num_hypotheses = _int("num_hypotheses", o["num_hypotheses"])
-    t.length_penalty = _float("length_penalty", o["length_penalty"])
+    for name, convert in _FIELDS:
+        setattr(t, name, convert(name, o[name]))
     if not isinstance(o["length_penalty_form"], str):
         raise TypeError("length_penalty_form must be a str ('gnmt' or 'power')")
     t.length_penalty_form = o["length_penalty_form"]
-    t.normalize_scores = _bool("normalize_scores", o["normalize_scores"])
-    t.max_decoding_length = _int("max_decoding_length", o["max_decoding_length"])
-    t.min_decoding_length = _int("min_decoding_length", o["min_decoding_length"])
-    t.renormalize_min_length = _bool("renormalize_min_length", o["renormalize_min_length"])
-    t.patience = _float("patience", o["patience"])
-    t.max_length_factor = _float("max_length_factor", o["max_length_factor"])
-    t.max_length_extra = _int("max_length_extra", o["max_length_extra"])
     if ct2_lengths:
         t.max_decoding_length += 1  # + EOS (a too large value still fails in the validator)
-    t.max_input_length = _int("max_input_length", o["max_input_length"])
-    t.return_end_token = _bool("return_end_token", o["return_end_token"])
-    topk = _int("sampling_topk", o["sampling_topk"])
     # CTranslate2's choice of search: sampling_topk 1 (the default) is the argmax.
-    t.search = _tfm.search_for(t.beam_size, topk != 1)
-    t.sampling_topk = topk
-    t.sampling_topp = _float("sampling_topp", o["sampling_topp"])
-    t.sampling_temperature = _float("sampling_temperature", o["sampling_temperature"])
-    t.seed = _uint64("seed", o["seed"])
-    t.return_attention = _bool("return_attention", o["return_attention"])
-    t.score_prefix = _bool("score_prefix", o["score_prefix"])
-    t.attention_framing = _bool("attention_framing", o["attention_framing"])
+    t.search = _tfm.search_for(t.beam_size, t.sampling_topk != 1)
     return t
 
 

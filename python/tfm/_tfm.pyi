@@ -84,6 +84,7 @@ class TranslationOptions:
     renormalize_min_length: bool
     patience: float
     score_prefix: bool
+    suppress_sequences: List[List[int]]
     attention_framing: bool
     return_end_token: bool
     length_penalty_form: str  # "gnmt" | "power"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import numbers
 import os
 import warnings
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Union
@@ -177,11 +178,14 @@ class Translator:
           limits; else the sources are sorted by length and cut into chunks of at most this
           many examples, or padded tokens with batch_type="tokens", each batched apart),
           asynchronous.
-          CTranslate2's options tfm does not implement (patience, coverage_penalty,
-          repetition_penalty, no_repeat_ngram_size, disable_unk, suppress_sequences,
-          prefix_bias_beta, use_vmap, return_logits_vocab, return_alternatives,
-          replace_unknowns, callback) are accepted at their 'off' value and raise
-          NotImplementedError otherwise.
+          suppress_sequences (token or id lists never generated; CTranslate2's), disable_unk,
+          patience (0: tfm's beam search; > 0: CTranslate2's stopping rule),
+          renormalize_min_length, score_prefix, attention_framing (CTranslate2's ways when set
+          as tfm.ctranslate2 sets them).
+          CTranslate2's options tfm does not implement (coverage_penalty, repetition_penalty,
+          no_repeat_ngram_size, prefix_bias_beta, use_vmap, return_logits_vocab,
+          return_alternatives, replace_unknowns, callback) are accepted at their 'off' value
+          and raise NotImplementedError otherwise.
         """
         o = _options.merged(self._defaults, options, "translate_batch")
         calls, n = self._submit_chunks(source, target_prefix, o)
@@ -250,7 +254,8 @@ class Translator:
         at a time (0: 8 * max_batch_size) and written in order as each is done; target_path: a
         file of target prefixes, one a line (empty: none). Returns None.
 
-        CTranslate2's form (tfm.ctranslate2.Translator, or when source_tokenize_fn is given):
+        CTranslate2's form (tfm.ctranslate2.Translator, or when one of its own keywords is given:
+        with_scores, max_batch_size, read_batch_size, batch_type, or a tokenize function):
         lines of space-separated tokens (or source_tokenize_fn's, target_tokenize_fn's for
         target_path), each hypothesis a line, "score ||| " first with with_scores=True, joined
         by spaces or target_detokenize_fn; max_batch_size, read_batch_size and batch_type as
@@ -258,7 +263,7 @@ class Translator:
 
         options: translate_batch's search options.
         """
-        if self._ct2_files or options.get("source_tokenize_fn") is not None:
+        if self._ct2_files or any(k in options for k in _CT2_FILE_KEYWORDS):
             return _files.translate_tokens_file(self, source_path, output_path, target_path,
                                                 options)
         return self._translate_text_file(source_path, output_path, target_path, **options)
@@ -364,7 +369,32 @@ class Translator:
     # --------------------------------------------------------------------- helpers
     def _search(self, o: dict) -> _tfm.TranslationOptions:
         _options.check_end_token(o["end_token"], self._eos_names())
-        return _options.search_options(o, self._ct2_lengths)
+        t = _options.search_options(o, self._ct2_lengths)
+        t.suppress_sequences = self._suppressed(o["suppress_sequences"],
+                                                _bool("disable_unk", o["disable_unk"]))
+        return t
+
+    def _suppressed(self, sequences: Any, disable_unk: bool) -> List[List[int]]:
+        """suppress_sequences as target id lists (token lists through the vocabulary; id
+        lists as they are), with the unknown token alone for disable_unk."""
+        out = []
+        for seq in sequences or []:
+            if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
+                raise TypeError("suppress_sequences must be a list of token lists (or of token "
+                                f"id lists), not a list of {type(seq).__name__}")
+            if all(isinstance(x, str) for x in seq) and seq:
+                out.append(self._impl.target_tokens_to_ids(list(seq)))
+            elif all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in seq):
+                out.append([int(x) for x in seq])
+            else:
+                raise TypeError("suppress_sequences: each sequence holds str tokens or int ids")
+        if disable_unk:
+            if not self.has_vocabularies:
+                raise _tfm.InvalidArgumentError(
+                    "disable_unk needs the model's target vocabulary (its unknown token)")
+            # A piece outside the vocabulary maps to the unknown token's id.
+            out.append(self._impl.target_tokens_to_ids(["\x00"]))
+        return out
 
     def _eos_names(self) -> tuple:
         eos = self.model_info.eos_id
@@ -465,6 +495,11 @@ class Translator:
             in_flight.append(submit(chunk, chunk_beside if others is not None else None))
         while in_flight:
             yield from (r.result() for r in in_flight.popleft())
+
+
+# The keywords of CTranslate2's translate_file that tfm's form does not take.
+_CT2_FILE_KEYWORDS = ("with_scores", "max_batch_size", "read_batch_size", "batch_type",
+                      "source_tokenize_fn", "target_tokenize_fn", "target_detokenize_fn")
 
 
 class _Future:

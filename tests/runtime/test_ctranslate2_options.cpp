@@ -5,6 +5,7 @@
 // python/tests/test_ctranslate2.py checks the whole against the real CTranslate2's answers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -156,6 +157,30 @@ TEST(Ctranslate2Options, InputLengthEndTokenAndAttentionColumns) {
     }
   }
   EXPECT_THROW(t.translate_batch(src, TranslationOptions{.max_input_length = 1}), InvalidArgument);
+}
+
+TEST(Ctranslate2Options, SuppressedSequencesAreNeverGenerated) {
+  Translator t(kModel);
+  const auto src = sources(t);
+  const auto plain = t.translate_batch(src, TranslationOptions{});
+  // The first token of the first output never; the second output's first two never in a row.
+  const int64_t a = plain[0].hypotheses[0].ids.at(0);
+  const auto& two = plain[1].hypotheses[0].ids;
+  for (Search search : {Search::greedy, Search::beam, Search::sampling}) {
+    TranslationOptions o{.search = search, .beam_size = search == Search::beam ? 3 : 1};
+    o.suppress_sequences = {{a}, {two.at(0), two.at(1)}};
+    for (const auto& r : t.translate_batch(src, o)) {
+      const auto& ids = r.hypotheses.at(0).ids;
+      EXPECT_EQ(std::count(ids.begin(), ids.end(), a), 0);
+      for (size_t k = 0; k + 1 < ids.size(); ++k)
+        EXPECT_FALSE(ids[k] == two[0] && ids[k + 1] == two[1]) << search_name(search);
+    }
+  }
+  TranslationOptions bad;
+  bad.suppress_sequences = {{}};
+  EXPECT_THROW(t.translate_batch(src, bad), InvalidArgument);
+  bad.suppress_sequences = {{t.model_info().trg_vocab_size}};
+  EXPECT_THROW(t.translate_batch(src, bad), InvalidArgument);
 }
 
 }  // namespace

@@ -123,9 +123,13 @@ class BeamSearch : public Search {
     const int64_t k = std::min<int64_t>(V, beam + 1);
 
     for (int64_t generated = 0; !active.empty(); ++generated) {
-      Tensor attn;                                                     // (rows, S)
-      const Tensor logits = detail::step_logits(model, state, tokens,  // (rows, V)
-                                                o_.return_attention ? &attn : nullptr);
+      Tensor attn;                      // (rows, S)
+      std::vector<const Ids*> history;  // each row's tokens so far (suppress_sequences)
+      for (size_t si : active)
+        for (const Live& h : sent[si].live) history.push_back(&h.tokens);
+      const Tensor logits = detail::suppress_tokens(  // (rows, V)
+          detail::step_logits(model, state, tokens, o_.return_attention ? &attn : nullptr), history,
+          o_);
       const int64_t rows_now = logits.size(0);
       // Each row's rule, and the token a prefix forces (its log-prob is picked on the device).
       std::vector<StepRule> rules;

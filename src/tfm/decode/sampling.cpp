@@ -87,9 +87,11 @@ class SamplingSearch : public Search {
     std::vector<int32_t> order;
     std::vector<double> p;
     for (int64_t generated = 0; !active.empty(); ++generated) {
-      Tensor attn;                                              // (rows, S)
+      Tensor attn;                      // (rows, S)
+      std::vector<const Ids*> history;  // each row's tokens so far (suppress_sequences)
+      for (size_t si : active) history.push_back(&hyp[si].tokens);
       Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
-                                         o_.return_attention ? &attn : nullptr);
+                                         o_.return_attention ? &attn : nullptr, history, &o_);
       std::vector<StepRule> rules;
       for (size_t si : active)
         rules.push_back(detail::step_rule(

@@ -44,6 +44,9 @@ struct SearchOptions {
   double patience = 0.0;
   // Whether Hypothesis::score counts a target prefix's log-probabilities; log_prob always does.
   bool score_prefix = true;
+  // Sequences whose last token a row may not take when its tokens end with the others
+  // (detail::suppress_tokens; removed before the softmax).
+  std::vector<Ids> suppress_sequences;
   bool early_stop = true;  // stop a sentence once no live hypothesis can beat the finished
   // Sampling (beam_size must be 1): temperature, then top-k (0: all), then top-p (nucleus).
   bool sampling = false;

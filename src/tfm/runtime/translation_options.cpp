@@ -107,6 +107,17 @@ const Entry<T> kTranslation[] = {
            << " hypotheses finish before a sentence stops)";
      }},
     {"score_prefix", [](const T&, const Context&) {}},
+    {"suppress_sequences",
+     [](const T& o, const Context& n) {
+       for (size_t i = 0; i < o.suppress_sequences.size(); ++i) {
+         const auto& seq = o.suppress_sequences[i];
+         TFM_CHECK_ARG(!seq.empty()) << n("suppress_sequences") << " " << i + 1 << " is empty";
+         for (int64_t id : seq)
+           TFM_CHECK_ARG(id >= 0 && id < n.model->trg_vocab_size)
+               << n("suppress_sequences") << " " << i + 1 << ": token id " << id
+               << " is outside the target vocabulary [0, " << n.model->trg_vocab_size << ")";
+       }
+     }},
     {"max_input_length",
      [](const T& o, const Context& n) {
        // Room for one source token besides the framing the model adds.
@@ -222,6 +233,8 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.renormalize_min_length = t.renormalize_min_length;
   o.patience = t.patience;
   o.score_prefix = t.score_prefix;
+  for (const auto& seq : t.suppress_sequences)
+    o.suppress_sequences.emplace_back(seq.begin(), seq.end());
   o.normalize = t.normalize_scores;
   o.max_length_a = t.max_length_factor;
   o.max_length_b = static_cast<double>(t.max_length_extra);
