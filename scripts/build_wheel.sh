@@ -2,8 +2,8 @@
 # Builds the Python package's wheel and makes it self-contained. scikit-build-core builds libtfm and
 # the extension from this tree (pyproject.toml) with the build tools scripts/setup.sh installed in
 # .venv-build/ (pip --no-build-isolation --no-index: no network), in build-python/; auditwheel then
-# copies the shared libraries it needs (oneDNN, SentencePiece, libyaml, OpenMP, cpp-httplib and
-# OpenSSL, ...) into it and tags it with the manylinux level it meets. Open MPI's libmpi is left
+# copies the shared libraries it needs (oneDNN, SentencePiece, libyaml, OpenMP, Brotli's decoder,
+# ...) into it and tags it with the manylinux level it meets. Open MPI's libmpi is left
 # out: the MPI plugin in the wheel opens the system's when `tfm train` runs under mpirun.
 # Usage: scripts/build_wheel.sh [OUT_DIR]   (default dist/); the last line printed is the wheel.
 set -euo pipefail

@@ -36,7 +36,10 @@ packages=(
   build-essential cmake pkg-config ccache
   libdnnl-dev
   libsentencepiece-dev sentencepiece
-  nlohmann-json3-dev libyaml-dev libcli11-dev libcpp-httplib-dev
+  nlohmann-json3-dev libyaml-dev libcli11-dev
+  # tfm serve: compressed request bodies (zlib, Brotli's decoder); the translate page's browser
+  # test drives Debian's chromium headless (tests/cli/serve_page_test.py).
+  zlib1g-dev libbrotli-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
   # The libFuzzer targets (tests/fuzz, scripts/test.sh): Clang with its fuzzer runtime, and

@@ -3,7 +3,7 @@
 # installs it into a fresh virtual environment inside a bare Debian 12 root — debootstrap's
 # minbase with python3 and python3-venv alone, entered with chroot, where none of the build's
 # libraries is installed (checked: `ldconfig -p` there lists no oneDNN, SentencePiece, libyaml,
-# OpenMP, cpp-httplib or MPI) — and there makes a vocabulary, trains, translates and scores a tiny
+# OpenMP, Brotli or MPI) — and there makes a vocabulary, trains, translates and scores a tiny
 # model with the wheel's `tfm` command and Python API (scripts/test_wheel_inside.py). Each result
 # must equal, byte for byte, what this tree's C++ `tfm` makes of the same input; asking the wheel
 # for a GPU or for several ranks must say what is missing.
@@ -94,7 +94,7 @@ w=$root$work
   bad "inside the root: $(tail -20 "$tmp/inside.log")"
 
 # The root really lacks the build's libraries.
-libs=$(grep -Eo 'lib(dnnl|sentencepiece|yaml-0|gomp|cpp-httplib|mpi|cublas)[^ ]*' "$w/ldconfig.txt" |
+libs=$(grep -Eo 'lib(dnnl|sentencepiece|yaml-0|gomp|brotlidec|mpi|cublas)[^ ]*' "$w/ldconfig.txt" |
          sort -u | tr '\n' ' ' || true)
 [[ -s $w/ldconfig.txt && -z $libs ]] && ok || bad "the root has the build's libraries: $libs"
 # The same bytes from the wheel (command and Python API) as from the C++ tfm.

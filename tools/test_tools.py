@@ -468,12 +468,15 @@ class FixtureTests(unittest.TestCase):
             self.skipTest("no tests/fixtures")
         with tempfile.TemporaryDirectory() as d:
             mr.generate(d)
-            # README.md is written by hand; hf_tokenizers/ by make_hf_tokenizer_fixtures.py, ct2/
-            # by make_ct2_fixture.py.
-            files = lambda root: sorted(os.path.relpath(os.path.join(p, f), root)
-                                        for p, _, fs in os.walk(root) for f in fs
-                                        if f != "README.md" and not os.path.relpath(
-                                            p, root).startswith(("hf_tokenizers", "ct2")))
+            # README.md is written by hand; hf/ is make_hf_fixtures.py's (Transformers models),
+            # hf_tokenizers/ make_hf_tokenizer_fixtures.py's, hf_text/ make_hf_text_fixtures.py's,
+            # ct2/ make_ct2_fixture.py's.
+            generated = ("hf" + os.sep, "hf_tokenizers" + os.sep, "hf_text" + os.sep,
+                         "ct2" + os.sep)
+            files = lambda root: sorted(
+                rel for rel in (os.path.relpath(os.path.join(p, f), root)
+                                for p, _, fs in os.walk(root) for f in fs)
+                if os.path.basename(rel) != "README.md" and not rel.startswith(generated))
             self.assertEqual(files(d), files(FIXTURES))
             inexact = []
             for rel in files(d):
@@ -535,10 +538,13 @@ class FixtureTests(unittest.TestCase):
     def test_size(self):
         total = sum(os.path.getsize(os.path.join(p, f))
                     for p, _, fs in os.walk(FIXTURES) for f in fs)
-        # 2.0 MB before hf_tokenizers/ (1.1 MB: 12 Hugging Face tokenizer directories and
-        # Transformers' ids for 200 lines each, tests/data/test_hf_tokenizers.cpp) and ct2/
-        # (0.25 MB: a tiny model and CTranslate2's answers, python/tests/test_ctranslate2.py).
-        self.assertLess(total, 2_750_000)
+        # 1.3 MB of tfm's own fixtures; hf_tokenizers/ 1.0 MB (12 Hugging Face tokenizer
+        # directories and Transformers' ids for 200 lines each, tests/data/test_hf_tokenizers.cpp);
+        # hf/ 1.6 MB (10 random-weight Transformers models and generate()'s outputs,
+        # tests/convert/test_hf_parity.cpp); hf_text/ 0.47 MB (a Marian and an NLLB model with
+        # their texts, tests/convert/test_hf_text.cpp); ct2/ 0.19 MB (a tiny model and
+        # CTranslate2's answers, python/tests/test_ctranslate2.py).
+        self.assertLess(total, 4_750_000)
 
 
 if __name__ == "__main__":

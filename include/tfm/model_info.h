@@ -21,6 +21,13 @@ struct ModelInfo {
   int64_t parameter_count = 0;  // learned scalars (a shared embedding counted once)
   // Vocabulary files of the directory, empty when it has none (then only the id methods work).
   std::string src_vocab_path, trg_vocab_path;
+  // A model converted from Hugging Face Transformers (tfm convert --from transformers): its
+  // family ("marian", "nllb", "m2m_100", "bart", "mbart", "gpt2"), its tokenizer's kind, and the
+  // precision chosen at conversion ("int8", "bf16"; "" for none). All empty for tfm's own models.
+  std::string family, tokenizer, compute_type;
+  // How the search ranks and stops by default: "tfm" (its own rules), or "transformers" for a
+  // converted model (generate()'s: see docs/convert.md).
+  std::string search_rule = "tfm";
 };
 
 // The info of model_dir (config.json and model.safetensors' metadata; vocabulary files found

@@ -100,6 +100,12 @@ LengthPenalty parse_length_penalty(std::string_view name);
 
 // One call's search. validate_translation_options says what each value may be; every method
 // that takes these options checks them there first (tfm::InvalidArgument).
+//
+// A model converted from Transformers (ModelInfo::search_rule "transformers") decodes by
+// generate()'s rules (docs/convert.md): length_penalty is generate()'s exponent (score =
+// log-probs / length^alpha, alpha may be negative), max_length_factor/extra, normalize_scores
+// and sampling do not apply, and score/log_prob are generate()'s. Translator::default_options()
+// gives its generation config's settings.
 struct TranslationOptions {
   // greedy, beam (beam_size wide) or sampling (sampling_*); search_for(beam_size, sampling)
   // reads the usual spellings.
@@ -114,6 +120,9 @@ struct TranslationOptions {
   double max_length_factor = 2.0;
   int64_t max_length_extra = 10;
   int64_t max_decoding_length = 1024;
+  // Generated tokens after the target prefix (a decoder-only model's prompt), EOS counted: a cap
+  // besides max_decoding_length; 0: none. generate()'s max_new_tokens.
+  int64_t max_new_tokens = 0;
   int64_t min_decoding_length = 0;  // tokens before EOS is allowed
   // EOS, forbidden before min_decoding_length, leaves the softmax (CTranslate2's way): the other
   // tokens' log-probabilities are renormalised over the allowed ones at those steps, so log_prob
@@ -133,7 +142,7 @@ struct TranslationOptions {
   // last token wherever a hypothesis (its prefix included) ends with the others. Removed before
   // the softmax, as CTranslate2 does, so the other tokens' log-probabilities are renormalised
   // and log_prob is no longer score_batch's score at those steps.
-  std::vector<std::vector<int64_t>> suppress_sequences;
+  std::vector<std::vector<int64_t>> suppress_sequences{};
   // Source positions kept, the model's framing counted (CTranslate2's max_input_length): a longer
   // source is cut as one longer than the model's positions is, its framing's end kept. 0: the
   // model's positions alone.
@@ -153,6 +162,13 @@ struct TranslationOptions {
   // source_eos say), or false: over the source's own tokens, the framing's columns dropped
   // (CTranslate2's; the rows then sum to less than 1).
   bool attention_framing = true;
+  // A multilingual converted model (NLLB, M2M100, mBART-50, mBART): the target language, as its
+  // tokenizer's code ("eng_Latn", "en", "en_XX"); forced as the first generated token, or as the
+  // decoder's start token, as the model's family does. Empty: the model's generation config's.
+  std::string target_lang{};
+  // The source language, for the text methods (the tokenizer frames the source with its code;
+  // token ids already hold it). Empty: the tokenizer's default.
+  std::string source_lang{};
 };
 
 // Caps a service puts on what its clients may ask, below the model's own limits (0: none).
@@ -240,6 +256,10 @@ class AsyncResults {
   std::shared_ptr<State> state_;
 };
 
+// A model directory's own search settings without loading it (Translator::default_options):
+// TranslationOptions{} for tfm's models; a converted Transformers model's generation config's.
+TranslationOptions read_default_options(const std::string& model_dir);
+
 class Translator {
  public:
   // Loads model_dir (config, weights, and the SentencePiece vocabularies when present). Every
@@ -251,6 +271,12 @@ class Translator {
 
   const ModelInfo& model_info() const;
   const TranslatorOptions& options() const;  // compute_type resolved, thread counts filled in
+  // The model's own search settings (read_default_options): TranslationOptions{} for tfm's
+  // models; for a converted
+  // Transformers model (model_info().search_rule "transformers"), its generation config's
+  // num_beams, num_return_sequences, length_penalty and lengths, which generate() would use.
+  // The command line, the server and the Python package start from these.
+  TranslationOptions default_options() const;
   // The text methods need the directory's vocabularies, fitting the model (sizes, special ids).
   bool has_vocabularies() const;
   // A tfm::Error saying why the text methods cannot run (no vocabulary, or one that does not

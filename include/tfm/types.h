@@ -48,9 +48,11 @@ Search parse_search(std::string_view name);
 Search search_for(int64_t beam_size, bool sampling);
 
 // Pointwise activation fused into a linear layer's epilogue. gelu is the exact erf form, x·Φ(x)
-// (PyTorch's nn.GELU() default), not the tanh approximation.
-enum class Activation : uint8_t { none, relu, gelu };
-const char* activation_name(Activation act);  // "none" | "relu" | "gelu"
+// (PyTorch's nn.GELU() default); gelu_tanh the tanh approximation
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (GPT-2's gelu_new); silu x·σ(x) (Marian's swish).
+enum class Activation : uint8_t { none, relu, gelu, silu, gelu_tanh };
+// "none" | "relu" | "gelu" | "silu" | "gelu_tanh"
+const char* activation_name(Activation act);
 Activation parse_activation(std::string_view name);
 
 }  // namespace tfm

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <tfm/convert.h>
 #include <tfm/error.h>
 #include <tfm/model_info.h>
 #include <tfm/translator.h>
@@ -132,7 +133,13 @@ class PyTranslator {
                int64_t max_batch_size, int64_t max_batch_tokens) {
     tfm::TranslatorOptions o;
     o.device = tfm::parse_device(device);
-    if (!compute_type.empty()) o.compute_type = tfm::parse_compute_type(compute_type);
+    // "default" (CTranslate2's: the type the model was converted in): a converted model's
+    // --quantization when it has one (auto picks it), else the library's default.
+    const bool as_saved = compute_type.empty() || compute_type == "default";
+    if (as_saved && !tfm::read_model_info(model_dir).compute_type.empty())
+      o.compute_type = tfm::ComputeType::automatic;
+    else if (!compute_type.empty())
+      o.compute_type = tfm::parse_compute_type(compute_type);
     o.intra_threads = intra_threads;
     o.inter_threads = inter_threads;
     o.max_batch_size = max_batch_size;
@@ -352,7 +359,10 @@ void bind_options(py::module_& m) {
       .def_readwrite("sampling_topk", &tfm::TranslationOptions::sampling_topk)
       .def_readwrite("sampling_topp", &tfm::TranslationOptions::sampling_topp)
       .def_readwrite("seed", &tfm::TranslationOptions::seed)
-      .def_readwrite("return_attention", &tfm::TranslationOptions::return_attention);
+      .def_readwrite("return_attention", &tfm::TranslationOptions::return_attention)
+      .def_readwrite("max_new_tokens", &tfm::TranslationOptions::max_new_tokens)
+      .def_readwrite("target_lang", &tfm::TranslationOptions::target_lang)
+      .def_readwrite("source_lang", &tfm::TranslationOptions::source_lang);
 }
 
 void bind_model_info(py::module_& m) {
@@ -377,6 +387,12 @@ void bind_model_info(py::module_& m) {
       .def_readonly("parameter_count", &I::parameter_count)
       .def_readonly("src_vocab_path", &I::src_vocab_path, "empty when the model has none")
       .def_readonly("trg_vocab_path", &I::trg_vocab_path, "empty when the model has none")
+      .def_readonly("family", &I::family, "a converted Transformers model's family, else empty")
+      .def_readonly("tokenizer", &I::tokenizer, "a converted model's tokenizer kind, else empty")
+      .def_readonly("compute_type", &I::compute_type,
+                    "the precision chosen at conversion (\"int8\", \"bf16\"), else empty")
+      .def_readonly("search_rule", &I::search_rule,
+                    "\"tfm\", or \"transformers\" for a converted model (generate()'s rules)")
       .def("__repr__", [](const I& i) {
         return "ModelInfo(directory=" + py::repr(py::str(i.directory)).cast<std::string>() +
                ", d_model=" + std::to_string(i.d_model) + ", heads=" + std::to_string(i.heads) +
@@ -498,6 +514,7 @@ void bind_translator(py::module_& m) {
       .def("generate_file", &T::generate_file, py::arg("prompt_path"), py::arg("output_path"),
            py::arg("options"), py::arg("ids"), py::arg("n_best"), py::arg("read_ahead"))
       .def_property_readonly("model_info", [](const T& t) { return t.get().model_info(); })
+      .def("default_options", [](const T& t) { return t.get().default_options(); })
       .def_property_readonly("has_vocabularies",
                              [](const T& t) { return t.get().has_vocabularies(); })
       .def_property_readonly("device",
@@ -549,6 +566,15 @@ PYBIND11_MODULE(_tfm, m) {
   bind_translator(m);
   tfm_python::bind_trainer(m);
   tfm_python::bind_package(m);
+  m.def(
+      "convert_transformers",
+      [](const std::string& dir, const std::string& out, const std::string& quantization,
+         bool force) {
+        py::gil_scoped_release release;
+        return tfm::convert_transformers(dir, out, {quantization, force});
+      },
+      py::arg("model_dir"), py::arg("output_dir"), py::arg("quantization"), py::arg("force"),
+      "tfm::convert_transformers (use tfm.convert_transformers).");
   m.def(
       "search_for",
       [](int64_t beam_size, bool sampling) {

@@ -11,8 +11,9 @@ Translator (translate_batch, translate_iterable, translate_file, score_batch, sc
 score_file, model_info; CTranslate2's arguments and result types, tfm.ctranslate2 with its
 defaults too),
 Trainer and train (`tfm train` from Python, with progress callbacks), read_model_info, convert
-(PyTorch checkpoints to a model directory), and the exceptions Error (a RuntimeError) and
-InvalidArgumentError (also a ValueError); __version__ and build_commit are the library's (those
+(PyTorch checkpoints to a model directory), convert_transformers (Hugging Face Transformers
+models: Marian/OPUS-MT, M2M100/NLLB, BART/mBART, GPT-2), and the exceptions Error (a RuntimeError)
+and InvalidArgumentError (also a ValueError); __version__ and build_commit are the library's (those
 `tfm --version` prints). docs/python.md describes everything.
 """
 from ._tfm import (Error, InvalidArgumentError, ModelInfo, TrainResult, TrainStatsEvent,
@@ -20,11 +21,12 @@ from ._tfm import (Error, InvalidArgumentError, ModelInfo, TrainResult, TrainSta
                    build_commit, read_model_info)
 from ._results import (AsyncScoringResult, AsyncTranslationResult, ExecutionStats,
                        ScoringResult)
-from .convert import convert
+from .convert import convert, convert_transformers
 from .trainer import Trainer, train
 from .translator import Translator
 
 __all__ = ["AsyncScoringResult", "AsyncTranslationResult", "ExecutionStats", "ScoringResult",
            "Error", "InvalidArgumentError", "ModelInfo", "TrainResult", "TrainStatsEvent",
            "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
-           "Translator", "build_commit", "convert", "read_model_info", "train", "__version__"]
+           "Translator", "build_commit", "convert", "convert_transformers", "read_model_info",
+           "train", "__version__"]

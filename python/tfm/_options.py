@@ -11,12 +11,16 @@ import numbers
 from typing import Any, Dict, Mapping, Tuple
 
 from . import _tfm
+from ._inputs import _str
 
-# tfm's defaults (those of tfm translate and of the C++ TranslationOptions).
+# tfm's defaults. None: the model's own (Translator::default_options: tfm translate's and the C++
+# TranslationOptions' for tfm's models, beam_size 1, length_penalty 0, max_decoding_length 1024,
+# max_length_factor 2, max_length_extra 10; a converted model's generation config).
 TFM_DEFAULTS: Dict[str, Any] = dict(
-    beam_size=1, num_hypotheses=1, length_penalty=0.0, length_penalty_form="gnmt",
-    normalize_scores=False, max_decoding_length=1024, min_decoding_length=0,
-    max_length_factor=2.0, max_length_extra=10, max_input_length=0, sampling_topk=1,
+    beam_size=None, num_hypotheses=None, length_penalty=None, length_penalty_form="gnmt",
+    normalize_scores=False, max_decoding_length=None, min_decoding_length=None,
+    max_length_factor=None, max_length_extra=None, max_new_tokens=None, source_lang=None,
+    target_lang=None, max_input_length=0, sampling_topk=1,
     sampling_topp=1.0, sampling_temperature=1.0, seed=0, return_attention=False,
     return_end_token=False, end_token=None, patience=0.0, renormalize_min_length=False,
     score_prefix=True, attention_framing=True, disable_unk=False, suppress_sequences=None,
@@ -26,7 +30,8 @@ TFM_DEFAULTS: Dict[str, Any] = dict(
 # CTranslate2 4.x's (Translator.translate_batch), for tfm.ctranslate2.Translator. Its
 # max_decoding_length counts the generated tokens without EOS and is not scaled by the source.
 CT2_DEFAULTS: Dict[str, Any] = dict(
-    TFM_DEFAULTS, beam_size=2, length_penalty=1.0, length_penalty_form="power",
+    TFM_DEFAULTS, beam_size=2, num_hypotheses=1, length_penalty=1.0,
+    length_penalty_form="power",
     max_decoding_length=256, min_decoding_length=1, max_input_length=1024, patience=1.0,
     renormalize_min_length=True, score_prefix=False, attention_framing=False,
     max_length_factor=0.0, max_length_extra=1_000_000)
@@ -113,6 +118,7 @@ def _uint64(name: str, value: Any) -> int:
 
 # The library's fields set from the options of the same name, each through its type's check.
 _FIELDS = (("beam_size", _int), ("num_hypotheses", _int), ("length_penalty", _float),
+           ("max_new_tokens", _int), ("source_lang", _str), ("target_lang", _str),
            ("normalize_scores", _bool), ("max_decoding_length", _int),
            ("min_decoding_length", _int), ("renormalize_min_length", _bool),
            ("patience", _float), ("max_length_factor", _float), ("max_length_extra", _int),
@@ -121,18 +127,23 @@ _FIELDS = (("beam_size", _int), ("num_hypotheses", _int), ("length_penalty", _fl
            ("return_attention", _bool), ("score_prefix", _bool), ("attention_framing", _bool))
 
 
-def search_options(o: Mapping[str, Any], ct2_lengths: bool = False) -> _tfm.TranslationOptions:
-    """The library's TranslationOptions from merged() options.
+def search_options(o: Mapping[str, Any], base: _tfm.TranslationOptions,
+                   ct2_lengths: bool = False) -> _tfm.TranslationOptions:
+    """The library's TranslationOptions from merged() options over `base` (the model's own:
+    what an option left None keeps).
 
     ct2_lengths: max_decoding_length as CTranslate2 means it (generated tokens without EOS): the
     library's cap, with EOS, is one more. (CT2_DEFAULTS lift the source-scaled cap.)"""
-    t = _tfm.TranslationOptions()
+    t = base
     for name, convert in _FIELDS:
-        setattr(t, name, convert(name, o[name]))
+        if o[name] is not None:
+            setattr(t, name, convert(name, o[name]))
+    if o["num_hypotheses"] is None and t.num_hypotheses > t.beam_size:
+        t.num_hypotheses = t.beam_size  # the model's n-best, for a narrower beam asked for
     if not isinstance(o["length_penalty_form"], str):
         raise TypeError("length_penalty_form must be a str ('gnmt' or 'power')")
     t.length_penalty_form = o["length_penalty_form"]
-    if ct2_lengths:
+    if ct2_lengths and o["max_decoding_length"] is not None:
         t.max_decoding_length += 1  # + EOS (a too large value still fails in the validator)
     # CTranslate2's choice of search: sampling_topk 1 (the default) is the argmax.
     t.search = _tfm.search_for(t.beam_size, t.sampling_topk != 1)

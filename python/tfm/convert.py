@@ -1,4 +1,5 @@
-"""tfm.convert: a PyTorch checkpoint into a tfm model directory, by tools/convert_pytorch.py.
+"""tfm.convert: a PyTorch checkpoint into a tfm model directory, by tools/convert_pytorch.py;
+tfm.convert_transformers: a Hugging Face Transformers model directory, by the library.
 
 The converter needs PyTorch, which Debian packages for its own interpreter (python3-torch), not
 for a virtual environment; so it runs as a child process of that interpreter (`python`), and
@@ -10,8 +11,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
+import tempfile
 from typing import Optional, Union
 
+from . import _tfm, torch_checkpoint
 from ._tfm import Error, InvalidArgumentError, ModelInfo, read_model_info
 
 LAYOUTS = ("seed000", "seed004", "torch-nn")
@@ -76,3 +79,33 @@ def convert(checkpoint: Union[str, os.PathLike], output_dir: Union[str, os.PathL
             message = f"{python} has no torch (Debian: apt-get install python3-torch)"
         raise Error(f"convert: {message}")
     return read_model_info(out)
+
+
+def convert_transformers(model_dir: Union[str, os.PathLike], output_dir: Union[str, os.PathLike],
+                         *, quantization: Optional[str] = None, force: bool = False) -> ModelInfo:
+    """Converts a Hugging Face Transformers model directory (MarianMT/OPUS-MT, M2M100, NLLB-200,
+    BART, mBART/mBART-50, GPT-2, as save_pretrained or the hub writes it) into a tfm model
+    directory that translates (GPT-2: generates) as Transformers' generate() does; `tfm convert
+    --from transformers` in Python, over the same library function (docs/convert.md).
+
+    quantization: "int8" or "bf16" makes that the precision the model runs in when a Translator
+    asks for compute_type "auto" (the weights stay f32); None: fp32. force: replace output_dir
+    when it exists and is not empty. A directory with only pytorch_model.bin needs torch in this
+    interpreter: its weights are rewritten as model.safetensors (in a temporary directory) first.
+
+    Returns the new directory's ModelInfo. Raises tfm.Error naming the problem, a config option
+    tfm cannot run exactly included.
+    """
+    src = os.fspath(model_dir)
+    out = os.fspath(output_dir)
+    quant = "" if quantization is None else str(quantization)
+    if not torch_checkpoint.has_torch_checkpoint_only(src):
+        return _tfm.convert_transformers(src, out, quant, bool(force))
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise Error(f"convert_transformers: {src} holds pytorch_model.bin, which needs torch "
+                    "to read (pip install torch), or a model.safetensors") from None
+    with tempfile.TemporaryDirectory(prefix="tfm_convert_") as tmp:
+        torch_checkpoint.to_safetensors_dir(src, tmp)
+        return _tfm.convert_transformers(tmp, out, quant, bool(force))

@@ -40,9 +40,11 @@ class Translator:
         model_dir= is the same.
       device: "cpu", or "cuda" with a libtfm built with the CUDA backend on a machine with a
         GPU (inter_threads=1; docs/gpu.md); elsewhere "cuda" raises a tfm.Error.
-      compute_type: of the linear layers: "default" (the model's float32), "float32"/"fp32",
-        "bfloat16"/"bf16", "int8", "auto" (bf16 where the CPU multiplies bf16, else float32), or
-        CTranslate2's names; or a dict from device to compute type, as CTranslate2 takes.
+      compute_type: of the linear layers: "default" (the type the model was saved in: float32,
+        or the quantization a converted model was given by convert_transformers),
+        "float32"/"fp32", "bfloat16"/"bf16", "int8", "auto" (a converted model's quantization,
+        else bf16 where the CPU multiplies bf16, else float32), or CTranslate2's names; or a
+        dict from device to compute type, as CTranslate2 takes.
       intra_threads: threads of each batch's ops; 0: all cores / inter_threads.
       inter_threads: batches translated at once, sharing the weights. Calls from several Python
         threads run at once (the GIL is released) on these workers.
@@ -158,15 +160,22 @@ class Translator:
           starts with its prefix, forced, and decoding continues from there; the hypotheses,
           scores, log_probs and length limits count its tokens.
 
-        Options (tfm's defaults; docs/python.md lists CTranslate2's):
+        Options (tfm's defaults; docs/python.md lists CTranslate2's). Search options left None
+        take the model's own value (default_options(): tfm's defaults, beam_size 1,
+        length_penalty 0, max_decoding_length 1024, max_length_factor 2, max_length_extra 10; a
+        model converted from Transformers: its generation config's, and it ranks and stops as
+        generate() does, docs/convert.md):
           beam_size (1: greedy search, or sampling), num_hypotheses (at most beam_size),
           length_penalty α and length_penalty_form: "gnmt" (score / ((5 + len) / 6)^α, len with
           EOS) or "power" (score / len^α, len with EOS: CTranslate2's); normalize_scores
           (rank by log-probability / length instead).
           max_decoding_length (output tokens with EOS), max_length_factor, max_length_extra
           (the output is also capped at factor * source length + extra, and by the model's
-          positions), min_decoding_length (tokens before EOS is allowed), max_input_length
-          (source positions kept, EOS counted; 0: the model's).
+          positions), max_new_tokens (a cap on the tokens after the target prefix),
+          min_decoding_length (tokens before EOS is allowed), max_input_length (source positions
+          kept, EOS counted; 0: the model's). source_lang, target_lang: a multilingual converted
+          model's language codes (NLLB's "deu_Latn", M2M100's "de", mBART's "de_DE"); None: the
+          model's defaults.
           sampling_topk (1, the default: the argmax; any other value samples from the k most
           likely, 0: all, after sampling_temperature, then the nucleus sampling_topp; needs
           beam_size 1), seed (with a sentence's index in the call, keys its random stream).
@@ -361,6 +370,15 @@ class Translator:
         max_input_length, offset. Returns an ExecutionStats."""
         return _files.score_tokens_file(self, source_path, target_path, output_path, options)
 
+    def default_options(self) -> dict:
+        """The model's own search settings, as translate_batch's keyword arguments: tfm's defaults
+        for its own models; a converted Transformers model's generation config (num_beams,
+        length_penalty, lengths), which tfm.Translator uses for every argument left None."""
+        o = self._impl.default_options()
+        return {k: getattr(o, k) for k in (
+            "beam_size", "num_hypotheses", "length_penalty", "max_decoding_length",
+            "min_decoding_length", "max_length_factor", "max_length_extra", "max_new_tokens")}
+
     def tokenize(self, text: str) -> List[str]:
         """The source vocabulary's SentencePiece pieces of one text (what translate_batch does to
         text before translating), for callers that pass token lists."""
@@ -369,7 +387,7 @@ class Translator:
     # --------------------------------------------------------------------- helpers
     def _search(self, o: dict) -> _tfm.TranslationOptions:
         _options.check_end_token(o["end_token"], self._eos_names())
-        t = _options.search_options(o, self._ct2_lengths)
+        t = _options.search_options(o, self._impl.default_options(), self._ct2_lengths)
         t.suppress_sequences = self._suppressed(o["suppress_sequences"],
                                                 _bool("disable_unk", o["disable_unk"]))
         return t

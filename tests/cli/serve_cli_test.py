@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tfm serve over loopback HTTP (run by serve_cli_test.sh, which trains the model).
+"""tfm serve over loopback HTTP (run by serve_test.sh, which trains the model).
 
     serve_cli_test.py TFM MODEL_DIR SENTENCES_FILE TMP_DIR
 
@@ -20,66 +20,18 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+
+import serve_lib as sl
+from serve_lib import check
 
 TFM, MODEL, SENTENCES, TMP = sys.argv[1:5]
 LM = sys.argv[5] if len(sys.argv) > 5 else None  # a decoder-only model for /v1/generate
 KEY = "s3cret-key"
-failures: list[str] = []
-passed = 0
 
 
-def check(cond: bool, what: str) -> None:
-    global passed
-    if cond:
-        passed += 1
-    else:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-
-
-class Server:
-    """A `tfm serve` process on a free loopback port; its stderr collected on a thread."""
-
-    def __init__(self, *flags: str, model: str | None = None):
-        self.proc = subprocess.Popen(
-            [TFM, "serve", "--model", model or MODEL, "--port", "0", "--threads", "1", *flags],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self.port = None
-        ready = threading.Event()
-
-        def drain():
-            for line in self.proc.stderr:
-                self.lines.append(line.rstrip("\n"))
-                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-                if m:
-                    self.port = int(m.group(1))
-                    ready.set()
-            ready.set()
-
-        self.reader = threading.Thread(target=drain, daemon=True)
-        self.reader.start()
-        if not ready.wait(60) or self.port is None:
-            self.proc.kill()
-            raise RuntimeError("server did not start: " + "\n".join(self.lines))
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def stop(self, timeout: float = 30) -> int | None:
-        """SIGTERM; the exit status, or None when it did not exit in time (then killed)."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            rc = None
-        self.reader.join(5)
-        return rc
+def Server(*flags: str, model: str | None = None) -> sl.Server:
+    return sl.Server(TFM, model or MODEL, *flags)
 
 
 SENT: dict[int, int] = {}  # requests sent to each port, for the access-log check
@@ -87,41 +39,23 @@ SENT_LOCK = threading.Lock()
 
 
 def request(url: str, body=None, headers=None, method=None, timeout: float = 60):
-    """(status, headers, body text); HTTP errors are answers too."""
+    """serve_lib.request, counted per port."""
     with SENT_LOCK:
         port = urllib.parse.urlsplit(url).port
         SENT[port] = SENT.get(port, 0) + 1
-    data = None
-    hdrs = dict(headers or {})
-    if isinstance(body, (dict, list)):
-        data = json.dumps(body).encode()
-        hdrs.setdefault("Content-Type", "application/json")
-    elif isinstance(body, str):
-        data = body.encode()
-        hdrs.setdefault("Content-Type", "application/json")
-    elif isinstance(body, bytes):
-        data = body
-    req = urllib.request.Request(url, data=data, headers=hdrs, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, dict(r.headers), r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read().decode()
+    return sl.request(url, body, headers, method, timeout)
 
 
 AUTH = {"Authorization": "Bearer " + KEY}
 
 
-def translate(server: Server, texts, **extra):
+def translate(server, texts, **extra):
     status, _, body = request(server.url("/v1/translate"), {"text": texts, **extra}, AUTH)
     return status, (json.loads(body) if body.startswith("{") else body)
 
 
 def reference(lines: list[str], *flags: str) -> list[str]:
-    out = subprocess.run([TFM, "translate", "--model", MODEL, "--threads", "1", *flags],
-                         input="".join(l + "\n" for l in lines), capture_output=True, text=True,
-                         timeout=120, check=True)
-    return out.stdout.split("\n")[:len(lines)]
+    return sl.reference(TFM, MODEL, lines, *flags)
 
 
 METRIC_LINE = re.compile(
@@ -164,16 +98,10 @@ def parse_metrics(text: str) -> dict:
     return samples
 
 
-def wait_for(cond, timeout: float) -> bool:
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return False
+wait_for = sl.wait_for
 
 
-def in_flight(server: Server) -> float:
+def in_flight(server) -> float:
     _, _, body = request(server.url("/metrics"), headers=AUTH, timeout=10)
     return parse_metrics(body)["tfm_serve_requests_in_flight"][""]
 
@@ -236,6 +164,118 @@ def lm_checks(lm: str, pool: list[str]) -> None:
               f"/v1/generate on a translation model: {status} {got}")
     finally:
         s.stop()
+
+
+def libretranslatepy_replay(s, text: str, want: str) -> None:
+    """The requests libretranslatepy 2.1.4 sends (captured byte for byte from its languages()
+    and translate(), with and without an API key, on Python 3.11's urllib): a GET with a form
+    body, and a form POST. serve_libretranslate_test.py runs the client itself."""
+    q = urllib.parse.urlencode({"q": text})
+    head = ("Accept-Encoding: identity\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            "Content-Length: {n}\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: Python-urllib/3.11\r\n"
+            "Connection: close\r\n\r\n")
+    bodies = [("GET /languages", "api_key=" + KEY), ("POST /translate", f"{q}&source=de&target=en&api_key={KEY}"),
+              ("GET /languages", ""), ("POST /translate", f"{q}&source=auto&target=en")]
+    for i, (line, body) in enumerate(bodies):
+        raw = (f"{line} HTTP/1.1\r\n" + head.format(n=len(body.encode()), port=s.port) + body).encode()
+        with sl.connect(s.port) as c:
+            c.sendall(raw)
+            r = sl.read_response(c)
+        if line.endswith("/languages"):
+            ok = r is not None and r.status == 200 and r.json() == [
+                {"code": "de", "name": "German", "targets": ["en"]}]
+        elif i == 1:
+            ok = r is not None and r.status == 200 and r.json() == {"translatedText": want}
+        else:  # no key: the server wants one
+            ok = r is not None and r.status == 401
+        check(ok, f"libretranslatepy's request {i + 1} ({line}): {r}")
+
+
+def web_checks(pool: list[str], ref: dict) -> None:
+    """What browsers and LibreTranslate clients need: the page, CORS, /languages, HTML bodies,
+    alternatives, attention; checked against `tfm translate`."""
+    origin = "http://example.test:8000"
+    s = Server("--api-key", KEY, "--cors", origin, "--source-lang", "de", "--target-lang", "en")
+    try:
+        status, hdrs, body = request(s.url("/"))
+        check(status == 200 and hdrs.get("Content-Type", "").startswith("text/html") and
+              'src="/app.js"' in body, f"GET /: {status} {hdrs} {body[:100]}")
+        status, hdrs, body = request(s.url("/app.js"))
+        check(status == 200 and "javascript" in hdrs.get("Content-Type", "") and
+              "/v1/translate" in body, f"GET /app.js: {status}")
+        status, _, body = request(s.url("/languages"))
+        check(status == 200 and json.loads(body) == [{"code": "de", "name": "German",
+                                                       "targets": ["en"]}],
+              f"/languages: {status} {body}")
+        # LibreTranslate's frontend settings (no key needed to read that one is): the pair, the
+        # key, what tfm lacks (files, suggestions), and the page's wait, which the page uses.
+        status, _, body = request(s.url("/frontend/settings"))
+        fs = json.loads(body) if status == 200 else {}
+        check(fs.get("language") == {"source": {"code": "de", "name": "German"},
+                                     "target": {"code": "en", "name": "English"}} and
+              fs.get("apiKeys") is True and fs.get("keyRequired") is True and
+              fs.get("charLimit") == -1 and fs.get("filesTranslation") is False and
+              fs.get("supportedFilesFormat") == [] and fs.get("suggestions") is False and
+              isinstance(fs.get("frontendTimeout"), int) and fs["frontendTimeout"] > 0,
+              f"/frontend/settings: {status} {body}")
+        # CORS: a preflight from the allowed origin, its answers; another origin gets nothing.
+        pre = {"Origin": origin, "Access-Control-Request-Method": "POST",
+               "Access-Control-Request-Headers": "authorization, content-type"}
+        status, hdrs, _ = request(s.url("/v1/translate"), headers=pre, method="OPTIONS")
+        check(status == 204 and hdrs.get("Access-Control-Allow-Origin") == origin and
+              "POST" in hdrs.get("Access-Control-Allow-Methods", "") and
+              "authorization" in hdrs.get("Access-Control-Allow-Headers", "").lower(),
+              f"CORS preflight: {status} {hdrs}")
+        status, hdrs, _ = request(s.url("/v1/translate"), {"text": pool[:1]},
+                                  {**AUTH, "Origin": origin})
+        check(status == 200 and hdrs.get("Access-Control-Allow-Origin") == origin,
+              f"CORS answer: {status} {hdrs}")
+        status, hdrs, _ = request(s.url("/v1/translate"), {"text": pool[:1]},
+                                  {"Origin": origin})
+        check(status == 401 and hdrs.get("Access-Control-Allow-Origin") == origin,
+              f"CORS on a 401 (the page must see it): {status} {hdrs}")
+        status, hdrs, _ = request(s.url("/health"), headers={"Origin": "http://evil.test"})
+        check("Access-Control-Allow-Origin" not in hdrs, f"CORS for another origin: {hdrs}")
+
+        libre = s.url("/translate")
+        a, b = pool[1], pool[2]
+        html = f'<p class="x">{a} <b>{b}</b></p><script>var s = "{a}";</script>'
+        status, _, body = request(libre, {"q": html, "source": "de", "target": "en",
+                                          "format": "html", "api_key": KEY})
+        want = f'<p class="x">{ref[a]} <b>{ref[b]}</b></p><script>var s = "{a}";</script>'
+        check(status == 200 and json.loads(body)["translatedText"] == want,
+              f"LibreTranslate html: {status} {body} != {want}")
+        nbest = [l.split(" ||| ")[1] for l in subprocess.run(
+            [TFM, "translate", "--model", MODEL, "--threads", "1", "--beam-size", "4",
+             "--n-best", "3"], input=a + "\n", capture_output=True, text=True, timeout=60,
+            check=True).stdout.splitlines()]
+        status, _, body = request(libre, {"q": a, "source": "auto", "target": "en",
+                                          "alternatives": 2, "api_key": KEY})
+        out = json.loads(body) if status == 200 else {}
+        check(out.get("translatedText") == nbest[0] and out.get("alternatives") == nbest[1:],
+              f"LibreTranslate alternatives: {status} {body} != {nbest}")
+        status, _, body = request(libre, {"q": a, "source": "de", "target": "fr",
+                                          "api_key": KEY})
+        check(status == 400 and "de to en" in body, f"a target the server lacks: {status} {body}")
+        status, _, body = request(s.url("/detect"), "q=a",
+                                  {"Content-Type": "application/x-www-form-urlencoded"})
+        check(status == 501, f"/detect: {status} {body}")
+
+        libretranslatepy_replay(s, a, ref[a])
+
+        # Attention: a row per target token, a column per source position, rows summing to 1.
+        status, out = translate(s, pool[3:5], beam_size=2, n_best=2, return_attention=True)
+        ok = status == 200 and len(out.get("attention", [])) == 2
+        for hyps in out.get("attention", []) if ok else []:
+            for h in hyps:
+                rows, src, trg = h["weights"], h["source_tokens"], h["target_tokens"]
+                ok = ok and len(rows) == len(trg) > 0 and src[-1] == "</s>" and \
+                    all(len(r) == len(src) and abs(sum(r) - 1) < 1e-4 for r in rows) and \
+                    "".join(trg).replace("\u2581", " ").strip() in \
+                    [t.strip() for t in out["translations"][out["attention"].index(hyps)]]
+        check(ok, f"return_attention: {status} {str(out)[:300]}")
+    finally:
+        check(s.stop() == 0, "web server: SIGTERM exit status")
 
 
 def main() -> int:
@@ -349,7 +389,16 @@ def main() -> int:
         expect(400, "target_prefix a number", tr, {"text": "a", "target_prefix": 3})
         expect(400, "target_prefix too long", tr, {"text": "a", "max_length": 3,
                                                    "target_prefix": "the dog sees the cat"})
-        expect(400, "LibreTranslate html", libre, {"q": "a", "format": "html"})
+        expect(400, "LibreTranslate xml", libre, {"q": "a", "format": "xml"})
+        expect(400, "unknown field", tr, {"text": "a", "beam": 2})
+        # A form is LibreTranslate's (415 naming its route); JSON sent as one (curl -d) is JSON.
+        form = {**AUTH, "Content-Type": "application/x-www-form-urlencoded"}
+        status, _, text = request(tr, "text=a", form)
+        check(status == 415 and "go to POST /translate" in text, f"a form body: {status} {text}")
+        status, _, text = request(tr, '{"text": ["%s"]}' % pool[0], form)
+        check(status == 200 and json.loads(text)["translations"] == [ref[pool[0]]],
+              f"JSON sent as a form: {status} {text}")
+        expect(405, "GET on a POST route", tr, method="GET")
         expect(401, "no key", tr, {"text": "a"}, headers={})
         hdrs = expect(401, "wrong key", tr, {"text": "a"},
                       headers={"Authorization": "Bearer s3cret-kez"})
@@ -445,10 +494,10 @@ def main() -> int:
     check(any("SIGTERM" in l for l in s.lines) and s.lines[-1] == "tfm serve: stopped",
           f"drain log: {s.lines[-3:]}")
 
+    web_checks(pool, ref)
     if LM:
         lm_checks(LM, pool)
-    print(f"serve_cli_test.py: {passed} passed, {len(failures)} failed", flush=True)
-    return 1 if failures else 0
+    return sl.summary("serve_cli_test.py")
 
 
 if __name__ == "__main__":

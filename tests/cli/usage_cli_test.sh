@@ -70,7 +70,7 @@ expect_usage 1 "model directory $tmp/nowhere does not exist" info --model "$tmp/
 if printf '3 4\n' | "$tfm" translate --model "$d" --ids --device cuda >/dev/null 2>"$tmp/err"; then
   echo "usage_cli: a GPU is usable here; the no-GPU message is checked where there is none"
 else
-  if grep -q "this build has no CUDA backend" "$tmp/err" ||
+  if grep -Eq "this build has no CUDA backend|no CUDA backend: libtfm_cuda.so not found \(looked in" "$tmp/err" ||
     grep -Eq "no NVIDIA driver is installed|finds no GPU|is older than the CUDA|could not start|stub|kernel module|busy" "$tmp/err"; then
     ok
   else

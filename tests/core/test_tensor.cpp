@@ -1,4 +1,7 @@
+#include <cmath>
+#include <cstring>
 #include <numeric>
+#include <tuple>
 
 #include "support/test_util.h"
 #include "tfm/core/allocator.h"
@@ -45,6 +48,33 @@ TEST(Tensor, FactoriesAndMetadata) {
   Tensor empty = Tensor::zeros({0, 5});
   EXPECT_EQ(empty.numel(), 0);
   EXPECT_TRUE(empty.to_vector<float>().empty());
+}
+
+TEST(Tensor, Bf16AndF16WidenExactlyToF32) {
+  // Bit patterns with their values: bf16 is f32's top half; f16 covers normals, subnormals,
+  // signed zero, the largest finite value and infinity.
+  const std::vector<uint16_t> bf16 = {0x3f80, 0xc040, 0x0000, 0x8000, 0x7f80, 0x3c00};
+  const std::vector<float> bf16_want = {1.0f, -3.0f, 0.0f, -0.0f, INFINITY, 0x1p-7f};
+  const std::vector<uint16_t> f16 = {0x3c00, 0xc200, 0x0001, 0x03ff, 0x7bff, 0xfc00, 0x8000};
+  const std::vector<float> f16_want = {1.0f,     -3.0f,     0x1p-24f, 1023 * 0x1p-24f,
+                                       65504.0f, -INFINITY, -0.0f};
+  for (auto [dtype, bits, want] :
+       {std::tuple{DType::bf16, bf16, bf16_want}, std::tuple{DType::f16, f16, f16_want}}) {
+    Tensor t = Tensor::empty({static_cast<int64_t>(bits.size())}, dtype);
+    std::memcpy(t.raw_data(), bits.data(), bits.size() * 2);
+    const std::vector<float> got = t.to(DType::f32).to_vector<float>();
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i], want[i]) << dtype_name(dtype) << " bits " << bits[i];
+      EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i]));
+    }
+    EXPECT_EQ(t.to(DType::f64).to_vector<double>()[0], 1.0);
+  }
+  EXPECT_TRUE(std::isnan([] {
+    Tensor t = Tensor::empty({1}, DType::f16);
+    const uint16_t nan = 0x7e00;
+    std::memcpy(t.raw_data(), &nan, 2);
+    return t.to(DType::f32).to_vector<float>()[0];
+  }()));
 }
 
 TEST(Tensor, FactoryErrors) {

@@ -557,7 +557,8 @@ TEST_F(CudaKernels, Bf16GemmAndLinearMatchTheRoundedOperands) {
   const Tensor bias = random_tensor({out}, DType::f32, 182);
   const Tensor xb = to_bf16(x), wb = to_bf16(w);
   const Tensor gxb = dev(xb), gwb = dev(wb), gbias = dev(bias);
-  for (Activation act : {Activation::none, Activation::relu, Activation::gelu}) {
+  for (Activation act : {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
+                         Activation::gelu_tanh}) {
     for (bool with_bias : {false, true}) {
       SCOPED_TRACE(std::string(activation_name(act)) + (with_bias ? " +bias" : ""));
       Tensor ref = Tensor::empty({rows, out});

@@ -158,7 +158,8 @@ struct LinearCase {
   int64_t m, n, k;
 };
 const LinearCase kLinearCases[] = {{1, 40, 64}, {3, 96, 320}, {33, 1001, 256}, {130, 72, 100}};
-const Activation kActs[] = {Activation::none, Activation::relu, Activation::gelu};
+const Activation kActs[] = {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
+                            Activation::gelu_tanh};
 
 // Relative L2 distance ‖a − b‖ / ‖b‖.
 double rel_l2(const Tensor& a, const Tensor& b) {

@@ -171,7 +171,8 @@ TEST_F(CudaOps, LinearWithEachActivation) {
   const Tensor x = random_tensor({3, 7, 64}, DType::f32, 11);
   const Tensor w = random_tensor({96, 64}, DType::f32, 12, -0.2, 0.2);
   const Tensor b = random_tensor({96}, DType::f32, 13);
-  for (Activation act : {Activation::none, Activation::relu, Activation::gelu}) {
+  for (Activation act : {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
+                         Activation::gelu_tanh}) {
     check({std::string("linear ") + std::to_string(static_cast<int>(act)),
            {x, w, b},
            [act](const auto& t) { return linear(t[0], t[1], t[2], act); },

@@ -99,11 +99,90 @@ TEST(Gelu, Gradcheck) {
   }
 }
 
+// SiLU and the tanh GELU (Marian's swish, GPT-2's gelu_new), written here from their definitions.
+double silu_exact(double x) {
+  return x / (1.0 + std::exp(-x));
+}
+double silu_grad_exact(double x) {
+  const double s = 1.0 / (1.0 + std::exp(-x));
+  return s + x * s * (1.0 - s);
+}
+double gelu_tanh_exact(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double gelu_tanh_grad_exact(double x) {  // central difference of the definition, in double
+  const double h = 1e-6;
+  return (gelu_tanh_exact(x + h) - gelu_tanh_exact(x - h)) / (2 * h);
+}
+
+struct InputActivation {
+  const char* name;
+  Tensor (*op)(const Tensor&);
+  double (*exact)(double);
+  double (*grad)(double);
+};
+const InputActivation kInputActivations[] = {
+    {"silu", silu, silu_exact, silu_grad_exact},
+    {"gelu_tanh", gelu_tanh, gelu_tanh_exact, gelu_tanh_grad_exact}};
+
+TEST(SiluAndGeluTanh, F64MatchesTheDefinition) {
+  Tensor x = linspace(-30.0, 30.0, 2001, DType::f64);
+  for (const auto& a : kInputActivations) {
+    std::vector<double> xv = x.to_vector<double>(), y = a.op(x).to_vector<double>();
+    for (size_t i = 0; i < xv.size(); ++i)
+      ASSERT_NEAR(y[i], a.exact(xv[i]), 1e-14 * std::max(1.0, std::abs(xv[i])))
+          << a.name << " at " << xv[i];
+  }
+}
+
+TEST(SiluAndGeluTanh, F32WithinRoundingOfTheDefinition) {
+  // The f32 kernels take simd_exp (2 ulp) for e^x: a few f32 ulps of the result, relative to
+  // max(1, |x|) (the tanh form's 1 - 2/(e^2u + 1) loses relative accuracy where tanh is tiny,
+  // not absolute).
+  Tensor x = linspace(-40.0, 40.0, 8001, DType::f32);
+  for (const auto& a : kInputActivations) {
+    std::vector<float> xv = x.to_vector<float>(), y = a.op(x).to_vector<float>();
+    double worst = 0;
+    for (size_t i = 0; i < xv.size(); ++i)
+      worst = std::max(worst, std::abs(y[i] - a.exact(xv[i])) /
+                                  std::max(1.0, std::abs(static_cast<double>(xv[i]))));
+    EXPECT_LT(worst, 5e-7) << a.name;
+  }
+  // Far out: the identity or zero, no NaN from an overflowing exp.
+  EXPECT_EQ(silu(Tensor::from_vector<float>({2}, {-200.0f, 200.0f})).to_vector<float>(),
+            (std::vector<float>{-0.0f, 200.0f}));
+  EXPECT_EQ(gelu_tanh(Tensor::from_vector<float>({2}, {-200.0f, 200.0f})).to_vector<float>(),
+            (std::vector<float>{-0.0f, 200.0f}));
+}
+
+TEST(SiluAndGeluTanh, F32GradientWithinToleranceOfTheDefinition) {
+  for (const auto& a : kInputActivations) {
+    Tensor x = linspace(-9.0, 9.0, 1801, DType::f32).set_requires_grad(true);
+    autograd::backward(a.op(x), Tensor::ones({1801}));
+    std::vector<float> xv = x.detach().to_vector<float>(), g = x.grad().to_vector<float>();
+    for (size_t i = 0; i < xv.size(); ++i)
+      ASSERT_NEAR(g[i], a.grad(xv[i]), 1e-6 * std::max(1.0, std::abs(double(xv[i]))))
+          << a.name << " at " << xv[i];
+  }
+}
+
+TEST(SiluAndGeluTanh, Gradcheck) {
+  for (const auto& a : kInputActivations)
+    for (Shape shape : {Shape{1}, Shape{33}, Shape{2, 1, 7}}) {
+      Tensor x = random_tensor(shape, DType::f64, 12, -4.0, 4.0).set_requires_grad(true);
+      const auto op = a.op;
+      EXPECT_TRUE(gradcheck([op](auto& in) { return op(in[0]); }, {x})) << a.name;
+      EXPECT_TRUE(gradcheck([op](auto& in) { return op(mul(in[0], in[0])); }, {x})) << a.name;
+    }
+}
+
 TEST(Activation, NonContiguousInputIsReadInLogicalOrder) {
   Tensor x = random_tensor({3, 4}, DType::f64, 13, -2, 2);
   Tensor xt = x.transpose(0, 1);  // (4, 3) strided view
   EXPECT_TRUE(testing::bitwise_equal(relu(xt), relu(xt.contiguous())));
   EXPECT_TRUE(testing::bitwise_equal(gelu(xt), gelu(xt.contiguous())));
+  EXPECT_TRUE(testing::bitwise_equal(silu(xt), silu(xt.contiguous())));
+  EXPECT_TRUE(testing::bitwise_equal(gelu_tanh(xt), gelu_tanh(xt.contiguous())));
 }
 
 TEST(Activation, SameResultOnOneAndTwoThreads) {
@@ -111,17 +190,22 @@ TEST(Activation, SameResultOnOneAndTwoThreads) {
   Tensor x = random_tensor({257, 300}, DType::f32, 14, -5, 5);
   Tensor gy = random_tensor({257, 300}, DType::f32, 15);
   const int saved = get_threads();
-  Tensor out[2][3];
+  Tensor out[2][7];
   for (int t : {1, 2}) {
     set_threads(t);
-    Tensor xr = x.clone().set_requires_grad(true);
+    Tensor xr = x.clone().set_requires_grad(true), xs = x.clone().set_requires_grad(true);
     autograd::backward(gelu(xr), gy);
+    autograd::backward(add(silu(xs), gelu_tanh(xs)), gy);
     out[t - 1][0] = gelu(x);
     out[t - 1][1] = relu(x);
     out[t - 1][2] = xr.grad();
+    out[t - 1][3] = silu(x);
+    out[t - 1][4] = gelu_tanh(x);
+    out[t - 1][5] = xs.grad();
+    out[t - 1][6] = gelu_tanh(x);
   }
   set_threads(saved);
-  for (int k = 0; k < 3; ++k) EXPECT_TRUE(testing::bitwise_equal(out[0][k], out[1][k])) << k;
+  for (int k = 0; k < 7; ++k) EXPECT_TRUE(testing::bitwise_equal(out[0][k], out[1][k])) << k;
 }
 
 TEST(Activation, NoGradModeRecordsNothing) {

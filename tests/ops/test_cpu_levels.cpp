@@ -26,7 +26,8 @@ using testing::random_tensor;
 
 const CpuIsa kLevels[] = {CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_vnni, CpuIsa::avx512_bf16};
 
-const Activation kPosts[] = {Activation::none, Activation::relu, Activation::gelu};
+const Activation kPosts[] = {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
+                             Activation::gelu_tanh};
 
 TEST(CpuLevels, NamesParseAndOrder) {
   for (CpuIsa isa : kLevels) EXPECT_EQ(parse_cpu_isa(cpu_isa_name(isa)), isa);

@@ -17,7 +17,8 @@ namespace {
 using testing::gradcheck;
 using testing::random_tensor;
 
-const Activation kActs[] = {Activation::none, Activation::relu, Activation::gelu};
+const Activation kActs[] = {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
+                            Activation::gelu_tanh};
 
 // act(x·wᵀ + b) by plain loops in double with std::erf: the definition, sharing no code with
 // the op. Returns f64 of shape (..., out).
@@ -35,9 +36,7 @@ Tensor reference_linear(const Tensor& x, const Tensor& w, const Tensor& b, Activ
     for (int64_t j = 0; j < out; ++j) {
       double z = bv[j];
       for (int64_t p = 0; p < in; ++p) z += px[i * in + p] * pw[j * in + p];
-      if (act == Activation::relu) z = z > 0 ? z : 0;
-      if (act == Activation::gelu) z = 0.5 * z * std::erfc(-z / std::sqrt(2.0));
-      y[i * out + j] = z;
+      y[i * out + j] = testing::activate(z, act);
     }
   return Tensor::from_vector<double>(shape, y);
 }

@@ -43,7 +43,8 @@ TEST(LinearBf16, ForwardAndBackwardAreProductsOfRoundedOperands) {
   const Case cases[] = {{1, 1, 1}, {3, 5, 7}, {17, 67, 33}, {64, 256, 130}, {130, 96, 48}};
   uint64_t seed = 100;
   for (const Case& c : cases)
-    for (Activation act : {Activation::none, Activation::relu, Activation::gelu})
+    for (Activation act : {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
+                           Activation::gelu_tanh})
       for (bool with_bias : {true, false}) {
         SCOPED_TRACE(::testing::Message()
                      << "rows " << c.rows << " in " << c.in << " out " << c.out << " act "
@@ -115,7 +116,8 @@ TEST(LinearBf16, ForwardAndBackwardAreProductsOfRoundedOperands) {
 // linear: the same dz, then the same bf16 GEMMs.
 TEST(LinearBf16, ActivationGradientsAreTheComposedOps) {
   uint64_t seed = 300;
-  for (Activation act : {Activation::relu, Activation::gelu})
+  for (Activation act :
+       {Activation::relu, Activation::gelu, Activation::silu, Activation::gelu_tanh})
     for (bool with_bias : {true, false}) {
       SCOPED_TRACE(::testing::Message()
                    << "act " << static_cast<int>(act) << " bias " << with_bias);
@@ -130,7 +132,10 @@ TEST(LinearBf16, ActivationGradientsAreTheComposedOps) {
         Tensor y;
         if (composed) {
           const Tensor z = linear(x, w, b, Activation::none, ComputeType::bfloat16);
-          y = act == Activation::relu ? relu(z) : gelu(z);
+          y = act == Activation::relu   ? relu(z)
+              : act == Activation::gelu ? gelu(z)
+              : act == Activation::silu ? silu(z)
+                                        : gelu_tanh(z);
         } else {
           y = linear(x, w, b, act, ComputeType::bfloat16);
         }

@@ -17,7 +17,8 @@ using testing::activate;
 using testing::random_tensor;
 using testing::round_bf16;
 
-const Activation kActs[] = {Activation::none, Activation::relu, Activation::gelu};
+const Activation kActs[] = {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
+                            Activation::gelu_tanh};
 
 // Both relu and gelu move outputs by at most ~1.13 × the change of their input.
 constexpr double kActLipschitz = 1.13;

@@ -45,6 +45,8 @@ EXCEPTIONS = {
     "src/tfm/runtime/train_options.cpp": "TrainOptions' validator",
     "src/tfm/runtime/trainer.cpp": "training",
     "src/tfm/core/": "the generic checks the validators call (validate.h, check_thread_count)",
+    "src/tfm/model/generation_config.cpp": "generation.json's own fields (a converted model's "
+                                           "Transformers generation config), not the options",
 }
 
 # Front ends' spellings of the options besides the field names, where each front end lives:

@@ -72,6 +72,11 @@ std::vector<OpCase> elementwise_cases() {
           .grads({0}),
       case_("gelu", "(5, 9)", one(5), [](const Inputs& in) { return Outputs{gelu(in[0])}; })
           .grads({0}),
+      case_("silu", "(5, 9)", one(6), [](const Inputs& in) { return Outputs{silu(in[0])}; })
+          .grads({0}),
+      case_("gelu_tanh", "(5, 9)", one(8),
+            [](const Inputs& in) { return Outputs{gelu_tanh(in[0])}; })
+          .grads({0}),
       case_("add", "(4, 7)", two(7), [](const Inputs& in) { return Outputs{add(in[0], in[1])}; })
           .grads({0, 1}),
       case_("sub", "(4, 7)", two(9), [](const Inputs& in) { return Outputs{sub(in[0], in[1])}; })

@@ -23,6 +23,9 @@ float round_bf16(float f) {
 double activate(double z, Activation act) {
   if (act == Activation::relu) return z > 0 ? z : 0;
   if (act == Activation::gelu) return 0.5 * z * std::erfc(-z / std::sqrt(2.0));
+  if (act == Activation::silu) return z / (1.0 + std::exp(-z));
+  if (act == Activation::gelu_tanh)
+    return 0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z)));
   return z;
 }
 

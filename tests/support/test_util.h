@@ -23,7 +23,8 @@ Tensor random_ids(const Shape& shape, int64_t n, uint64_t seed);
 // References written apart from the library's code, for the precision tests.
 // bf16 of f: round to nearest even on the f32 bit pattern (NaN not handled).
 float round_bf16(float f);
-// act(z) by its definition in double (gelu through std::erfc).
+// act(z) by its definition in double (gelu through std::erfc, silu and gelu_tanh through
+// std::exp and std::tanh).
 double activate(double z, Activation act);
 
 // Largest |a - b|.

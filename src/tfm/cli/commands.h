@@ -15,6 +15,7 @@ void add_generate(CLI::App& app);
 void add_vocab(CLI::App& app);
 void add_train(CLI::App& app);
 void add_average(CLI::App& app);
+void add_convert(CLI::App& app);
 void add_prepare_ding(CLI::App& app);
 void add_prepare_bible(CLI::App& app);
 void add_bench(CLI::App& app);

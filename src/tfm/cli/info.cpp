@@ -1,4 +1,5 @@
-// tfm info --model DIR: the config and the parameter counts.
+// tfm info --model DIR: the config and the parameter counts, and a converted model's family,
+// tokenizer and search rule.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -7,6 +8,7 @@
 #include "tfm/cli/commands.h"
 #include "tfm/core/output_file.h"
 #include "tfm/model/checkpoint.h"
+#include "tfm/model_info.h"
 
 namespace tfm::cli {
 
@@ -29,6 +31,14 @@ void add_info(CLI::App& app) {
     if (tokenizers.src) {
       out << "tokenizer.source " << tokenizers.src->describe() << "\n";
       out << "tokenizer.target " << tokenizers.trg->describe() << "\n";
+    }
+    // A model converted from Transformers: where it came from and how it decodes.
+    const ModelInfo info = read_model_info(dir);
+    if (!info.family.empty()) {
+      out << "family " << info.family << "\n";
+      if (!tokenizers.src) out << "tokenizer none (token ids only)\n";
+      out << "search_rule " << info.search_rule << "\n";
+      if (!info.compute_type.empty()) out << "compute_type " << info.compute_type << "\n";
     }
     out.close();
   });

@@ -34,6 +34,7 @@ int run(int argc, char** argv) {
   add_vocab(app);
   add_train(app);
   add_average(app);
+  add_convert(app);
   add_prepare_ding(app);
   add_prepare_bible(app);
   add_bench(app);

@@ -35,6 +35,18 @@ void add_serve(CLI::App& app) {
                   "Texts a request; more get 413 (default 256)");
   cmd->add_option("--timeout-ms", o.timeout_ms,
                   "Time a request may take; later get 504 (default 30000)");
+  cmd->add_option("--read-timeout-ms", o.read_timeout_ms,
+                  "Time a request's head and body may take to arrive; later get 408 (default "
+                  "30000)");
+  cmd->add_option("--max-pending-connections", o.max_pending_connections,
+                  "Connections waiting for a request at once; one more closes the oldest "
+                  "(default 1024)");
+  cmd->add_option("--cors", o.cors_origins,
+                  "Let pages from ORIGIN call the API (http://host:port, or *); repeatable");
+  cmd->add_option("--source-lang", o.source_lang,
+                  "The model's source language, for GET /languages and LibreTranslate (de)");
+  cmd->add_option("--target-lang", o.target_lang,
+                  "The model's target language, for GET /languages and LibreTranslate (en)");
   cmd->add_option("--api-key", o.api_key,
                   "Require 'Authorization: Bearer KEY' (default: open; or set TFM_API_KEY)")
       ->envname("TFM_API_KEY");
@@ -43,7 +55,8 @@ void add_serve(CLI::App& app) {
     o.translator.device = parse_device(device);
     const OptionSpeller flags = flag_speller({{"intra_threads", "--threads"},
                                               {"compute_type", "--compute-type"},
-                                              {"max_queued_requests", "--max-queue"}});
+                                              {"max_queued_requests", "--max-queue"},
+                                              {"cors_origins", "--cors"}});
     validate_translator_options(o.translator, flags);
     serve::validate_serve_options(o, flags);
     serve::serve(o);

@@ -58,31 +58,46 @@ class OutputFileBuf : public std::streambuf {
 
 struct Flags {
   std::string dir, input, output, target_prefix, precision = "fp32", device = "cpu";
+  std::string source_lang, target_lang;
   int64_t beam_size = 1, n_best = 0, batch_size = 32, batch_tokens = 0, sampling_topk = 0,
-          min_length = 0, max_length = 0;
+          min_length = 0, max_length = 0, max_new_tokens = 0;
   double length_penalty = 0.0, max_length_factor = 2.0, sampling_topp = 1.0, temperature = 1.0;
   uint64_t seed = 0;
   bool ids = false, normalize = false, profile = false;
   int threads = 0, inter_threads = 1;
 };
 
-// What a subcommand's callback needs to tell a flag given from a default.
+// What a subcommand's callback needs to tell a flag given from a default: a search flag not
+// given takes the model's own setting (read_default_options: a converted model's generation
+// config; tfm's defaults, which are the flags', otherwise).
 struct Given {
   CLI::Option *n_best, *topk, *topp, *temperature;
+  CLI::Option *beam_size, *length_penalty, *min_length, *max_new_tokens, *precision;
+  CLI::Option *max_length = nullptr, *max_length_factor = nullptr;
 };
 
 // The flags both commands share: model, search, batching, threads, precision, files.
 Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
   cmd->add_option("-m,--model", f.dir, "Model directory")->required();
-  cmd->add_option("-b,--beam-size", f.beam_size, "Beam size (1: greedy)");
   Given g;
+  g.beam_size = cmd->add_option("-b,--beam-size", f.beam_size,
+                                "Beam size (1: greedy; default: 1, a converted model's num_beams)");
   g.n_best =
       cmd->add_option("--n-best", f.n_best, "Print the N best as 'index ||| hypothesis ||| score'");
-  cmd->add_option("--length-penalty", f.length_penalty, "GNMT length penalty alpha (0: none)");
+  g.length_penalty = cmd->add_option(
+      "--length-penalty", f.length_penalty,
+      "GNMT length penalty alpha (0: none); a converted model's: score / length^alpha");
   cmd->add_flag("--normalize", f.normalize, "Rank by log-probability / length instead");
   cmd->add_option("--batch-size", f.batch_size, "Sentences a batch");
   cmd->add_option("--batch-tokens", f.batch_tokens, batch_tokens_help);
-  cmd->add_option("--min-length", f.min_length, "Tokens before EOS is allowed");
+  g.min_length = cmd->add_option("--min-length", f.min_length, "Tokens before EOS is allowed");
+  g.max_new_tokens =
+      cmd->add_option("--max-new-tokens", f.max_new_tokens,
+                      "Max tokens after the prefix or prompt, EOS counted (0: none)");
+  cmd->add_option("--source-lang", f.source_lang,
+                  "Source language code of a multilingual converted model (NLLB, M2M100, mBART)");
+  cmd->add_option("--target-lang", f.target_lang,
+                  "Target language code of a multilingual converted model (NLLB, M2M100, mBART)");
   g.topk = cmd->add_option("--sampling-topk", f.sampling_topk, "Sample from the K best (0: all)");
   g.topp = cmd->add_option("--sampling-topp", f.sampling_topp, "Nucleus sampling mass P");
   g.temperature = cmd->add_option("--temperature", f.temperature, "Sampling temperature");
@@ -90,7 +105,10 @@ Given add_common_flags(CLI::App* cmd, Flags& f, const char* batch_tokens_help) {
   cmd->add_flag("--ids", f.ids, "Lines are space-separated token ids (no BOS/EOS)");
   cmd->add_option("--threads", f.threads, "Threads of each batch (0: all cores / inter-threads)");
   cmd->add_option("--inter-threads", f.inter_threads, "Batches decoded at once");
-  cmd->add_option("--precision", f.precision, "Linear layers in fp32, bf16, int8 or auto");
+  g.precision = cmd->add_option(
+      "--precision", f.precision,
+      "Linear layers in fp32, bf16, int8 or auto (default: fp32, or a converted model's "
+      "--quantization)");
   cmd->add_option("--device", f.device, "cpu, or cuda (a CUDA build on a GPU machine)");
   cmd->add_option("-i,--input", f.input, "Input file (default: stdin)");
   cmd->add_option("-o,--output", f.output, "Output file (default: stdout)");
@@ -128,21 +146,32 @@ TranslatorOptions translator_options(const Flags& f) {
   return to;
 }
 
-// The flags as the API's options; the search is sampling when any sampling flag is given.
+// The flags as the API's options over the model's own (the flags not given keep those); the
+// search is sampling when any sampling flag is given.
 TranslationOptions translation_options(const Flags& f, const Given& given, const ModelInfo& info,
                                        bool generate) {
-  TranslationOptions o;
+  TranslationOptions o = read_default_options(f.dir);
   const bool sampling =
       given.topk->count() > 0 || given.topp->count() > 0 || given.temperature->count() > 0;
-  o.search = search_for(f.beam_size, sampling);
-  o.beam_size = f.beam_size;
-  o.num_hypotheses = given.n_best->count() > 0 ? f.n_best : 1;
-  o.length_penalty = f.length_penalty;
+  if (given.beam_size->count() > 0 || sampling) o.beam_size = f.beam_size;
+  o.search = search_for(o.beam_size, sampling);
+  // A model's default hypothesis count fits its default beam, not necessarily --beam-size.
+  o.num_hypotheses = given.n_best->count() > 0 ? f.n_best : std::min(o.num_hypotheses, o.beam_size);
+  if (given.length_penalty->count() > 0) o.length_penalty = f.length_penalty;
   o.normalize_scores = f.normalize;
-  o.max_length_factor = f.max_length_factor;
-  // tfm generate --max-length 0: as long as the model's positions allow.
-  if (generate) o.max_decoding_length = f.max_length == 0 ? info.max_length : f.max_length;
-  o.min_decoding_length = f.min_length;
+  if (given.max_length_factor && given.max_length_factor->count() > 0)
+    o.max_length_factor = f.max_length_factor;
+  // tfm generate --max-length 0: as long as the model's positions allow (a converted model: its
+  // generation config's).
+  if (generate) {
+    const int64_t model_max =
+        info.search_rule == "transformers" ? o.max_decoding_length : info.max_length;
+    o.max_decoding_length = f.max_length == 0 ? model_max : f.max_length;
+  }
+  if (given.min_length->count() > 0) o.min_decoding_length = f.min_length;
+  if (given.max_new_tokens->count() > 0) o.max_new_tokens = f.max_new_tokens;
+  o.source_lang = f.source_lang;
+  o.target_lang = f.target_lang;
   o.sampling_topk = f.sampling_topk;
   o.sampling_topp = f.sampling_topp;
   o.sampling_temperature = f.temperature;
@@ -217,9 +246,13 @@ void print_profile(const Translator& translator, std::chrono::steady_clock::time
 // config alone is read: a bad flag costs nothing), then one stream call.
 void run(const char* command, const Flags& f, const Given& given, bool generate) {
   const OptionSpeller flags = translate_flags(generate);
-  const TranslatorOptions to = translator_options(f);
+  TranslatorOptions to = translator_options(f);
   validate_translator_options(to, flags);
   const ModelInfo info = read_model_info(f.dir);
+  // --precision not given: the precision a converted model was given at conversion, if any
+  // (auto picks it).
+  if (given.precision->count() == 0 && !info.compute_type.empty())
+    to.compute_type = ComputeType::automatic;
   check_model_kind(f, info, generate);
   const TranslationOptions o = translation_options(f, given, info, generate);
   validate_translation_options(o, info, flags);
@@ -258,8 +291,9 @@ void add_translate(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "Translate lines (stdin by default) with a model");
   static Flags f;
   static Given given = add_common_flags(cmd, f, "Padded source tokens a batch (0: no limit)");
-  cmd->add_option("--max-length-factor", f.max_length_factor,
-                  "Max output length = F * source length + 10 (with EOS)");
+  given.max_length_factor =
+      cmd->add_option("--max-length-factor", f.max_length_factor,
+                      "Max output length = F * source length + 10 (with EOS; tfm's own models)");
   cmd->add_option("--target-prefix", f.target_prefix,
                   "File of target prefixes, one per input line (empty: none), that every "
                   "translation starts with");
@@ -271,8 +305,10 @@ void add_generate(CLI::App& app) {
       "generate", "Continue prompts (lines of stdin by default) with a decoder-only model");
   static Flags f;
   static Given given = add_common_flags(cmd, f, "Padded prompt tokens a batch (0: no limit)");
-  cmd->add_option("--max-length", f.max_length,
-                  "Max output length in tokens, prompt and EOS counted (0: the model's positions)");
+  given.max_length = cmd->add_option(
+      "--max-length", f.max_length,
+      "Max output length in tokens, prompt and EOS counted (0: the model's positions, or a "
+      "converted model's generation config)");
   cmd->callback([] { run("generate", f, given, /*generate=*/true); });
 }
 

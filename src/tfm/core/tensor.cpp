@@ -359,12 +359,56 @@ void Tensor::copy_(const Tensor& src) {
       src, [&](int64_t o) { std::memcpy(dbase + dst_offsets[i++] * es, sbase + o * es, es); });
 }
 
+namespace {
+
+// The f32 value of a bf16 bit pattern: its top 16 bits (exact, NaN and Inf included).
+float bf16_bits_to_float(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// The f32 value of an IEEE binary16 bit pattern (exact: subnormals, Inf and NaN included).
+float f16_bits_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  uint32_t u;
+  if (exp == 0x1f) {
+    u = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    u = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    u = sign;
+  } else {  // subnormal: mant · 2^-24, exactly representable in f32
+    const float v = static_cast<float>(mant) * 0x1p-24f;
+    std::memcpy(&u, &v, sizeof u);
+    u |= sign;
+  }
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace
+
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return clone();
   check_host(*this, "to(dtype)");
   Tensor src = contiguous();
-  Tensor out = empty(shape_, dtype, device());
   const int64_t n = numel();
+  if (dtype_ == DType::bf16 || dtype_ == DType::f16) {  // widened exactly (checkpoints' f16/bf16)
+    TFM_CHECK(dtype == DType::f32 || dtype == DType::f64)
+        << "to(dtype): " << dtype_name(dtype_) << " converts to f32 or f64, not "
+        << dtype_name(dtype);
+    std::vector<float> v(static_cast<size_t>(n));
+    const auto* h = static_cast<const uint16_t*>(src.raw_data());
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = dtype_ == DType::bf16 ? bf16_bits_to_float(h[i]) : f16_bits_to_float(h[i]);
+    Tensor f = from_vector<float>(shape_, v);
+    return dtype == DType::f32 ? f : f.to(dtype);
+  }
+  Tensor out = empty(shape_, dtype, device());
   dispatch_value(dtype_, [&](auto sz) {
     using S = decltype(sz);
     dispatch_value(dtype, [&](auto dz) {

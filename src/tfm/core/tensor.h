@@ -89,7 +89,8 @@ class Tensor {
   // Copies.
   Tensor contiguous() const;  // itself when already contiguous
   Tensor clone() const;
-  Tensor to(DType dtype) const;   // value conversion between f32/f64/i32/i64/u8
+  // Value conversion between f32/f64/i32/i64/u8/i8; bf16 and f16 widen (exactly) to f32 or f64.
+  Tensor to(DType dtype) const;
   void copy_(const Tensor& src);  // same shape; any strides
   void fill_(double value);
   // this += src per element (f32 or f64, same shape and dtype; this contiguous, src any strides):

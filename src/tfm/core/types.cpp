@@ -106,14 +106,20 @@ const char* activation_name(Activation act) {
       return "relu";
     case Activation::gelu:
       return "gelu";
+    case Activation::silu:
+      return "silu";
+    case Activation::gelu_tanh:
+      return "gelu_tanh";
   }
   return "?";
 }
 
 Activation parse_activation(std::string_view name) {
-  for (Activation a : {Activation::none, Activation::relu, Activation::gelu})
+  for (Activation a : {Activation::none, Activation::relu, Activation::gelu, Activation::silu,
+                       Activation::gelu_tanh})
     if (name == activation_name(a)) return a;
-  TFM_FAIL_ARG() << "unknown activation '" << name << "' (expected none, relu or gelu)";
+  TFM_FAIL_ARG() << "unknown activation '" << name
+                 << "' (expected none, relu, gelu, silu or gelu_tanh)";
   return Activation::none;
 }
 

@@ -1,6 +1,7 @@
 #include "tfm/decode/search.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "tfm/core/device_copy.h"
@@ -21,16 +22,17 @@ double final_score(double log_prob, int64_t len, const SearchOptions& o) {
 
 int64_t max_target_length(const ModelConfig& c, const SearchOptions& o, int64_t src_len,
                           int64_t prefix_len) {
+  const int64_t by_new = o.max_new_tokens > 0 ? prefix_len + o.max_new_tokens : INT64_MAX;
   // A decoder-only model continues its prompt up to the caps: there is no source to scale by.
   if (!c.has_encoder())
-    return std::max<int64_t>(std::min(o.max_length, c.max_length), prefix_len + 1);
+    return std::max<int64_t>(std::min({o.max_length, c.max_length, by_new}), prefix_len + 1);
   const double by_source = o.max_length_a * static_cast<double>(src_len) + o.max_length_b;
   // Capped in double first: a huge factor would overflow the conversion (undefined behaviour).
   const double cap = static_cast<double>(std::min(o.max_length, c.max_length));
   int64_t n = by_source >= cap ? static_cast<int64_t>(cap)
               : by_source >= 1 ? static_cast<int64_t>(std::floor(by_source))
-                               : 1;               // also NaN
-  n = std::min({n, o.max_length, c.max_length});  // the decoder reads positions 0 … n-1
+                               : 1;                       // also NaN
+  n = std::min({n, o.max_length, c.max_length, by_new});  // the decoder reads positions 0 … n-1
   return std::max<int64_t>(n, prefix_len + 1);
 }
 
@@ -82,7 +84,9 @@ class ShardedSearch : public Search {
 std::unique_ptr<Search> make_search(const SearchOptions& o) {
   TFM_CHECK(o.shard_size >= 0) << "search: shard size must be >= 0, got " << o.shard_size;
   std::unique_ptr<Search> s;
-  if (o.sampling)
+  if (o.rule == SearchRule::transformers)
+    s = make_transformers_search(o);
+  else if (o.sampling)
     s = make_sampling(o);
   else if (o.beam_size == 1)
     s = make_greedy(o);
@@ -111,6 +115,10 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources, con
   TFM_CHECK(!o.sampling || o.beam_size == 1) << "search: sampling needs beam size 1";
   TFM_CHECK(o.top_p > 0.0 && o.top_p <= 1.0) << "search: top-p must be in (0, 1], got " << o.top_p;
   TFM_CHECK(o.top_k >= 0) << "search: top-k must be >= 0, got " << o.top_k;
+  TFM_CHECK(o.max_new_tokens >= 0)
+      << "search: max_new_tokens must be >= 0, got " << o.max_new_tokens;
+  TFM_CHECK(o.rule == SearchRule::tfm || !o.sampling)
+      << "search: the transformers rule decodes greedily or by beam search, not by sampling";
   for (size_t i = 0; i < sources.size() && c.has_encoder(); ++i) {
     const int64_t specials = c.seq_format().source_specials();
     TFM_CHECK(static_cast<int64_t>(sources[i].size()) + specials <= c.max_length)

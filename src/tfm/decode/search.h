@@ -20,9 +20,26 @@
 #include <vector>
 
 #include "tfm/data/batch.h"
+#include "tfm/model/generation_config.h"
 #include "tfm/model/transformer.h"
 
 namespace tfm::decode {
+
+// How a search ranks hypotheses and when it stops.
+//  - tfm: the conventions above; the score is log_prob under length_penalty (GNMT) or normalize,
+//    a sentence stops once no live hypothesis can beat its n_best-th finished one, and the max
+//    length (max_length_a · source + max_length_b, capped) forces EOS at the last position.
+//  - transformers: Hugging Face generate()'s, for converted models (docs/convert.md): greedy is
+//    the argmax; beam search keeps 2·beam candidates a step, finishes EOS candidates among the
+//    best beam, scores log_prob / generated length^length_penalty, stops by early_stopping
+//    (false: generate's heuristic, true: once beam hypotheses are finished, never: the exact
+//    bound), and a hypothesis that reaches the max length without EOS is finished as it is.
+//    Nothing is masked but what the generation config bans (bad_words_ids, no_repeat_ngram_size,
+//    EOS before min_length) or forces (forced_bos_id first, forced_eos_id last, each at log-prob
+//    0); a prefix (a decoder-only model's prompt) is the decoder's prompt, outside the score and
+//    the generated length; log_prob is the sum of the generated tokens' (masked) log-probs and
+//    score generate's sequences_scores. max_length_a and max_length_b are not used.
+enum class SearchRule : uint8_t { tfm, transformers };
 
 struct SearchOptions {
   int64_t beam_size = 1;
@@ -34,7 +51,8 @@ struct SearchOptions {
   double max_length_a = 2.0;   // max target length (with EOS) = a · src_len + b, capped by
   double max_length_b = 10.0;  // max_length and the model's positions
   int64_t max_length = 1024;
-  int64_t min_length = 0;  // tokens (without EOS) before EOS is allowed
+  int64_t max_new_tokens = 0;  // > 0: at most this many tokens after the prefix (EOS counted)
+  int64_t min_length = 0;      // tokens (without EOS) before EOS is allowed
   // While EOS is forbidden (min_length), renormalise the other tokens' log-probabilities over the
   // allowed ones (CTranslate2); otherwise masks never renormalise (the conventions above).
   bool renormalize_min_length = false;
@@ -61,6 +79,14 @@ struct SearchOptions {
   // op of every step over the threads: one OpenMP region per search instead of dozens per step.
   // The shards depend only on the sentence order, never on the thread count.
   int64_t shard_size = 16;
+  SearchRule rule = SearchRule::tfm;
+  // The transformers rule's generate() settings (the tfm rule ignores them).
+  EarlyStopping early_stopping = EarlyStopping::heuristic;
+  int64_t no_repeat_ngram_size = 0;
+  std::vector<Ids> bad_words_ids;
+  int64_t forced_bos_id = -1;     // generate's forced_bos_token_id; -1: none
+  int64_t forced_eos_id = -1;     // generate's forced_eos_token_id; -1: none
+  int64_t decoder_start_id = -1;  // the decoder's first token (mBART's target language); -1: BOS
 
   bool operator==(const SearchOptions&) const = default;
 };
@@ -75,6 +101,7 @@ struct Hypothesis {
   // encoder reads ([BOS] x [EOS] as the config's source_bos / source_eos say), so a row has
   // source length + source_specials() values and sums to 1. Empty otherwise.
   std::vector<float> attention;
+  bool eos = true;  // ended by EOS (false: cut at the max length, the transformers rule)
 };
 
 using NBest = std::vector<Hypothesis>;  // best first
@@ -106,12 +133,15 @@ std::unique_ptr<Search> make_search(const SearchOptions& options);
 std::unique_ptr<Search> make_greedy(const SearchOptions& options);
 std::unique_ptr<Search> make_beam(const SearchOptions& options);
 std::unique_ptr<Search> make_sampling(const SearchOptions& options);
+// The transformers rule's greedy (beam_size 1) and beam search.
+std::unique_ptr<Search> make_transformers_search(const SearchOptions& options);
 
 // The search's score of a hypothesis with total log-probability log_prob and length len (with EOS).
 double final_score(double log_prob, int64_t len, const SearchOptions& options);
 // Max target length (with EOS) for a source of src_len tokens and a prefix of prefix_len: at
 // least prefix_len + 1 (check_inputs has made sure the caps allow that) and at least 1. A
-// decoder-only model's is the caps (options.max_length and the model's positions).
+// decoder-only model's is the caps (options.max_length and the model's positions). Both are
+// also capped at prefix_len + max_new_tokens when that is set.
 int64_t max_target_length(const ModelConfig& config, const SearchOptions& options, int64_t src_len,
                           int64_t prefix_len = 0);
 

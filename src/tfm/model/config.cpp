@@ -33,10 +33,14 @@ constexpr std::pair<const char*, EmbedScale> kScales[] = {
 constexpr std::pair<const char*, Positions> kPositions[] = {
     {"sinusoidal", Positions::sinusoidal},
     {"sinusoidal_concat", Positions::sinusoidal_concat},
-    {"learned", Positions::learned}};
+    {"learned", Positions::learned},
+    {"sinusoidal_marian", Positions::sinusoidal_marian}};
 // A model's activation: none is a linear layer's option, not a model's.
-constexpr std::pair<const char*, Activation> kActivations[] = {{"relu", Activation::relu},
-                                                               {"gelu", Activation::gelu}};
+constexpr std::pair<const char*, Activation> kActivations[] = {
+    {"relu", Activation::relu},
+    {"gelu", Activation::gelu},
+    {"silu", Activation::silu},
+    {"gelu_tanh", Activation::gelu_tanh}};
 
 template <typename E, size_t N>
 const char* enum_name(E v, const std::pair<const char*, E> (&options)[N]) {
@@ -73,6 +77,10 @@ void ModelConfig::validate() const {
       << "config: attention_dropout must be in [0, 1), got " << attention_dropout;
   TFM_CHECK(layer_norm_eps > 0) << "config: layer_norm_eps must be positive";
   TFM_CHECK(max_length > 0) << "config: max_length must be positive";
+  TFM_CHECK(position_offset >= 0 && position_offset <= (int64_t{1} << 20))
+      << "config: position_offset must be in [0, 2^20], got " << position_offset;
+  TFM_CHECK(position_offset == 0 || positions != Positions::learned)
+      << "config: position_offset applies to fixed (sinusoidal) tables, not learned ones";
   TFM_CHECK(trg_vocab_size > 0) << "config: trg_vocab_size must be positive";
   if (has_encoder()) {
     TFM_CHECK(src_vocab_size > 0) << "config: src_vocab_size must be positive";
@@ -123,6 +131,9 @@ std::string ModelConfig::to_json() const {
   j["tie_output"] = tie_output;
   j["output_bias"] = output_bias;
   j["positions"] = to_string(positions);
+  // Written only when set, so the configs (and checkpoint metadata) of models without it keep
+  // their bytes.
+  if (position_offset != 0) j["position_offset"] = position_offset;
   j["decoder_only"] = decoder_only;
   j["bias"] = bias;
   j["activation"] = activation_name(activation);
@@ -182,6 +193,7 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
                                  "tie_output",
                                  "output_bias",
                                  "positions",
+                                 "position_offset",
                                  "decoder_only",
                                  "bias",
                                  "activation",
@@ -222,6 +234,7 @@ ModelConfig ModelConfig::from_json(const std::string& text) {
   boolean("output_bias", c.output_bias);
   if (j.contains("positions"))
     c.positions = parse_enum("positions", text_of("positions"), kPositions);
+  integer("position_offset", c.position_offset);
   boolean("decoder_only", c.decoder_only);
   boolean("bias", c.bias);
   if (j.contains("activation"))

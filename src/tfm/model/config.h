@@ -12,7 +12,10 @@ namespace tfm {
 
 enum class NormPlacement { pre, post };
 enum class EmbedScale { emb, prj, none };
-enum class Positions { sinusoidal, sinusoidal_concat, learned };
+// sinusoidal: interleaved sin/cos (the paper's, seeds 001/003/004); sinusoidal_concat: [sin | cos]
+// with tensor2tensor's frequencies, 10000^(-j/(d/2 - 1)) (seed 000, fairseq, M2M100/NLLB);
+// sinusoidal_marian: [sin | cos] with the paper's frequencies, 10000^(-2j/d) (Marian/OPUS-MT).
+enum class Positions { sinusoidal, sinusoidal_concat, learned, sinusoidal_marian };
 
 struct ModelConfig {
   int64_t d_model = 512;
@@ -30,6 +33,10 @@ struct ModelConfig {
   bool tie_output = true;         // output projection = target embedding
   bool output_bias = false;
   Positions positions = Positions::sinusoidal;
+  // Row p of a fixed position table holds the sinusoid of position p + position_offset: fairseq
+  // and M2M100 number positions from pad_id + 1 (2). Learned tables take no offset (a converter
+  // drops the rows below it).
+  int64_t position_offset = 0;
   bool decoder_only = false;
   bool bias = true;  // biases of the attention projections and the FFN
   Activation activation = Activation::relu;

@@ -27,8 +27,10 @@ Tensor position_ids(int64_t batch, int64_t length, int64_t offset) {
 }
 
 Tensor fixed_positions(const ModelConfig& c) {
-  if (c.positions == Positions::sinusoidal) return nn::sinusoidal_table(c.max_length, c.d_model);
-  return nn::sinusoidal_concat_table(c.max_length, c.d_model);
+  const int64_t n = c.max_length, d = c.d_model, offset = c.position_offset;
+  if (c.positions == Positions::sinusoidal) return nn::sinusoidal_table(n, d, offset);
+  if (c.positions == Positions::sinusoidal_marian) return nn::sinusoidal_marian_table(n, d, offset);
+  return nn::sinusoidal_concat_table(n, d, offset);
 }
 
 }  // namespace
@@ -247,7 +249,10 @@ Tensor Transformer::encode(const Tensor& src_in, const Tensor& mask,
 Tensor Transformer::decode(const Tensor& trg_in_arg, const Tensor& memory, const Tensor& src_mask,
                            AttentionWeights* weights) const {
   const Tensor trg_in = to_device(trg_in_arg, device());
-  Tensor trg_mask = padding_mask(trg_in);
+  // Padding sits after every real token, where causal attention never looks; the mask only keeps
+  // padded queries finite. A decoder that starts from PAD (Marian: BOS = PAD) must not have its
+  // first key masked, so it goes without (its padded queries' outputs are never read).
+  Tensor trg_mask = c_.bos_id == c_.pad_id ? Tensor() : padding_mask(trg_in);
   Tensor x = embed(trg_in, trg_table(), pos_trg_, decoder_.embed_norm_.get(), 0);
   for (const auto& layer : decoder_.layers_)
     x = (*layer)(x, trg_mask, memory, src_mask, gen_, weights);

@@ -43,37 +43,57 @@ Tensor relu(const Tensor& x_in) {
   return y;
 }
 
-Tensor gelu(const Tensor& x_in) {
-  Tensor x = check_float_input(x_in, "gelu", "x");
+namespace {
+
+// An activation whose backward reads its input x (gelu, silu, gelu_tanh).
+Tensor input_activation(const Tensor& x_in, Activation act) {
+  const char* name = activation_name(act);
+  Tensor x = check_float_input(x_in, name, "x");
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
 #ifdef TFM_WITH_CUDA
-  if (on_cuda(x)) cuda::gelu_forward(x.numel(), x.data<float>(), y.data<float>());
+  if (on_cuda(x)) cuda::input_activation_forward(act, x.numel(), x.data<float>(), y.data<float>());
 #endif
   if (!on_cuda(x)) {
-    dispatch_floating(x.dtype(), "gelu", [&](auto z) {
+    dispatch_floating(x.dtype(), name, [&](auto z) {
       using T = decltype(z);
-      cpu::gelu_forward<T>(x.numel(), x.data<T>(), y.data<T>());
+      cpu::input_activation_forward<T>(act, x.numel(), x.data<T>(), y.data<T>());
     });
   }
   if (autograd::needs_grad({&x_in})) {
-    autograd::record(
-        "gelu", {&x_in}, {&y}, [x = x.detach()](const autograd::Grads& g, const autograd::Needs&) {
-          Tensor gy = g[0].contiguous();
-          Tensor gx = Tensor::empty(x.shape(), x.dtype(), x.device());
+    autograd::record(name, {&x_in}, {&y},
+                     [x = x.detach(), act](const autograd::Grads& g, const autograd::Needs&) {
+                       Tensor gy = g[0].contiguous();
+                       Tensor gx = Tensor::empty(x.shape(), x.dtype(), x.device());
 #ifdef TFM_WITH_CUDA
-          if (on_cuda(x))
-            cuda::gelu_backward(x.numel(), gy.data<float>(), x.data<float>(), gx.data<float>());
+                       if (on_cuda(x))
+                         cuda::input_activation_backward(act, x.numel(), gy.data<float>(),
+                                                         x.data<float>(), gx.data<float>());
 #endif
-          if (!on_cuda(x)) {
-            dispatch_floating(x.dtype(), "gelu backward", [&](auto z) {
-              using T = decltype(z);
-              cpu::gelu_backward<T>(x.numel(), gy.data<T>(), x.data<T>(), gx.data<T>());
-            });
-          }
-          return autograd::Grads{gx};
-        });
+                       if (!on_cuda(x)) {
+                         dispatch_floating(x.dtype(), "activation backward", [&](auto z) {
+                           using T = decltype(z);
+                           cpu::input_activation_backward<T>(act, x.numel(), gy.data<T>(),
+                                                             x.data<T>(), gx.data<T>());
+                         });
+                       }
+                       return autograd::Grads{gx};
+                     });
   }
   return y;
+}
+
+}  // namespace
+
+Tensor gelu(const Tensor& x) {
+  return input_activation(x, Activation::gelu);
+}
+
+Tensor silu(const Tensor& x) {
+  return input_activation(x, Activation::silu);
+}
+
+Tensor gelu_tanh(const Tensor& x) {
+  return input_activation(x, Activation::gelu_tanh);
 }
 
 }  // namespace tfm

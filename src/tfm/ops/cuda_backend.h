@@ -85,6 +85,9 @@
   X(void, relu_backward, int64_t, const float*, const float*, float*, const Stream&)             \
   X(void, gelu_forward, int64_t, const float*, float*, const Stream&)                            \
   X(void, gelu_backward, int64_t, const float*, const float*, float*, const Stream&)             \
+  X(void, input_activation_forward, Activation, int64_t, const float*, float*, const Stream&)    \
+  X(void, input_activation_backward, Activation, int64_t, const float*, const float*, float*,    \
+    const Stream&)                                                                               \
   X(void, float_to_bf16, int64_t, const float*, uint16_t*, const Stream&)                        \
   X(void, column_sums, int64_t, int64_t, const float*, float*, const Stream&)                    \
   X(void, embedding_forward, int64_t, const int32_t*, int64_t, int64_t, const float*, float*,    \

@@ -38,10 +38,10 @@ const uint16_t* bf16_data(const Tensor& t) {
 }
 
 // What the activation's backward needs: its output for relu (y > 0 exactly where z > 0), its
-// input z for gelu, nothing otherwise.
+// input z for gelu, silu and gelu_tanh, nothing otherwise.
 Tensor activation_saved(Activation act, const Tensor& y, const Tensor& z) {
   if (act == Activation::relu) return y.detach();
-  if (act == Activation::gelu) return z.detach();
+  if (cpu::activation_needs_input(act)) return z.detach();
   return Tensor();
 }
 
@@ -53,8 +53,9 @@ Tensor pre_activation_grad(const Tensor& gy, Activation act, const Tensor& saved
   if (on_cuda(gy)) {
     if (act == Activation::relu)
       cuda::relu_backward(gy.numel(), gy.data<float>(), saved.data<float>(), dz.data<float>());
-    if (act == Activation::gelu)
-      cuda::gelu_backward(gy.numel(), gy.data<float>(), saved.data<float>(), dz.data<float>());
+    if (cpu::activation_needs_input(act))
+      cuda::input_activation_backward(act, gy.numel(), gy.data<float>(), saved.data<float>(),
+                                      dz.data<float>());
     return dz;
   }
 #endif
@@ -62,8 +63,7 @@ Tensor pre_activation_grad(const Tensor& gy, Activation act, const Tensor& saved
     using T = decltype(tag);
     if (act == Activation::relu)
       cpu::relu_backward<T>(gy.numel(), gy.data<T>(), saved.data<T>(), dz.data<T>());
-    if (act == Activation::gelu)
-      cpu::gelu_backward<T>(gy.numel(), gy.data<T>(), saved.data<T>(), dz.data<T>());
+    cpu::input_activation_backward<T>(act, gy.numel(), gy.data<T>(), saved.data<T>(), dz.data<T>());
   });
   return dz;
 }
@@ -137,8 +137,9 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
   TFM_CHECK(!bf16 || x.dtype() == DType::f32)
       << "linear: bf16 matmuls take f32 tensors, got x " << x.describe();
   const bool grad = autograd::needs_grad({&x_in, &w_in, &b_in});
-  // gelu's derivative needs its input: in grad mode the GEMM stops at the bias and keeps z.
-  const bool split_gelu = grad && act == Activation::gelu;
+  // gelu's (silu's, gelu_tanh's) derivative needs its input: in grad mode the GEMM stops at the
+  // bias and keeps z.
+  const bool split_gelu = grad && cpu::activation_needs_input(act);
   const Activation gemm_act = split_gelu ? Activation::none : act;
   // The GEMM's operands: x and w themselves, or their bf16 roundings (which the backward then
   // keeps instead of the f32 tensors: half the memory).
@@ -157,7 +158,7 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
                            z.data<float>());
     if (split_gelu) {
       y = Tensor::empty(out_shape, x.dtype(), x.device());
-      cuda::gelu_forward(z.numel(), z.data<float>(), y.data<float>());
+      cuda::input_activation_forward(act, z.numel(), z.data<float>(), y.data<float>());
     }
   }
 #endif
@@ -175,7 +176,7 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Activa
       }
       if (split_gelu) {
         y = Tensor::empty(out_shape, x.dtype());
-        cpu::gelu_forward<T>(z.numel(), z.data<T>(), y.data<T>());
+        cpu::input_activation_forward<T>(act, z.numel(), z.data<T>(), y.data<T>());
       }
     });
   if (!grad) return y;

@@ -13,7 +13,7 @@ namespace tfm {
 //
 // f32 forward: one oneDNN matmul primitive with bias and activation in its epilogue (no extra
 // pass over y), or dnnl_sgemm plus one pass for at most 8 rows, where that is faster. In grad
-// mode gelu runs as a separate pass so its input can be kept for the backward.
+// mode gelu (silu, gelu_tanh) runs as a separate pass so its input can be kept for the backward.
 // Thread-count determinism (f32): the forward and db were bitwise the same on 1 and 2 threads in
 // every shape tried. dX and dW come from dnnl_sgemm, which for GEMV-like shapes (a single row
 // for dX, in or out features of 1 for dW) splits the reduction across threads, so those change

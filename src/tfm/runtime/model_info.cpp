@@ -5,6 +5,7 @@
 #include "tfm/data/tokenizer_files.h"
 #include "tfm/data/vocab.h"
 #include "tfm/model/checkpoint.h"
+#include "tfm/model/generation_config.h"
 #include "tfm/model/safetensors.h"
 #include "tfm/runtime/model_info_impl.h"
 
@@ -38,6 +39,12 @@ ModelInfo make_model_info(const std::string& dir, const ModelConfig& c, int64_t 
                                 : find_model_vocabs(dir);
   m.src_vocab_path = v.src;
   m.trg_vocab_path = v.trg;
+  if (const auto g = read_generation_config(dir)) {
+    m.family = g->family;
+    m.tokenizer = g->tokenizer;
+    m.compute_type = g->compute_type;
+    m.search_rule = "transformers";
+  }
   return m;
 }
 

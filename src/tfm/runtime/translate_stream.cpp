@@ -213,23 +213,29 @@ runtime::Request window_request(const Translator::Impl& impl, const Window& w,
   for (size_t i = 0; i < w.lines.size(); ++i) {
     const std::string where = source_name + ":" + std::to_string(w.base + i + 1);
     r.keys.push_back(w.base + i);
-    if (prompts) {  // an empty prompt starts from BOS alone
-      r.prefixes[i] =
-          so.ids ? parse_ids(w.lines[i], c.trg_vocab_size, where) : impl.encode_trg(w.lines[i]);
-      impl.check_prefix(r.prefixes[i], where, options);
+    bool cut = false;  // the ids are of the line's beginning only (encode_enough)
+    if (prompts) {     // an empty prompt starts from BOS alone
+      r.prefixes[i] = so.ids ? parse_ids(w.lines[i], c.trg_vocab_size, where)
+                             : impl.encode_trg(w.lines[i], impl.target_room(), &cut);
+      impl.check_prefix(r.prefixes[i], where, options, cut);
       continue;
     }
     Ids& src = r.sources[i];
-    src = so.ids ? parse_ids(w.lines[i], c.src_vocab_size, where) : impl.encode_src(w.lines[i]);
+    src = so.ids ? parse_ids(w.lines[i], c.src_vocab_size, where)
+                 : impl.encode_src(w.lines[i], options.source_lang, impl.source_room(), &cut);
     const size_t n = src.size();
-    if (impl.prepare_source(src, where) && so.warnings)
+    const bool truncated = impl.prepare_source(src, where);
+    if (so.warnings && cut)
+      *so.warnings << "tfm: warning: " << where << ": longer than the model reads (its first "
+                   << src.size() << " tokens are translated); truncated\n";
+    else if (so.warnings && truncated)
       *so.warnings << "tfm: warning: " << where << ": " << n << " tokens, more than the model's "
                    << src.size() << "; truncated\n";
     if (r.prefixes.empty()) continue;
     const std::string pwhere = so.target_prefix_name + ":" + std::to_string(w.base + i + 1);
     r.prefixes[i] = so.ids ? parse_ids(w.prefix_lines[i], c.trg_vocab_size, pwhere)
-                           : impl.encode_trg(w.prefix_lines[i]);
-    impl.check_prefix(r.prefixes[i], pwhere, options);
+                           : impl.encode_trg(w.prefix_lines[i], impl.target_room(), &cut);
+    impl.check_prefix(r.prefixes[i], pwhere, options, cut);
   }
   return r;
 }

@@ -31,6 +31,11 @@ struct Context {
   std::string operator()(std::string_view field) const { return speller(field); }
   // The target vocabulary less PAD and BOS, which are never generated.
   int64_t generable() const { return std::max<int64_t>(1, model->trg_vocab_size - 2); }
+  // A model converted from Transformers: it decodes by generate()'s rules (docs/convert.md).
+  bool converted() const { return model->search_rule == "transformers"; }
+  bool multilingual() const {
+    return model->family == "nllb" || model->family == "m2m_100" || model->family == "mbart";
+  }
 };
 
 template <typename Options>
@@ -65,6 +70,9 @@ const Entry<T> kTranslation[] = {
        TFM_CHECK_ARG(o.search != Search::greedy || o.beam_size == 1)
            << n("beam_size") << " " << o.beam_size << " needs " << n("search=beam")
            << " (greedy search keeps one hypothesis)";
+       TFM_CHECK_ARG(o.search != Search::sampling || !n.converted())
+           << n("search=sampling") << ": a converted model decodes greedily or by beam search, "
+           << "as its generate() does";
      }},
     {"num_hypotheses",
      [](const T& o, const Context& n) {
@@ -75,10 +83,21 @@ const Entry<T> kTranslation[] = {
      }},
     {"length_penalty",
      [](const T& o, const Context& n) {
-       require_in_range(n("length_penalty"), o.length_penalty, 0.0, 10.0);
+       // generate()'s length penalty is an exponent that may be negative (shorter outputs).
+       require_in_range(n("length_penalty"), o.length_penalty, n.converted() ? -10.0 : 0.0, 10.0);
      }},
-    {"length_penalty_form", [](const T&, const Context&) {}},
-    {"normalize_scores", [](const T&, const Context&) {}},
+    {"normalize_scores",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(!o.normalize_scores || !n.converted())
+           << n("normalize_scores") << ": a converted model ranks as generate() does, by "
+           << "log-probability / length^alpha, alpha being " << n("length_penalty")
+           << " (1: the plain normalisation)";
+     }},
+    {"length_penalty_form",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.length_penalty_form == LengthPenalty::gnmt || !n.converted())
+           << n("length_penalty_form") << ": a converted model ranks as generate() does";
+     }},
     {"max_length_factor",
      [](const T& o, const Context& n) {
        require_in_range(n("max_length_factor"), o.max_length_factor, 0.0, 1000.0);
@@ -91,14 +110,24 @@ const Entry<T> kTranslation[] = {
      [](const T& o, const Context& n) {
        require_in_range(n("max_decoding_length"), o.max_decoding_length, 1, kMaxTokens);
      }},
+    {"max_new_tokens",
+     [](const T& o, const Context& n) {
+       require_in_range(n("max_new_tokens"), o.max_new_tokens, 0, kMaxTokens);
+     }},
     {"min_decoding_length",
      [](const T& o, const Context& n) {
        require_in_range(n("min_decoding_length"), o.min_decoding_length, 0, n.model->max_length);
      }},
-    {"renormalize_min_length", [](const T&, const Context&) {}},
+    {"renormalize_min_length",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(!o.renormalize_min_length || !n.converted())
+           << n("renormalize_min_length") << ": a converted model decodes by generate()'s rules";
+     }},
     {"patience",
      [](const T& o, const Context& n) {
        require_in_range(n("patience"), o.patience, 0.0, 1000.0);
+       TFM_CHECK_ARG(o.patience == 0.0 || !n.converted())
+           << n("patience") << ": a converted model stops its beams as generate() does";
        const double finished = std::round(static_cast<double>(o.beam_size) * o.patience);
        TFM_CHECK_ARG(o.patience == 0.0 || o.search == Search::sampling ||
                      static_cast<double>(o.num_hypotheses) <= finished)
@@ -106,9 +135,15 @@ const Entry<T> kTranslation[] = {
            << " x " << n("patience") << " (" << finished
            << " hypotheses finish before a sentence stops)";
      }},
-    {"score_prefix", [](const T&, const Context&) {}},
+    {"score_prefix",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.score_prefix || !n.converted())
+           << n("score_prefix") << ": a converted model scores as generate() does";
+     }},
     {"suppress_sequences",
      [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.suppress_sequences.empty() || !n.converted())
+           << n("suppress_sequences") << ": not for a converted model (generate()'s rules)";
        for (size_t i = 0; i < o.suppress_sequences.size(); ++i) {
          const auto& seq = o.suppress_sequences[i];
          TFM_CHECK_ARG(!seq.empty()) << n("suppress_sequences") << " " << i + 1 << " is empty";
@@ -147,6 +182,19 @@ const Entry<T> kTranslation[] = {
      [](const T& o, const Context& n) {
        TFM_CHECK_ARG(!o.return_attention || !n.model->decoder_only)
            << n("return_attention") << ": a decoder-only model has no cross-attention to return";
+     }},
+    // The codes themselves are the tokenizer's to resolve (Translator::Impl::language_id).
+    {"target_lang",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.target_lang.empty() || n.multilingual())
+           << n("target_lang") << " \"" << o.target_lang << "\": " << n.model->directory
+           << " is not a multilingual converted model (NLLB, M2M100, mBART)";
+     }},
+    {"source_lang",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.source_lang.empty() || n.multilingual())
+           << n("source_lang") << " \"" << o.source_lang << "\": " << n.model->directory
+           << " is not a multilingual converted model (NLLB, M2M100, mBART)";
      }},
 };
 
@@ -239,6 +287,7 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.max_length_a = t.max_length_factor;
   o.max_length_b = static_cast<double>(t.max_length_extra);
   o.max_length = t.max_decoding_length;
+  o.max_new_tokens = t.max_new_tokens;
   o.min_length = t.min_decoding_length;
   o.sampling = t.search == Search::sampling;
   o.temperature = t.sampling_temperature;

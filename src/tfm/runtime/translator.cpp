@@ -10,12 +10,6 @@ namespace {
 
 using IdLists = std::vector<std::vector<int64_t>>;
 
-IdLists to_lists(const std::vector<Ids>& ids) {
-  IdLists out(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) out[i].assign(ids[i].begin(), ids[i].end());
-  return out;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------------------ AsyncResults
@@ -68,6 +62,9 @@ const ModelInfo& Translator::model_info() const {
 const TranslatorOptions& Translator::options() const {
   return impl_->options();
 }
+TranslationOptions Translator::default_options() const {
+  return impl_->default_options();
+}
 bool Translator::has_vocabularies() const {
   return impl_->has_vocabs();
 }
@@ -87,11 +84,11 @@ AsyncResults Translator::translate_async(const std::vector<std::string>& sources
                                          const TranslationOptions& options,
                                          Batching batching) const {
   impl_->require_vocabs();
-  std::vector<Ids> src, prefix;
-  for (const auto& s : sources) src.push_back(impl_->encode_src(s));
-  for (const auto& p : target_prefix) prefix.push_back(impl_->encode_trg(p));
-  return impl_->submit(impl_->translation(to_lists(src), to_lists(prefix), options, batching),
-                       /*text=*/true, /*refusable=*/true);
+  const auto src = impl_->encode_texts(sources, true, options.source_lang);
+  const auto prefix = impl_->encode_texts(target_prefix, false);
+  return impl_->submit(
+      impl_->translation(src.ids, prefix.ids, options, batching, src.cut, prefix.cut),
+      /*text=*/true, /*refusable=*/true);
 }
 
 AsyncResults Translator::generate_async(const IdLists& prompts, const TranslationOptions& options,
@@ -104,9 +101,8 @@ AsyncResults Translator::generate_async(const std::vector<std::string>& prompts,
                                         const TranslationOptions& options,
                                         Batching batching) const {
   impl_->require_vocabs();
-  std::vector<Ids> ids;
-  for (const auto& p : prompts) ids.push_back(impl_->encode_trg(p));
-  return impl_->submit(impl_->generation(to_lists(ids), options, batching), /*text=*/true,
+  const auto ids = impl_->encode_texts(prompts, false);
+  return impl_->submit(impl_->generation(ids.ids, options, batching, ids.cut), /*text=*/true,
                        /*refusable=*/true);
 }
 
@@ -131,11 +127,10 @@ std::vector<TranslationResult> Translator::translate_batch(
     const std::vector<std::string>& sources, const std::vector<std::string>& target_prefix,
     const TranslationOptions& options) const {
   impl_->require_vocabs();
-  std::vector<Ids> src, prefix;
-  for (const auto& s : sources) src.push_back(impl_->encode_src(s));
-  for (const auto& p : target_prefix) prefix.push_back(impl_->encode_trg(p));
+  const auto src = impl_->encode_texts(sources, true, options.source_lang);
+  const auto prefix = impl_->encode_texts(target_prefix, false);
   return impl_
-      ->submit(impl_->translation(to_lists(src), to_lists(prefix), options, Batching::own),
+      ->submit(impl_->translation(src.ids, prefix.ids, options, Batching::own, src.cut, prefix.cut),
                /*text=*/true, /*refusable=*/false)
       .get();
 }
@@ -161,10 +156,9 @@ std::vector<TranslationResult> Translator::generate_batch(const IdLists& prompts
 std::vector<TranslationResult> Translator::generate_batch(const std::vector<std::string>& prompts,
                                                           const TranslationOptions& options) const {
   impl_->require_vocabs();
-  std::vector<Ids> ids;
-  for (const auto& p : prompts) ids.push_back(impl_->encode_trg(p));
+  const auto ids = impl_->encode_texts(prompts, false);
   return impl_
-      ->submit(impl_->generation(to_lists(ids), options, Batching::own), /*text=*/true,
+      ->submit(impl_->generation(ids.ids, options, Batching::own, ids.cut), /*text=*/true,
                /*refusable=*/false)
       .get();
 }

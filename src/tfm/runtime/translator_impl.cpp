@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 
 #include "tfm/core/profile.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/score.h"
+#include "tfm/runtime/encode_prefix.h"
+#include "tfm/runtime/generation_options.h"
 #include "tfm/runtime/model_info_impl.h"
 #include "tfm/runtime/translation_options.h"
 
@@ -19,6 +22,11 @@ Translator::Impl::Impl(const std::string& dir, TranslatorOptions o) : options_(s
   const int cores = omp_get_num_procs();
   if (options_.intra_threads == 0)
     options_.intra_threads = std::max(1, cores / options_.inter_threads);
+  generation_ = read_generation_config(dir);
+  // auto: the precision chosen when the model was converted, if one was.
+  if (options_.compute_type == ComputeType::automatic && generation_ &&
+      !generation_->compute_type.empty())
+    options_.compute_type = parse_compute_type(generation_->compute_type);
   options_.compute_type =
       resolve_compute_type(options_.compute_type, options_.device, /*training=*/false);
   // The workers first, and the model loaded and packed on one of them: the threads that pack
@@ -75,16 +83,34 @@ void Translator::Impl::require_encoder() const {
 }
 
 // A source as the model reads it: a converted model's tokenizer adds its framing (</s>, the
-// source language's token); an empty text stays empty (no hypotheses).
-Ids Translator::Impl::encode_src(const std::string& text) const {
+// source language's token: HF's input_ids); an empty text stays empty (no hypotheses). Of a long
+// text, only as much as the model reads is tokenised (encode_enough).
+Ids Translator::Impl::encode_src(const std::string& text, const std::string& source_lang,
+                                 size_t enough, bool* cut) const {
+  if (!source_lang.empty()) language_id(source_lang, "source_lang");  // refused in the API's words
   profile::Scope scope(profile::Phase::spm);
-  const Ids pieces = vocabs_.src->encode(text);
-  return pieces.empty() ? pieces : vocabs_.src->frame_source(pieces);
+  const Ids pieces = runtime::encode_enough(
+      text, enough, [&](const std::string& t) { return vocabs_.src->encode(t); }, cut);
+  return pieces.empty() ? pieces : vocabs_.src->frame_source(pieces, source_lang);
 }
 
-Ids Translator::Impl::encode_trg(const std::string& text) const {
+Ids Translator::Impl::encode_trg(const std::string& text, size_t enough, bool* cut) const {
   profile::Scope scope(profile::Phase::spm);
-  return vocabs_.trg->encode(text);
+  return runtime::encode_enough(
+      text, enough, [&](const std::string& t) { return vocabs_.trg->encode(t); }, cut);
+}
+
+Translator::Impl::EncodedTexts Translator::Impl::encode_texts(
+    const std::vector<std::string>& texts, bool sources, const std::string& source_lang) const {
+  EncodedTexts out;
+  for (const auto& text : texts) {
+    bool cut = false;
+    const Ids ids = sources ? encode_src(text, source_lang, source_room(), &cut)
+                            : encode_trg(text, target_room(), &cut);
+    out.ids.emplace_back(ids.begin(), ids.end());
+    out.cut.push_back(cut);
+  }
+  return out;
 }
 
 std::string Translator::Impl::decode_trg(const Ids& ids) const {
@@ -94,7 +120,33 @@ std::string Translator::Impl::decode_trg(const Ids& ids) const {
 
 decode::SearchOptions Translator::Impl::checked_search(const TranslationOptions& options) const {
   validate_translation_options(options, info_);
-  return runtime::to_search_options(options);
+  decode::SearchOptions o = runtime::to_search_options(options);
+  if (generation_) {
+    std::optional<int64_t> target;
+    if (!options.target_lang.empty()) target = language_id(options.target_lang, "target_lang");
+    runtime::apply_generation(o, *generation_, target);
+  }
+  return o;
+}
+
+TranslationOptions Translator::Impl::default_options() const {
+  return generation_ ? runtime::generation_defaults(*generation_, config()) : TranslationOptions{};
+}
+
+int64_t Translator::Impl::language_id(const std::string& code, const char* what) const {
+  TFM_CHECK_ARG(generation_ && generation_->target_language != TargetLanguage::none)
+      << what << " \"" << code << "\": " << info_.directory
+      << " is not a multilingual converted model (NLLB, M2M100, mBART)";
+  TFM_CHECK_ARG(has_vocabs()) << what << " \"" << code << "\": " << info_.directory
+                              << " has no tokenizer with language codes (" << kTokenizerConfigFile
+                              << ")" << (vocab_error_.empty() ? "" : ": " + vocab_error_);
+  const Tokenizer& t = std::string_view(what) == "source_lang" ? *vocabs_.src : *vocabs_.trg;
+  try {
+    return t.language_id(code);
+  } catch (const Error& e) {  // the codes it knows, as an error in the option's name
+    TFM_FAIL_ARG() << what << " \"" << code << "\": " << e.message();
+  }
+  return -1;
 }
 
 bool Translator::Impl::prepare_source(Ids& ids, const std::string& where,
@@ -117,7 +169,7 @@ bool Translator::Impl::prepare_source(Ids& ids, const std::string& where,
 }
 
 void Translator::Impl::check_prefix(const Ids& prefix, const std::string& where,
-                                    const TranslationOptions& o) const {
+                                    const TranslationOptions& o, bool cut) const {
   const ModelConfig& c = config();
   const bool by_option = o.max_decoding_length < c.max_length;
   const int64_t room = std::min(o.max_decoding_length, c.max_length) - 1;
@@ -132,8 +184,8 @@ void Translator::Impl::check_prefix(const Ids& prefix, const std::string& where,
     TFM_CHECK(!special) << where << ": token id " << id << " is the model's " << special
                         << "; a prefix holds ordinary target tokens";
   }
-  TFM_CHECK(static_cast<int64_t>(prefix.size()) <= room)
-      << where << " has " << prefix.size() << " tokens; "
+  TFM_CHECK(!cut && static_cast<int64_t>(prefix.size()) <= room)
+      << where << " has " << (cut ? "more than " : "") << prefix.size() << " tokens; "
       << (by_option ? "max_decoding_length " + std::to_string(o.max_decoding_length)
                     : "the model's " + std::to_string(c.max_length) + " positions")
       << (by_option ? " leaves" : " leave") << " room for " << room << " before EOS";
@@ -151,8 +203,9 @@ PreparedRequest Translator::Impl::empty_request(const TranslationOptions& option
 
 PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int64_t>>& sources,
                                               const std::vector<std::vector<int64_t>>& prefixes,
-                                              const TranslationOptions& options,
-                                              Batching batching) const {
+                                              const TranslationOptions& options, Batching batching,
+                                              const std::vector<char>& cut_sources,
+                                              const std::vector<char>& cut_prefixes) const {
   require_encoder();
   PreparedRequest p = empty_request(options, batching);
   TFM_CHECK_ARG(prefixes.empty() || prefixes.size() == sources.size())
@@ -161,7 +214,8 @@ PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int6
   p.request.prefixes.resize(prefixes.size());
   for (size_t i = 0; i < prefixes.size(); ++i) {
     p.request.prefixes[i].assign(prefixes[i].begin(), prefixes[i].end());
-    check_prefix(p.request.prefixes[i], "target_prefix " + std::to_string(i + 1), options);
+    check_prefix(p.request.prefixes[i], "target_prefix " + std::to_string(i + 1), options,
+                 i < cut_prefixes.size() && cut_prefixes[i]);
   }
   p.request.sources.resize(sources.size());
   p.truncated.resize(sources.size());
@@ -170,22 +224,24 @@ PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int6
     Ids& src = p.request.sources[i];
     src.assign(sources[i].begin(), sources[i].end());
     p.truncated[i] =
-        prepare_source(src, "source " + std::to_string(i + 1), options.max_input_length);
+        prepare_source(src, "source " + std::to_string(i + 1), options.max_input_length) ||
+        (i < cut_sources.size() && cut_sources[i]);
     p.widths[i] = static_cast<int64_t>(src.size()) + config().seq_format().source_specials();
   }
   return p;
 }
 
 PreparedRequest Translator::Impl::generation(const std::vector<std::vector<int64_t>>& prompts,
-                                             const TranslationOptions& options,
-                                             Batching batching) const {
+                                             const TranslationOptions& options, Batching batching,
+                                             const std::vector<char>& cut_prompts) const {
   require_decoder_only();
   PreparedRequest p = empty_request(options, batching);
   p.request.sources.resize(prompts.size());
   p.request.prefixes.resize(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     p.request.prefixes[i].assign(prompts[i].begin(), prompts[i].end());
-    check_prefix(p.request.prefixes[i], "prompt " + std::to_string(i + 1), options);
+    check_prefix(p.request.prefixes[i], "prompt " + std::to_string(i + 1), options,
+                 i < cut_prompts.size() && cut_prompts[i]);
   }
   p.truncated.resize(prompts.size());
   p.widths.resize(prompts.size());

@@ -3,14 +3,19 @@
 // methods are translator.cpp; translate_stream and generate_stream are translate_stream.cpp.
 #pragma once
 
+#include <cstdint>
+
 #include <istream>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "tfm/data/tokenizer_files.h"
 #include "tfm/data/vocab.h"
+#include "tfm/model/generation_config.h"
 #include "tfm/model/transformer.h"
 #include "tfm/runtime/request_queue.h"
 #include "tfm/runtime/worker_pool.h"
@@ -52,27 +57,57 @@ class Translator::Impl {
   void require_encoder() const;
   void require_decoder_only() const;
 
-  Ids encode_src(const std::string& text) const;
-  Ids encode_trg(const std::string& text) const;
+  // A text's ids; with `enough`, possibly of its beginning only, as long as more than `enough`
+  // ids come out (encode_prefix.h): what a source cut to the model's positions, or a prefix
+  // refused beyond them, needs.
+  // source_lang: a converted multilingual model's source language code, framing the source
+  // ("": the tokenizer's default).
+  Ids encode_src(const std::string& text, const std::string& source_lang = "",
+                 size_t enough = SIZE_MAX, bool* cut = nullptr) const;
+  Ids encode_trg(const std::string& text, size_t enough = SIZE_MAX, bool* cut = nullptr) const;
+  // The ids a source may have (the model's positions less its framing), and a prefix or prompt.
+  size_t source_room() const {
+    return static_cast<size_t>(config().max_length - config().seq_format().source_specials());
+  }
+  size_t target_room() const { return static_cast<size_t>(config().max_length); }
+  // Texts' ids as encode_src (sources) or encode_trg (prefixes, prompts) give them with the
+  // model's room, and which of them are of a beginning only.
+  struct EncodedTexts {
+    std::vector<std::vector<int64_t>> ids;
+    std::vector<char> cut;
+  };
+  EncodedTexts encode_texts(const std::vector<std::string>& texts, bool sources,
+                            const std::string& source_lang = "") const;
   std::string decode_trg(const Ids& ids) const;
 
-  // The options checked (in the API's words) and turned into the search's.
+  // The options checked (in the API's words) and turned into the search's: the transformers
+  // rule with its generation config for a converted model.
   decode::SearchOptions checked_search(const TranslationOptions& options) const;
+  // TranslationOptions{}, or a converted model's generation config's settings.
+  TranslationOptions default_options() const;
+  // A language code's token id, by the model's source (`what` "source_lang") or target
+  // tokenizer; `what` names the option in the InvalidArgument error.
+  int64_t language_id(const std::string& code, const char* what) const;
   // Source ids checked against the vocabulary and cut to the model's positions, and to
   // max_input_length of them with the framing (0: no such limit); true when cut.
   bool prepare_source(Ids& ids, const std::string& where, int64_t max_input_length = 0) const;
   // A prefix's ids are target ids other than PAD/BOS/EOS and leave room for EOS; errors start
-  // with `where`.
-  void check_prefix(const Ids& prefix, const std::string& where, const TranslationOptions& o) const;
+  // with `where`. `cut`: the ids are of the text's beginning only (encode_enough): too long.
+  void check_prefix(const Ids& prefix, const std::string& where, const TranslationOptions& o,
+                    bool cut = false) const;
 
   // A request with the checked options and no sentences yet.
   PreparedRequest empty_request(const TranslationOptions& options, Batching batching) const;
   // A translate_batch / generate_batch call's request, every input checked in the API's words.
+  // The cut flags (encode_texts') mark a source as truncated and refuse a prefix or prompt.
   PreparedRequest translation(const std::vector<std::vector<int64_t>>& sources,
                               const std::vector<std::vector<int64_t>>& prefixes,
-                              const TranslationOptions& options, Batching batching) const;
+                              const TranslationOptions& options, Batching batching,
+                              const std::vector<char>& cut_sources = {},
+                              const std::vector<char>& cut_prefixes = {}) const;
   PreparedRequest generation(const std::vector<std::vector<int64_t>>& prompts,
-                             const TranslationOptions& options, Batching batching) const;
+                             const TranslationOptions& options, Batching batching,
+                             const std::vector<char>& cut_prompts = {}) const;
   // Into the queue; refusable: an asynchronous call (QueueFull when the queue is at its limit).
   std::shared_ptr<runtime::Pending> submit(runtime::Request request, bool refusable) const;
   AsyncResults submit(PreparedRequest prepared, bool text, bool refusable) const;
@@ -97,6 +132,7 @@ class Translator::Impl {
   TranslatorOptions options_;
   std::unique_ptr<Transformer> model_;
   ModelTokenizers vocabs_;
+  std::optional<GenerationConfig> generation_;  // a converted model's generation.json
   std::string vocab_error_;  // why the directory's vocabularies cannot be used, if they cannot
   ModelInfo info_;
   std::unique_ptr<runtime::WorkerPool> pool_;

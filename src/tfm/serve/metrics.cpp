@@ -1,7 +1,9 @@
 #include "tfm/serve/metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace tfm::serve {
 
@@ -9,10 +11,20 @@ namespace {
 
 constexpr std::chrono::seconds kRateWindow{10};
 
-// Prometheus' float form: integers without a fraction, others with enough digits to round-trip.
+// Prometheus' float form: the shortest digits that read back as the same double (0.005, not
+// 0.0050000000000000001), integers without a fraction.
 std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  char buf[48];
+  int digits = 1;
+  for (; digits < 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  // Whole numbers below 1e21 in full (10, not 1e+01), as Go's and Python's clients print them.
+  const double magnitude = std::fabs(v);
+  if (magnitude >= 1 && magnitude < 1e21)
+    digits = std::max(digits, static_cast<int>(std::floor(std::log10(magnitude))) + 1);
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
 }
 

@@ -41,6 +41,30 @@ inline void normal_cdf_pdf(double x, double& cdf, double& pdf) {
   pdf = std::exp(-0.5 * x * x) * kInvSqrt2Pi;
 }
 
+// σ(x) = 1 / (1 + e^-x); e^-x overflows to inf for x < -88, giving 0 as it should.
+inline float sigmoid(float x) {
+  return 1.0f / (1.0f + simd_exp(-x));
+}
+inline double sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kGeluTanhCubic = 0.044715;
+
+// tanh(u) = 1 - 2 / (e^{2u} + 1): no overflow (e^{2u} = inf gives 1), and the exp vectorises.
+inline float tanh_via_exp(float u) {
+  return 1.0f - 2.0f / (simd_exp(2.0f * u) + 1.0f);
+}
+inline double tanh_via_exp(double u) {
+  return std::tanh(u);
+}
+
+template <typename T>
+inline T gelu_tanh_arg(T x) {
+  return static_cast<T>(kSqrt2OverPi) * (x + static_cast<T>(kGeluTanhCubic) * x * x * x);
+}
+
 inline float normal_cdf(float x) {
   float cdf, pdf;
   normal_cdf_pdf_f32(x, cdf, pdf);
@@ -63,6 +87,74 @@ template <typename T>
 void gelu_forward_serial(int64_t n, const T* x, T* y) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * normal_cdf(x[i]);
+}
+
+template <typename T>
+void silu_forward_serial(int64_t n, const T* x, T* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * sigmoid(x[i]);
+}
+
+template <typename T>
+void gelu_tanh_forward_serial(int64_t n, const T* x, T* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * (T(1) + tanh_via_exp(gelu_tanh_arg(x[i])));
+}
+
+template <typename T>
+void silu_forward(int64_t n, const T* x, T* y) {
+  parallel_for(n, kGrain / 4,
+               [&](int64_t b, int64_t e) { silu_forward_serial<T>(e - b, x + b, y + b); });
+}
+
+template <typename T>
+void silu_backward(int64_t n, const T* gy, const T* x, T* gx) {
+  parallel_for(n, kGrain / 4, [&](int64_t b, int64_t e) {
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) {
+      const T s = sigmoid(x[i]);
+      gx[i] = gy[i] * s * (T(1) + x[i] * (T(1) - s));
+    }
+  });
+}
+
+template <typename T>
+void gelu_tanh_forward(int64_t n, const T* x, T* y) {
+  parallel_for(n, kGrain / 4,
+               [&](int64_t b, int64_t e) { gelu_tanh_forward_serial<T>(e - b, x + b, y + b); });
+}
+
+template <typename T>
+void gelu_tanh_backward(int64_t n, const T* gy, const T* x, T* gx) {
+  parallel_for(n, kGrain / 4, [&](int64_t b, int64_t e) {
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) {
+      const T v = x[i], t = tanh_via_exp(gelu_tanh_arg(v));
+      const T du = static_cast<T>(kSqrt2OverPi) * (T(1) + T(3 * kGeluTanhCubic) * v * v);
+      gx[i] = gy[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * du);
+    }
+  });
+}
+
+template <typename T>
+void input_activation_serial(Activation act, int64_t n, const T* x, T* y) {
+  if (act == Activation::gelu) gelu_forward_serial<T>(n, x, y);
+  if (act == Activation::silu) silu_forward_serial<T>(n, x, y);
+  if (act == Activation::gelu_tanh) gelu_tanh_forward_serial<T>(n, x, y);
+}
+
+template <typename T>
+void input_activation_forward(Activation act, int64_t n, const T* x, T* y) {
+  if (act == Activation::gelu) gelu_forward<T>(n, x, y);
+  if (act == Activation::silu) silu_forward<T>(n, x, y);
+  if (act == Activation::gelu_tanh) gelu_tanh_forward<T>(n, x, y);
+}
+
+template <typename T>
+void input_activation_backward(Activation act, int64_t n, const T* gy, const T* x, T* gx) {
+  if (act == Activation::gelu) gelu_backward<T>(n, gy, x, gx);
+  if (act == Activation::silu) silu_backward<T>(n, gy, x, gx);
+  if (act == Activation::gelu_tanh) gelu_tanh_backward<T>(n, gy, x, gx);
 }
 
 template <typename T>
@@ -101,13 +193,22 @@ void gelu_backward(int64_t n, const T* gy, const T* x, T* gx) {
   });
 }
 
-#define TFM_INSTANTIATE(T)                                         \
-  template void relu_forward<T>(int64_t, const T*, T*);            \
-  template void relu_forward_serial<T>(int64_t, const T*, T*);     \
-  template void gelu_forward_serial<T>(int64_t, const T*, T*);     \
-  template void relu_backward<T>(int64_t, const T*, const T*, T*); \
-  template void gelu_forward<T>(int64_t, const T*, T*);            \
-  template void gelu_backward<T>(int64_t, const T*, const T*, T*);
+#define TFM_INSTANTIATE(T)                                                      \
+  template void relu_forward<T>(int64_t, const T*, T*);                         \
+  template void relu_forward_serial<T>(int64_t, const T*, T*);                  \
+  template void gelu_forward_serial<T>(int64_t, const T*, T*);                  \
+  template void relu_backward<T>(int64_t, const T*, const T*, T*);              \
+  template void gelu_forward<T>(int64_t, const T*, T*);                         \
+  template void gelu_backward<T>(int64_t, const T*, const T*, T*);              \
+  template void silu_forward<T>(int64_t, const T*, T*);                         \
+  template void silu_backward<T>(int64_t, const T*, const T*, T*);              \
+  template void gelu_tanh_forward<T>(int64_t, const T*, T*);                    \
+  template void gelu_tanh_backward<T>(int64_t, const T*, const T*, T*);         \
+  template void silu_forward_serial<T>(int64_t, const T*, T*);                  \
+  template void gelu_tanh_forward_serial<T>(int64_t, const T*, T*);             \
+  template void input_activation_serial<T>(Activation, int64_t, const T*, T*);  \
+  template void input_activation_forward<T>(Activation, int64_t, const T*, T*); \
+  template void input_activation_backward<T>(Activation, int64_t, const T*, const T*, T*);
 TFM_INSTANTIATE(float)
 TFM_INSTANTIATE(double)
 #undef TFM_INSTANTIATE

@@ -33,7 +33,7 @@ void bias_activation_rows(int64_t m, int64_t n, const T* bias, Activation act, T
         for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
       }
       if (act == Activation::relu) relu_forward_serial<T>(n, row, row);
-      if (act == Activation::gelu) gelu_forward_serial<T>(n, row, row);
+      input_activation_serial<T>(act, n, row, row);
     }
   });
 }

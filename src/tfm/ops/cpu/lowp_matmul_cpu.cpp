@@ -231,7 +231,7 @@ void onednn_int8_linear_forward(int64_t m, const float* x, const PackedWeights& 
         if (bias != nullptr) v += bias[j];
         out[j] = relu ? std::max(v, 0.f) : v;
       }
-      if (post == Activation::gelu) gelu_forward_serial<float>(n, out, out);
+      input_activation_serial<float>(post, n, out, out);
     }
   });
 }

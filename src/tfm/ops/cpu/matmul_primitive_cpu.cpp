@@ -100,10 +100,12 @@ std::shared_ptr<const PrimitiveEntry> create_primitive(const PrimitiveKey& key) 
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (key.post != Activation::none) {
     dnnl::post_ops ops;
-    ops.append_eltwise(1.0f,
-                       key.post == Activation::relu ? dnnl::algorithm::eltwise_relu
-                                                    : dnnl::algorithm::eltwise_gelu_erf,
-                       0.0f, 0.0f);
+    // swish's alpha 1: x·σ(x), SiLU.
+    const dnnl::algorithm alg = key.post == Activation::relu   ? dnnl::algorithm::eltwise_relu
+                                : key.post == Activation::gelu ? dnnl::algorithm::eltwise_gelu_erf
+                                : key.post == Activation::silu ? dnnl::algorithm::eltwise_swish
+                                                               : dnnl::algorithm::eltwise_gelu_tanh;
+    ops.append_eltwise(1.0f, alg, key.post == Activation::silu ? 1.0f : 0.0f, 0.0f);
     attr.set_post_ops(ops);
   }
   dnnl::matmul::primitive_desc pd;

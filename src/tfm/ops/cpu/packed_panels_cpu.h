@@ -95,10 +95,10 @@ void run_panels(int64_t m, int64_t n, const TileArgs& a, const typename Kernel::
                                                                          cols);
       }
     }
-    if (a.post == Activation::gelu)
+    if (activation_needs_input(a.post))
       for (int64_t i = 0; i < m; ++i) {
         float* yr = a.y + i * a.ldy + j0;
-        gelu_forward_serial<float>(panel_cols, yr, yr);
+        input_activation_serial<float>(a.post, panel_cols, yr, yr);
       }
   }
 }

@@ -11,6 +11,7 @@ namespace tfm::cuda {
 namespace {
 
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 
 // One grid-stride loop for every pointwise kernel; `f(i)` does element i.
 template <typename F>
@@ -94,6 +95,37 @@ void gelu_backward(int64_t n, const float* gy, const float* x, float* gx, const 
     const float pdf = expf(-0.5f * v * v) * kInvSqrt2Pi;
     gx[i] = gy[i] * (normcdff(v) + v * pdf);
   });
+}
+
+void input_activation_forward(Activation act, int64_t n, const float* x, float* y,
+                              const Stream& stream) {
+  if (act == Activation::gelu) gelu_forward(n, x, y, stream);
+  if (act == Activation::silu)
+    launch_pointwise(n, stream, [=] __device__(int64_t i) {
+      const float v = x[i];
+      y[i] = v / (1.0f + expf(-v));
+    });
+  if (act == Activation::gelu_tanh)
+    launch_pointwise(n, stream, [=] __device__(int64_t i) {
+      const float v = x[i];
+      y[i] = 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+    });
+}
+
+void input_activation_backward(Activation act, int64_t n, const float* gy, const float* x,
+                               float* gx, const Stream& stream) {
+  if (act == Activation::gelu) gelu_backward(n, gy, x, gx, stream);
+  if (act == Activation::silu)
+    launch_pointwise(n, stream, [=] __device__(int64_t i) {
+      const float v = x[i], s = 1.0f / (1.0f + expf(-v));
+      gx[i] = gy[i] * s * (1.0f + v * (1.0f - s));
+    });
+  if (act == Activation::gelu_tanh)
+    launch_pointwise(n, stream, [=] __device__(int64_t i) {
+      const float v = x[i], t = tanhf(kSqrt2OverPi * (v + 0.044715f * v * v * v));
+      const float du = kSqrt2OverPi * (1.0f + 3.0f * 0.044715f * v * v);
+      gx[i] = gy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    });
 }
 
 void column_sums(int64_t m, int64_t n, const float* a, float* out, const Stream& stream) {

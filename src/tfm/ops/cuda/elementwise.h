@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "tfm/core/cuda/runtime.h"
+#include "tfm/types.h"
 
 namespace tfm::cuda {
 
@@ -25,6 +26,12 @@ void relu_backward(int64_t n, const float* gy, const float* y, float* gx,
 void gelu_forward(int64_t n, const float* x, float* y, const Stream& stream = default_stream());
 void gelu_backward(int64_t n, const float* gy, const float* x, float* gx,
                    const Stream& stream = default_stream());
+// gelu, silu (x·σ(x)) or gelu_tanh (GPT-2's gelu_new) as cpu::input_activation_forward /
+// input_activation_backward say; none and relu do nothing here (the GEMM epilogue has them).
+void input_activation_forward(Activation act, int64_t n, const float* x, float* y,
+                              const Stream& stream = default_stream());
+void input_activation_backward(Activation act, int64_t n, const float* gy, const float* x,
+                               float* gx, const Stream& stream = default_stream());
 
 // bf16 bit patterns of x, rounded to nearest even, a NaN kept a quiet NaN: bitwise cpu::to_bf16.
 void float_to_bf16(int64_t n, const float* x, uint16_t* y, const Stream& stream = default_stream());

@@ -197,7 +197,7 @@ void lt_matmul(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
                   stream, ab_type);
 }
 
-// Bias and ReLU in the epilogue; GELU after it (see linear_forward in gemm.h).
+// Bias and ReLU in the epilogue; GELU, SiLU and tanh-GELU after it (see linear_forward in gemm.h).
 cublasLtEpilogue_t linear_epilogue(const float* bias, Activation act) {
   if (act == Activation::relu)
     return bias != nullptr ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
@@ -217,7 +217,7 @@ void linear_forward(int64_t m, int64_t n, int64_t k, const float* x, const float
                     const float* bias, Activation act, float* y, const Stream& stream) {
   lt_matmul(false, true, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n, bias, linear_epilogue(bias, act),
             stream);
-  if (act == Activation::gelu) gelu_forward(m * n, y, y, stream);
+  input_activation_forward(act, m * n, y, y, stream);
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -231,7 +231,7 @@ void linear_forward_bf16(int64_t m, int64_t n, int64_t k, const uint16_t* x, con
                          const float* bias, Activation act, float* y, const Stream& stream) {
   lt_matmul(false, true, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n, bias, linear_epilogue(bias, act),
             stream, CUDA_R_16BF);
-  if (act == Activation::gelu) gelu_forward(m * n, y, y, stream);
+  input_activation_forward(act, m * n, y, y, stream);
 }
 
 void linear_backward_bf16(int64_t m, int64_t n, int64_t k, const float* dz, const uint16_t* x,

@@ -19,8 +19,8 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 
 // y (M, N) = act(x (M, K) · w (N, K)ᵀ + bias (N)), bias nullable: nn.Linear's layout, as
 // cpu::linear_forward. Bias and ReLU run in cuBLASLt's epilogue. GELU is the exact erf form, as
-// on the CPU; cuBLASLt's GELU epilogue is the tanh approximation, so GELU runs as one extra
-// pass over y after a bias epilogue.
+// on the CPU; cuBLASLt's GELU epilogue is the tanh approximation, so GELU (and SiLU, and the tanh
+// GELU, for one formula on every path) runs as one extra pass over y after a bias epilogue.
 void linear_forward(int64_t m, int64_t n, int64_t k, const float* x, const float* w,
                     const float* bias, Activation act, float* y,
                     const Stream& stream = default_stream());

@@ -157,7 +157,7 @@ void linear_forward_int8(int64_t m, int64_t n, int64_t k, const float* x, const 
   dequantize_kernel<<<blocks_for(m * n), kThreads, 0, detail::native(stream)>>>(
       m, n, acc, np, sx, zero, w_scales, w_sums, bias, post == Activation::relu, y);
   TFM_CUDA_CHECK_LAUNCH();
-  if (post == Activation::gelu) gelu_forward(m * n, y, y, stream);
+  input_activation_forward(post, m * n, y, y, stream);  // gelu, silu, gelu_tanh; relu: above
 }
 
 }  // namespace tfm::cuda
