@@ -22,6 +22,8 @@ the same math:
     pos.src/pos.trg tables) stored as position_encodings/encodings (row p = position p, starting
     at 0 for the first source token and for BOS), so CT2's own sinusoid is never used;
   * q/k/v projections fused as CT2 expects (self: [q;k;v], cross: q and [k;v]);
+  * return_attention: the last decoder layer's cross-attention averaged over all heads, as tfm's
+    (alignment_heads = heads; CT2's default is the first head);
   * shared embeddings / tied output: the same array (CT2 stores an alias);
   * layer_norm_eps -> config layer_norm_epsilon; relu|gelu (erf) -> RELU|GELU;
   * vocabularies: the SentencePiece pieces in id order (ids 0-3 = <pad> <s> </s> <unk>);
@@ -134,9 +136,12 @@ def build_spec(cfg, W, src_pieces, trg_pieces, unk_piece):
     enc = transformer_spec.TransformerEncoderSpec(
         cfg["encoder_layers"], heads, pre_norm=True, no_final_norm=not final_norm,
         activation=act, layernorm_embedding=cfg.get("embed_norm", False))
+    # alignment_heads=heads: CT2's attention is then tfm's, the last layer's averaged over all
+    # heads (CT2's default takes the first head alone).
     dec = transformer_spec.TransformerDecoderSpec(
         cfg["decoder_layers"], heads, pre_norm=True, no_final_norm=not final_norm,
-        activation=act, layernorm_embedding=cfg.get("embed_norm", False))
+        activation=act, layernorm_embedding=cfg.get("embed_norm", False),
+        alignment_heads=heads)
     enc.pre_norm = pre
     dec.pre_norm = pre
 

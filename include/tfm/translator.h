@@ -29,6 +29,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tfm/error.h"
@@ -89,6 +90,14 @@ enum class Batching : uint8_t { own, shared };
 void validate_translator_options(const TranslatorOptions& options,
                                  const OptionSpeller& name = field_name);
 
+// How length_penalty (α) turns a hypothesis' log-probability into its ranking score.
+// - gnmt: log P / ((5 + len) / 6)^α, len the tokens with EOS (Wu et al. 2016; tfm's default).
+// - power: log P / len^α, len the tokens with EOS (CTranslate2's rule).
+enum class LengthPenalty : uint8_t { gnmt, power };
+const char* length_penalty_name(LengthPenalty p);  // "gnmt" | "power"
+// "gnmt" | "power"; anything else is a tfm::InvalidArgument naming the choices.
+LengthPenalty parse_length_penalty(std::string_view name);
+
 // One call's search. validate_translation_options says what each value may be; every method
 // that takes these options checks them there first (tfm::InvalidArgument).
 //
@@ -101,9 +110,10 @@ struct TranslationOptions {
   // greedy, beam (beam_size wide) or sampling (sampling_*); search_for(beam_size, sampling)
   // reads the usual spellings.
   Search search = Search::greedy;
-  int64_t beam_size = 1;          // the beam's width; greedy search and sampling keep 1
-  int64_t num_hypotheses = 1;     // returned per sentence; at most beam_size
-  double length_penalty = 0.0;    // GNMT alpha; 0: the raw sum of log-probabilities
+  int64_t beam_size = 1;        // the beam's width; greedy search and sampling keep 1
+  int64_t num_hypotheses = 1;   // returned per sentence; at most beam_size
+  double length_penalty = 0.0;  // alpha (length_penalty_form); 0: the raw sum of log-probs
+  LengthPenalty length_penalty_form = LengthPenalty::gnmt;
   bool normalize_scores = false;  // rank by log-probability / length instead
   // Max output length (tokens with EOS) = max_length_factor * source length + max_length_extra,
   // capped by max_decoding_length and by the model's positions.
@@ -114,6 +124,32 @@ struct TranslationOptions {
   // besides max_decoding_length; 0: none. generate()'s max_new_tokens.
   int64_t max_new_tokens = 0;
   int64_t min_decoding_length = 0;  // tokens before EOS is allowed
+  // EOS, forbidden before min_decoding_length, leaves the softmax (CTranslate2's way): the other
+  // tokens' log-probabilities are renormalised over the allowed ones at those steps, so log_prob
+  // is no longer score_batch's teacher-forced score. Greedy and beam search.
+  bool renormalize_min_length = false;
+  // 0: tfm's beam search, which stops a sentence once no live hypothesis can beat its
+  // num_hypotheses-th finished one. > 0: CTranslate2's, with this patience factor: EOS
+  // candidates finish only among a step's beam_size best, and a sentence stops once
+  // round(beam_size * patience) hypotheses have finished (with length_penalty 0: once a step's
+  // best candidate was EOS and num_hypotheses have). Greedy and beam search.
+  double patience = 0.0;
+  // Whether the scores (the ranking) count a target prefix's log-probabilities (tfm) or start
+  // after it (false: CTranslate2's); log_prob always counts them.
+  bool score_prefix = true;
+  // Target id sequences never generated (CTranslate2's suppress_sequences; its disable_unk is
+  // {{unk}}): a one-token sequence's token is removed from every step's softmax, a longer one's
+  // last token wherever a hypothesis (its prefix included) ends with the others. Removed before
+  // the softmax, as CTranslate2 does, so the other tokens' log-probabilities are renormalised
+  // and log_prob is no longer score_batch's score at those steps.
+  std::vector<std::vector<int64_t>> suppress_sequences{};
+  // Source positions kept, the model's framing counted (CTranslate2's max_input_length): a longer
+  // source is cut as one longer than the model's positions is, its framing's end kept. 0: the
+  // model's positions alone.
+  int64_t max_input_length = 0;
+  // Each hypothesis' ids end with EOS (the text is unchanged: EOS has no text), as
+  // CTranslate2's return_end_token.
+  bool return_end_token = false;
   // Search::sampling draws from the distribution after the temperature, then the top k (0: all),
   // then the nucleus of mass p.
   double sampling_temperature = 1.0;
@@ -122,6 +158,10 @@ struct TranslationOptions {
   uint64_t seed = 0;  // with a sentence's index in the call, keys its random stream
   // Fill TranslationHypothesis::attention (translate_stream, which writes text, ignores it).
   bool return_attention = false;
+  // Attention rows over the framed source (tfm: BOS/EOS columns as ModelInfo's source_bos /
+  // source_eos say), or false: over the source's own tokens, the framing's columns dropped
+  // (CTranslate2's; the rows then sum to less than 1).
+  bool attention_framing = true;
   // A multilingual converted model (NLLB, M2M100, mBART-50, mBART): the target language, as its
   // tokenizer's code ("eng_Latn", "en", "en_XX"); forced as the first generated token, or as the
   // decoder's start token, as the model's family does. Empty: the model's generation config's.
@@ -308,6 +348,15 @@ class Translator {
                                   const std::vector<std::string>& targets) const;
   std::vector<double> score_batch(const std::vector<std::vector<int64_t>>& sources,
                                   const std::vector<std::vector<int64_t>>& targets) const;
+  // The same per token (CTranslate2's ScoringResult.log_probs): log P(target[t] | source,
+  // target[<t]) for each target id, then EOS's, so target.size() + 1 values whose sum (in double)
+  // is score_batch's. max_input_length > 0 cuts each source as translate_batch's option does
+  // (framing counted, its end kept) and each target to max_input_length - 1 ids (room for BOS
+  // and EOS), as CTranslate2's score_batch does; 0 cuts nothing (a target too long for the
+  // model's positions is an error, as in score_batch).
+  std::vector<std::vector<float>> score_batch_per_token(
+      const std::vector<std::vector<int64_t>>& sources,
+      const std::vector<std::vector<int64_t>>& targets, int64_t max_input_length = 0) const;
 
   // The model's vocabularies on one text (what the text methods do before translating or
   // scoring), for callers that check or store ids. Require has_vocabularies().

@@ -43,6 +43,7 @@ struct PyTranslationResult {
   py::list scores;
   py::list log_probs;
   py::list attention;
+  py::list logits;  // CTranslate2's return_logits_vocab, which tfm does not implement: empty
   bool source_truncated = false;
 };
 
@@ -216,6 +217,32 @@ class PyTranslator {
     return translator_->score_batch(to_ids(sources, true), to_ids(targets, false));
   }
 
+  // Per token (CTranslate2's ScoringResult.log_probs), for ids, token lists or texts.
+  std::vector<std::vector<float>> score_per_token_ids(
+      const std::vector<std::vector<int64_t>>& sources,
+      const std::vector<std::vector<int64_t>>& targets, int64_t max_input_length) const {
+    py::gil_scoped_release release;
+    return translator_->score_batch_per_token(sources, targets, max_input_length);
+  }
+
+  std::vector<std::vector<float>> score_per_token_tokens(
+      const std::vector<std::vector<std::string>>& sources,
+      const std::vector<std::vector<std::string>>& targets, int64_t max_input_length) const {
+    py::gil_scoped_release release;
+    return translator_->score_batch_per_token(to_ids(sources, true), to_ids(targets, false),
+                                              max_input_length);
+  }
+
+  std::vector<std::vector<float>> score_per_token_text(const std::vector<std::string>& sources,
+                                                       const std::vector<std::string>& targets,
+                                                       int64_t max_input_length) const {
+    py::gil_scoped_release release;
+    std::vector<std::vector<int64_t>> s, t;
+    for (const std::string& x : sources) s.push_back(translator_->tokenize_source(x));
+    for (const std::string& y : targets) t.push_back(translator_->tokenize_target(y));
+    return translator_->score_batch_per_token(s, t, max_input_length);
+  }
+
   template <typename Batch>
   std::vector<double> score(const Batch& sources, const Batch& targets) const {
     py::gil_scoped_release release;
@@ -332,6 +359,22 @@ void bind_options(py::module_& m) {
       .def_readwrite("max_length_extra", &tfm::TranslationOptions::max_length_extra)
       .def_readwrite("max_decoding_length", &tfm::TranslationOptions::max_decoding_length)
       .def_readwrite("min_decoding_length", &tfm::TranslationOptions::min_decoding_length)
+      .def_readwrite("max_input_length", &tfm::TranslationOptions::max_input_length)
+      .def_readwrite("renormalize_min_length", &tfm::TranslationOptions::renormalize_min_length)
+      .def_readwrite("patience", &tfm::TranslationOptions::patience)
+      .def_readwrite("score_prefix", &tfm::TranslationOptions::score_prefix)
+      .def_readwrite("suppress_sequences", &tfm::TranslationOptions::suppress_sequences)
+      .def_readwrite("attention_framing", &tfm::TranslationOptions::attention_framing)
+      .def_readwrite("return_end_token", &tfm::TranslationOptions::return_end_token)
+      .def_property(
+          "length_penalty_form",
+          [](const tfm::TranslationOptions& o) {
+            return std::string(tfm::length_penalty_name(o.length_penalty_form));
+          },
+          [](tfm::TranslationOptions& o, const std::string& name) {
+            o.length_penalty_form = tfm::parse_length_penalty(name);
+          },
+          "gnmt | power")
       .def_property(
           "search",
           [](const tfm::TranslationOptions& o) { return std::string(tfm::search_name(o.search)); },
@@ -411,8 +454,22 @@ void bind_results(py::module_& m) {
                     "decoder layer's cross-attention averaged over heads, over the source "
                     "positions the model reads (the source's tokens, then EOS by default: "
                     "ModelInfo.source_bos/source_eos); empty unless return_attention")
+      .def_readonly("logits", &R::logits,
+                    "CTranslate2's return_logits_vocab, which tfm does not implement: always "
+                    "empty (return_logits_vocab=True raises NotImplementedError)")
       .def_readonly("source_truncated", &R::source_truncated,
                     "the source was longer than the model's positions and was cut")
+      // CTranslate2's older view of a result as a list of dicts, which its programs still use.
+      .def("__len__", [](const R& r) { return r.hypotheses.size(); })
+      .def("__getitem__",
+           [](const R& r, size_t i) {
+             if (i >= r.hypotheses.size()) throw py::index_error();
+             py::dict d;
+             d["tokens"] = r.hypotheses[i];
+             if (!r.scores.empty()) d["score"] = r.scores[i];
+             if (!r.attention.empty()) d["attention"] = r.attention[i];
+             return d;
+           })
       .def("__repr__", [](const R& r) {
         std::string s =
             "TranslationResult(hypotheses=" + py::repr(r.hypotheses).cast<std::string>();
@@ -451,6 +508,28 @@ void bind_translator(py::module_& m) {
       .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
       .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))
       .def("score_tokens", &T::score_tokens, py::arg("source"), py::arg("target"))
+      .def("score_per_token_ids", &T::score_per_token_ids, py::arg("source"), py::arg("target"),
+           py::arg("max_input_length"))
+      .def("score_per_token_tokens", &T::score_per_token_tokens, py::arg("source"),
+           py::arg("target"), py::arg("max_input_length"))
+      .def("score_per_token_text", &T::score_per_token_text, py::arg("source"), py::arg("target"),
+           py::arg("max_input_length"))
+      .def(
+          "tokenize_target",
+          [](const T& t, const std::string& text) { return t.get().tokenize_target(text); },
+          py::arg("text"))
+      .def(
+          "target_tokens_to_ids",
+          [](const T& t, const std::vector<std::string>& tokens) {
+            return t.get().target_tokens_to_ids(tokens);
+          },
+          py::arg("tokens"))
+      .def(
+          "target_ids_to_tokens",
+          [](const T& t, const std::vector<int64_t>& ids) {
+            return t.get().target_ids_to_tokens(ids);
+          },
+          py::arg("ids"))
       .def(
           "source_tokens",
           [](const T& t, const std::string& text) { return t.get().source_tokens(text); },

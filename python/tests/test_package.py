@@ -103,7 +103,7 @@ def test_wrong_types_name_the_argument(model_dir, translator):
         (lambda: translator.score_batch(["hund"], [[1, 2]]), "both"),
         (lambda: translator.score_batch(["hund"], "dog"), "target"),
         (lambda: tfm.Translator(model_dir, inter_threads="2"), "inter_threads"),
-        (lambda: tfm.Translator(42), "model_dir"),
+        (lambda: tfm.Translator(42), "model_path"),
     ]
     for call, word in checks:
         with pytest.raises(TypeError, match=word):

@@ -70,7 +70,13 @@ class TranslationResult:
         """Per hypothesis, one row per target token over the source positions the model reads;
         empty unless return_attention."""
     @property
+    def logits(self) -> list:
+        """CTranslate2's return_logits_vocab, which tfm does not implement: always empty."""
+    @property
     def source_truncated(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> dict:
+        """CTranslate2's older view: {"tokens": ..., "score": ..., "attention": ...}."""
 
 class TranslationOptions:
     search: str  # "greedy" | "beam" | "sampling"
@@ -82,6 +88,14 @@ class TranslationOptions:
     max_length_extra: int
     max_decoding_length: int
     min_decoding_length: int
+    max_input_length: int
+    renormalize_min_length: bool
+    patience: float
+    score_prefix: bool
+    suppress_sequences: List[List[int]]
+    attention_framing: bool
+    return_end_token: bool
+    length_penalty_form: str  # "gnmt" | "power"
     sampling_temperature: float
     sampling_topk: int
     sampling_topp: float
@@ -114,6 +128,17 @@ class Translator:
     def score_tokens(self, source: Sequence[Sequence[str]],
                      target: Sequence[Sequence[str]]) -> List[float]: ...
     def source_tokens(self, text: str) -> List[str]: ...
+    def score_per_token_ids(self, source: Sequence[Sequence[int]],
+                            target: Sequence[Sequence[int]],
+                            max_input_length: int) -> List[List[float]]: ...
+    def score_per_token_tokens(self, source: Sequence[Sequence[str]],
+                               target: Sequence[Sequence[str]],
+                               max_input_length: int) -> List[List[float]]: ...
+    def score_per_token_text(self, source: Sequence[str], target: Sequence[str],
+                             max_input_length: int) -> List[List[float]]: ...
+    def tokenize_target(self, text: str) -> List[int]: ...
+    def target_tokens_to_ids(self, tokens: Sequence[str]) -> List[int]: ...
+    def target_ids_to_tokens(self, ids: Sequence[int]) -> List[str]: ...
     def score_text(self, source: Sequence[str], target: Sequence[str]) -> List[float]: ...
     def score_ids(self, source: Sequence[Sequence[int]],
                   target: Sequence[Sequence[int]]) -> List[float]: ...

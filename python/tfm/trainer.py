@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, Optional, Union
 from . import _tfm
 from ._tfm import (ModelInfo, TrainResult, TrainStatsEvent, TrainUpdateEvent,
                    TrainValidationEvent)
-from .translator import _bool, _float, _int, _path, _str
+from ._inputs import _path, _str
+from ._options import _bool, _float, _int
 
 _PATH, _STR, _INT, _FLOAT, _BOOL = "path", "str", "int", "float", "bool"
 _UINT64, _INT32 = "uint64", "int32"  # the C++ fields of other widths (an _INT is an int64_t)

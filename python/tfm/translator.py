@@ -1,228 +1,90 @@
 """tfm.Translator: CTranslate2's Translator API over libtfm's tfm::Translator.
 
 This layer checks argument *types* (a TypeError names the argument), tells text input from token
-ids, and rebatches iterables; every option *value* is checked by the C++ library, and all
-compute (loading, tokenisation, the search, scoring) runs there with the GIL released.
+ids, cuts a call into CTranslate2's per-call batches and rebatches iterables; every option *value*
+is checked by the C++ library, and all compute (loading, tokenisation, the search, scoring) runs
+there with the GIL released. tfm.ctranslate2.Translator is this class with CTranslate2's defaults.
 """
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import numbers
 import os
 import warnings
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Union
 
-from . import _tfm
+from . import _options, _tfm
+from ._inputs import _IDS, _TEXT, _TOKENS, Source, _batch, _call, _path, _prefixes, _str
+from ._options import _bool, _int
+from ._results import AsyncScoringResult, AsyncTranslationResult, ScoringResult, length_chunks
 from ._tfm import ModelInfo, TranslationResult
-
-TextBatch = Sequence[str]
-IdsBatch = Sequence[Sequence[int]]
-Source = Union[TextBatch, IdsBatch, Any]  # Any: a 2-D NumPy integer array
-
-_TEXT, _IDS, _TOKENS = "text", "ids", "tokens"
-
-
-def _int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return int(value)
-
-
-def _uint64(name: str, value: Any) -> int:
-    """An int that fits the library's unsigned 64 bits (a representation, not a range: the values
-    of the options are checked by the library)."""
-    value = _int(name, value)
-    if not 0 <= value < 1 << 64:
-        raise _tfm.InvalidArgumentError(f"{name} must fit an unsigned 64-bit integer (got {value})")
-    return value
-
-
-def _float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
-    return float(value)
-
-
-def _bool(name: str, value: Any) -> bool:
-    # NumPy's bool_ is not a bool subclass; accept it through its type name.
-    if not isinstance(value, bool) and type(value).__name__ != "bool_":
-        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
-    return bool(value)
-
-
-def _str(name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    return value
-
-
-def _path(name: str, value: Any) -> str:
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a path (str or os.PathLike), not {type(value).__name__}")
-    return os.fspath(value)
-
-
-def _is_int_array(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and getattr(dtype, "kind", "") in "iu" and hasattr(x, "tolist")
-
-
-def _batch(name: str, source: Any, allow_none: bool = False) -> tuple[str, list]:
-    """(kind, items): a batch of text lines, or of token id lists (lists, tuples, NumPy arrays).
-
-    Only the container shapes are checked here; the C++ conversion checks every element (and a
-    failure there is re-raised naming the argument)."""
-    if source is None and allow_none:
-        return _IDS, []
-    if isinstance(source, (str, bytes)):
-        raise TypeError(f"{name} must be a list of sentences (or of token id lists), not a "
-                        f"single {type(source).__name__}; wrap it in a list")
-    if _is_int_array(source):
-        if source.ndim != 2:
-            raise TypeError(f"{name}: a NumPy array must be 2-D (sentences x ids), got "
-                            f"{source.ndim}-D")
-        items = source.tolist()
-        _check_ids(name, items)
-        return _IDS, items
-    if getattr(source, "dtype", None) is not None:
-        raise TypeError(f"{name}: a NumPy array must hold integer token ids, not {source.dtype}")
-    try:
-        items = list(source)
-    except TypeError:
-        raise TypeError(f"{name} must be a list of str or a list of token id lists, not "
-                        f"{type(source).__name__}") from None
-    if not items:
-        return _TEXT, []
-    first = items[0]
-    if isinstance(first, str):
-        return _TEXT, items
-    if _is_int_array(first):
-        items = [x.tolist() if _is_int_array(x) else x for x in items]
-        _check_ids(name, items)
-        return _IDS, items
-    if isinstance(first, (list, tuple)):
-        # Empty sentences say nothing: the first non-empty one tells tokens from ids.
-        nonempty = next((x for x in items if isinstance(x, (list, tuple)) and x), first)
-        if nonempty and isinstance(nonempty[0], str):
-            return _TOKENS, items
-        _check_ids(name, items)
-        return _IDS, items
-    raise TypeError(f"{name} must be a list of str or a list of token id lists, not a list of "
-                    f"{type(first).__name__}")
-
-
-def _check_ids(name: str, items: list) -> None:
-    """Every id an int that fits 64 bits, never a bool (True would be id 1, BOS): the C++
-    conversion took booleans as ints. The library checks the range of each id."""
-    for i, x in enumerate(items):
-        if not isinstance(x, (list, tuple)):
-            continue  # the C++ conversion names a sentence of the wrong type
-        for t in x:
-            if isinstance(t, bool) or not isinstance(t, numbers.Integral):
-                raise TypeError(f"{name}: sentence {i + 1} holds a {type(t).__name__}, not an "
-                                "int token id")
-            if not -(1 << 63) <= t < 1 << 63:
-                raise _tfm.InvalidArgumentError(
-                    f"{name}: sentence {i + 1}: token id {t} does not fit 64 bits")
-
-
-def _prefixes(kind: str, count: int, target_prefix: Any) -> list:
-    """target_prefix as the C++ layer takes it for a source batch of `kind`: [] for None, else one
-    entry per source, of the source's kind (text, token list or id list; None: no prefix).
-
-    Every element is checked here, so a conversion failure in the C++ layer can only be the
-    source's. The library checks the ids and the lengths."""
-    if target_prefix is None:
-        return []
-    if isinstance(target_prefix, (str, bytes)):
-        raise TypeError("target_prefix must be a list with one prefix per source, not a single "
-                        f"{type(target_prefix).__name__}; wrap it in a list")
-    if _is_int_array(target_prefix) and target_prefix.ndim == 2:
-        target_prefix = target_prefix.tolist()
-    try:
-        items = list(target_prefix)
-    except TypeError:
-        raise TypeError("target_prefix must be a list with one prefix per source, not "
-                        f"{type(target_prefix).__name__}") from None
-    out = []
-    for x in items:
-        if kind == _TEXT:
-            if x is not None and not isinstance(x, str):
-                raise TypeError("target_prefix: for text sources, each prefix must be a str (or "
-                                f"None), not {type(x).__name__}")
-            out.append(x or "")
-            continue
-        if x is None:
-            out.append([])
-            continue
-        if _is_int_array(x):
-            x = x.tolist()
-        if isinstance(x, (str, bytes)) or not isinstance(x, (list, tuple)):
-            what = "a list of str tokens" if kind == _TOKENS else "a list of int token ids"
-            raise TypeError(f"target_prefix: for {'token' if kind == _TOKENS else 'id'} sources, "
-                            f"each prefix must be {what} (or None), not {type(x).__name__}")
-        for t in x:
-            ok = (isinstance(t, str) if kind == _TOKENS else
-                  isinstance(t, numbers.Integral) and not isinstance(t, bool))
-            if not ok:
-                what = "str tokens" if kind == _TOKENS else "int token ids"
-                raise TypeError(f"target_prefix: every prefix must hold {what}, as the source "
-                                f"does, not {type(t).__name__}")
-            if kind != _TOKENS and not -(1 << 63) <= t < 1 << 63:
-                raise _tfm.InvalidArgumentError(f"target_prefix: token id {t} does not fit 64 bits")
-        out.append([t if kind == _TOKENS else int(t) for t in x])
-    return out
-
-
-def _call(name: str, kind: str, fn, *args):
-    """Calls the C++ layer; its argument conversion failing means a bad element in `name`."""
-    try:
-        return fn(*args)
-    except TypeError as e:
-        if "incompatible function arguments" not in str(e):
-            raise
-        what = {_TEXT: "str", _IDS: "lists of int token ids",
-                _TOKENS: "lists of str tokens"}[kind]
-        raise TypeError(f"{name}: every item must be of the first's kind ({what})") from None
+from . import _files
 
 
 class Translator:
-    """A model directory loaded once, translating and scoring text or token ids.
+    """A model directory loaded once, translating and scoring text, token lists or token ids.
 
     >>> translator = tfm.Translator("model/", compute_type="auto", inter_threads=2)
     >>> results = translator.translate_batch(["Ein Hund läuft."], beam_size=4)
     >>> results[0].hypotheses[0]
     'A dog runs.'
 
+    The constructor and the methods take CTranslate2's arguments (docs/python.md, "Migrating
+    from CTranslate2") besides tfm's own; tfm's defaults apply (tfm.ctranslate2.Translator has
+    CTranslate2's).
+
     Arguments:
-      model_dir: a tfm model directory (config.json, model.safetensors and, for text, the
+      model_path: a tfm model directory (config.json, model.safetensors and, for text, the
         SentencePiece vocabularies: vocab.model, or vocab.src.model + vocab.trg.model).
+        model_dir= is the same.
       device: "cpu", or "cuda" with a libtfm built with the CUDA backend on a machine with a
-        GPU (fp32, inter_threads=1; docs/cuda.md); elsewhere "cuda" raises a tfm.Error.
+        GPU (inter_threads=1; docs/gpu.md); elsewhere "cuda" raises a tfm.Error.
       compute_type: of the linear layers: "default" (the type the model was saved in: float32,
         or the quantization a converted model was given by convert_transformers),
-        "float32"/"fp32", "bfloat16"/"bf16", "int8", or "auto" (a converted model's quantization,
-        else bf16 where the CPU multiplies bf16, else float32).
+        "float32"/"fp32", "bfloat16"/"bf16", "int8", "auto" (a converted model's quantization,
+        else bf16 where the CPU multiplies bf16, else float32), or CTranslate2's names; or a
+        dict from device to compute type, as CTranslate2 takes.
       intra_threads: threads of each batch's ops; 0: all cores / inter_threads.
       inter_threads: batches translated at once, sharing the weights. Calls from several Python
         threads run at once (the GIL is released) on these workers.
       max_batch_size: sentences a batch. max_batch_tokens: padded source tokens a batch (0: no
         limit). Each call sorts its sentences by length and cuts them into such batches.
+      device_index, max_queued_batches, flash_attention, tensor_parallel, files: CTranslate2's;
+        tfm runs one device and loads from a directory, so only their defaults are accepted
+        (device_index 0, max_queued_batches 0 or -1, the rest off); others raise
+        NotImplementedError.
 
     Results do not depend on the batching or the thread counts. Every method may be called from
     several threads at once. Errors: tfm.Error (a RuntimeError) with the library's message;
-    tfm.InvalidArgumentError (also a ValueError) for a bad compute_type/device or search option
-    value; TypeError naming the argument for a wrong type.
+    tfm.InvalidArgumentError (also a ValueError) for a bad option value; TypeError naming the
+    argument for a wrong type; NotImplementedError naming a CTranslate2 option tfm does not
+    implement.
     """
 
-    def __init__(self, model_dir: Union[str, os.PathLike], device: str = "cpu",
-                 compute_type: str = "default", intra_threads: int = 0, inter_threads: int = 1,
-                 max_batch_size: int = 32, max_batch_tokens: int = 0) -> None:
+    _defaults = _options.TFM_DEFAULTS
+    _ct2_lengths = False  # max_decoding_length without EOS (tfm.ctranslate2)
+
+    def __init__(self, model_path: Union[str, os.PathLike, None] = None, device: str = "cpu",
+                 compute_type: Union[str, dict] = "default", intra_threads: int = 0,
+                 inter_threads: int = 1, max_batch_size: int = 32, max_batch_tokens: int = 0, *,
+                 device_index: Union[int, List[int]] = 0, max_queued_batches: int = 0,
+                 flash_attention: bool = False, tensor_parallel: bool = False,
+                 files: Any = None, model_dir: Union[str, os.PathLike, None] = None) -> None:
+        if (model_path is None) == (model_dir is None):
+            raise TypeError("give the model directory once: model_path (or model_dir)")
+        path = _path("model_path", model_path if model_path is not None else model_dir)
+        _refuse_constructor(device_index, max_queued_batches, flash_attention, tensor_parallel,
+                            files)
+        if isinstance(compute_type, dict):
+            compute_type = compute_type.get(device, "default")
         self._impl = _tfm.Translator(
-            _path("model_dir", model_dir), _str("device", device),
-            _str("compute_type", compute_type), _int("intra_threads", intra_threads),
-            _int("inter_threads", inter_threads), _int("max_batch_size", max_batch_size),
-            _int("max_batch_tokens", max_batch_tokens))
+            path, _str("device", device), _str("compute_type", compute_type),
+            _int("intra_threads", intra_threads), _int("inter_threads", inter_threads),
+            _int("max_batch_size", max_batch_size), _int("max_batch_tokens", max_batch_tokens))
+        # score_batch(asynchronous=True) and score_iterable run scoring calls here.
+        self._scorer = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self._impl.inter_threads, thread_name_prefix="tfm-score")
 
     # --------------------------------------------------------------------- properties
     @property
@@ -233,6 +95,11 @@ class Translator:
     @property
     def device(self) -> str:
         return self._impl.device
+
+    @property
+    def device_index(self) -> List[int]:
+        """CTranslate2's: the devices used, always [0] (tfm runs one device)."""
+        return [0]
 
     @property
     def compute_type(self) -> str:
@@ -249,6 +116,20 @@ class Translator:
         return self._impl.inter_threads
 
     @property
+    def num_translators(self) -> int:
+        """CTranslate2's name: the batches decoded at once (inter_threads)."""
+        return self._impl.inter_threads
+
+    @property
+    def num_queued_batches(self) -> int:
+        """CTranslate2's: always 0 here (tfm's queue reports sentences, not batches)."""
+        return 0
+
+    @property
+    def num_active_batches(self) -> int:
+        return 0
+
+    @property
     def max_batch_size(self) -> int:
         return self._impl.max_batch_size
 
@@ -258,34 +139,15 @@ class Translator:
         return self._impl.has_vocabularies
 
     def __repr__(self) -> str:
-        return (f"tfm.Translator({self.model_info.directory!r}, device={self.device!r}, "
-                f"compute_type={self.compute_type!r}, intra_threads={self.intra_threads}, "
-                f"inter_threads={self.inter_threads})")
+        return (f"tfm.{type(self).__name__}({self.model_info.directory!r}, "
+                f"device={self.device!r}, compute_type={self.compute_type!r}, "
+                f"intra_threads={self.intra_threads}, inter_threads={self.inter_threads})")
 
     # --------------------------------------------------------------------- translation
-    def translate_batch(
-        self,
-        source: Source,
-        beam_size: Optional[int] = None,
-        num_hypotheses: Optional[int] = None,
-        length_penalty: Optional[float] = None,
-        normalize_scores: bool = False,
-        max_decoding_length: Optional[int] = None,
-        min_decoding_length: Optional[int] = None,
-        max_length_factor: Optional[float] = None,
-        max_length_extra: Optional[int] = None,
-        max_new_tokens: Optional[int] = None,
-        source_lang: Optional[str] = None,
-        target_lang: Optional[str] = None,
-        sampling_topk: int = 1,
-        sampling_topp: float = 1.0,
-        sampling_temperature: float = 1.0,
-        seed: int = 0,
-        return_scores: bool = False,
-        target_prefix: Optional[Any] = None,
-        return_attention: bool = False,
-    ) -> List[TranslationResult]:
-        """Translates a batch; one TranslationResult per source, in input order.
+    def translate_batch(self, source: Source, target_prefix: Optional[Any] = None,
+                        **options: Any) -> List[Any]:
+        """Translates a batch; one TranslationResult per source, in input order (with
+        asynchronous=True, one AsyncTranslationResult each, whose result() waits).
 
         source: a list of sentences (str; the vocabulary encodes them and the hypotheses are
           text), of token lists (SentencePiece pieces such as ["▁Ein", "▁Hund"], as
@@ -293,171 +155,148 @@ class Translator:
           token id lists without BOS/EOS (lists, tuples, 1-D NumPy integer arrays, or one 2-D
           NumPy array; the hypotheses are id lists). An empty sentence gives a result without
           hypotheses.
-        Search arguments left None take the model's own value (default_options(): tfm's
-        defaults, beam_size 1, length_penalty 0, max_decoding_length 1024, max_length_factor 2,
-        max_length_extra 10; a model converted from Transformers: its generation config's, and
-        it ranks and stops as generate() does, docs/convert.md).
-        beam_size: 1 is greedy search (or sampling). num_hypotheses: returned per sentence, at
-          most beam_size.
-        length_penalty: GNMT alpha, score / ((5 + len) / 6)^alpha; 0: the raw log-probability
-          (a converted model: generate()'s, score / length^alpha).
-          normalize_scores: rank by log-probability / length instead.
-        max_decoding_length: a cap on output tokens (with EOS); the output is also capped at
-          max_length_factor * source length + max_length_extra (tfm's own models) and by the
-          model's positions. max_new_tokens: a cap on the tokens after the target prefix.
-        min_decoding_length: tokens before EOS is allowed.
-        source_lang, target_lang: a multilingual converted model's language codes (NLLB's
-          "deu_Latn", M2M100's "de", mBART's "de_DE"); None: the model's defaults.
-        sampling_topk: as in CTranslate2: 1 (the default) is the argmax; any other value samples
-          from the k most likely tokens (0: all), after sampling_temperature, then keeps the
-          nucleus of mass sampling_topp. Sampling needs beam_size 1. seed: with a sentence's
-          index in the call, keys its random stream.
-        return_scores: fill each result's scores (ranking) and log_probs (log P(hyp + EOS)).
         target_prefix: one prefix per source, of the source's kind (a str for text, a token
           list for tokens, an id list for ids; None or empty: none), or None. Each hypothesis
-          starts with its prefix, forced, and decoding continues from there (greedy, beam or
-          sampling); the hypotheses include the prefix, and scores and log_probs count its
-          tokens (so log_probs stay score_batch's score of the whole hypothesis), as does the
-          length limit. A prefix must leave room for EOS within max_decoding_length.
-        return_attention: fill each result's attention: per hypothesis, one row per target token
-          (the prefix's included), the last decoder layer's cross-attention averaged over heads,
-          over the source positions the model reads (the source tokens, then EOS by default;
-          see ModelInfo.source_bos / source_eos). Each row sums to 1.
-        """
-        return self._submit(
-            source, target_prefix, return_scores, beam_size=beam_size,
-            num_hypotheses=num_hypotheses, length_penalty=length_penalty,
-            normalize_scores=normalize_scores, max_decoding_length=max_decoding_length,
-            min_decoding_length=min_decoding_length, max_length_factor=max_length_factor,
-            max_length_extra=max_length_extra, max_new_tokens=max_new_tokens,
-            source_lang=source_lang, target_lang=target_lang, sampling_topk=sampling_topk,
-            sampling_topp=sampling_topp, sampling_temperature=sampling_temperature, seed=seed,
-            return_attention=return_attention).result()
+          starts with its prefix, forced, and decoding continues from there; the hypotheses,
+          scores, log_probs and length limits count its tokens.
 
-    def generate_batch(
-        self,
-        prompts: Source,
-        beam_size: Optional[int] = None,
-        num_hypotheses: Optional[int] = None,
-        length_penalty: Optional[float] = None,
-        normalize_scores: bool = False,
-        max_decoding_length: Optional[int] = None,
-        min_decoding_length: Optional[int] = None,
-        max_new_tokens: Optional[int] = None,
-        sampling_topk: int = 1,
-        sampling_topp: float = 1.0,
-        sampling_temperature: float = 1.0,
-        seed: int = 0,
-        return_scores: bool = False,
-    ) -> List[TranslationResult]:
+        Options (tfm's defaults; docs/python.md lists CTranslate2's). Search options left None
+        take the model's own value (default_options(): tfm's defaults, beam_size 1,
+        length_penalty 0, max_decoding_length 1024, max_length_factor 2, max_length_extra 10; a
+        model converted from Transformers: its generation config's, and it ranks and stops as
+        generate() does, docs/convert.md):
+          beam_size (1: greedy search, or sampling), num_hypotheses (at most beam_size),
+          length_penalty α and length_penalty_form: "gnmt" (score / ((5 + len) / 6)^α, len with
+          EOS) or "power" (score / len^α, len with EOS: CTranslate2's); normalize_scores
+          (rank by log-probability / length instead).
+          max_decoding_length (output tokens with EOS), max_length_factor, max_length_extra
+          (the output is also capped at factor * source length + extra, and by the model's
+          positions), max_new_tokens (a cap on the tokens after the target prefix),
+          min_decoding_length (tokens before EOS is allowed), max_input_length (source positions
+          kept, EOS counted; 0: the model's). source_lang, target_lang: a multilingual converted
+          model's language codes (NLLB's "deu_Latn", M2M100's "de", mBART's "de_DE"); None: the
+          model's defaults.
+          sampling_topk (1, the default: the argmax; any other value samples from the k most
+          likely, 0: all, after sampling_temperature, then the nucleus sampling_topp; needs
+          beam_size 1), seed (with a sentence's index in the call, keys its random stream).
+          return_scores (scores: ranking scores; log_probs: log P(hyp + EOS)), return_attention
+          (per hypothesis, one row per target token: the last decoder layer's cross-attention
+          averaged over heads, over the framed source; rows sum to 1), return_end_token (the
+          hypotheses end with the end token), end_token (None or the model's EOS).
+          max_batch_size (0: one call to the library, which batches by the translator's
+          limits; else the sources are sorted by length and cut into chunks of at most this
+          many examples, or padded tokens with batch_type="tokens", each batched apart),
+          asynchronous.
+          suppress_sequences (token or id lists never generated; CTranslate2's), disable_unk,
+          patience (0: tfm's beam search; > 0: CTranslate2's stopping rule),
+          renormalize_min_length, score_prefix, attention_framing (CTranslate2's ways when set
+          as tfm.ctranslate2 sets them).
+          CTranslate2's options tfm does not implement (coverage_penalty, repetition_penalty,
+          no_repeat_ngram_size, prefix_bias_beta, use_vmap, return_logits_vocab,
+          return_alternatives, replace_unknowns, callback) are accepted at their 'off' value
+          and raise NotImplementedError otherwise.
+        """
+        o = _options.merged(self._defaults, options, "translate_batch")
+        calls, n = self._submit_chunks(source, target_prefix, o)
+        if _bool("asynchronous", o["asynchronous"]):
+            out: List[Any] = [None] * n
+            for idx, call in calls:
+                for pos, i in enumerate(idx):
+                    out[i] = AsyncTranslationResult(call, pos)
+            return out
+        return _gather(calls, n)
+
+    def generate_batch(self, prompts: Source, **options: Any) -> List[TranslationResult]:
         """Continues each prompt with a decoder-only model; one TranslationResult per prompt.
 
         prompts: a list of texts (the target vocabulary encodes them; the hypotheses are text)
           or of token id lists without BOS/EOS (the hypotheses are id lists); an empty prompt
           starts from BOS alone. Each hypothesis holds its prompt and the continuation, and its
           log_probs are score_batch's (source=None) score of the whole.
-        The options are translate_batch's; the output is capped by max_decoding_length (tokens
-        with EOS, the prompt counted) and the model's positions. An encoder-decoder model
-        raises tfm.Error (it translates).
+        The options are translate_batch's search options; the output is capped by
+        max_decoding_length (tokens with EOS, the prompt counted) and the model's positions. An
+        encoder-decoder model raises tfm.Error (it translates).
         """
-        options = self._options(
-            beam_size=beam_size, num_hypotheses=num_hypotheses, length_penalty=length_penalty,
-            normalize_scores=normalize_scores, max_decoding_length=max_decoding_length,
-            min_decoding_length=min_decoding_length, max_new_tokens=max_new_tokens,
-            sampling_topk=sampling_topk, sampling_topp=sampling_topp,
-            sampling_temperature=sampling_temperature, seed=seed)
-        return_scores = _bool("return_scores", return_scores)
+        _not_here("generate_batch", options, ("asynchronous", "max_batch_size", "batch_type"))
+        o = _options.merged(self._defaults, options, "generate_batch")
+        opts = self._search(o)
+        return_scores = _bool("return_scores", o["return_scores"])
         kind, items = _batch("prompts", prompts)
         if kind == _TOKENS:
             raise TypeError("prompts: give texts or token id lists (target_tokens_to_ids turns "
                             "token lists into ids)")
         fn = self._impl.generate_text if kind == _TEXT else self._impl.generate_ids
-        return _call("prompts", kind, fn, items, options, return_scores)
+        return _call("prompts", kind, fn, items, opts, return_scores)
 
     def translate_iterable(self, source: Iterable[Any],
                            target_prefix: Optional[Iterable[Any]] = None,
-                           max_batch_size: Optional[int] = None, read_ahead: int = 16,
-                           **options: Any) -> Iterator[TranslationResult]:
-        """Translates an iterable of sentences (or of token id lists) lazily, in input order.
+                           max_batch_size: Optional[int] = None, batch_type: str = "examples",
+                           read_ahead: int = 16, **options: Any) -> Iterator[TranslationResult]:
+        """Translates an iterable of sentences (text, token lists or id lists) lazily, in order.
 
         Reads read_ahead * max_batch_size items at a time (max_batch_size: the translator's by
-        default) and submits each such window to the translator's queue as one call (the
-        library's translate_async: sorted by length and cut into the translator's batches, run
-        on its inter_threads workers, the results of a translate_batch call on the window). The
-        next window is read while one decodes; results are yielded in order. target_prefix:
-        None, or an iterable of prefixes read alongside source, one per item (as translate_batch
-        takes them). options: those of translate_batch.
+        default; with batch_type="tokens", that many source tokens) and submits each window as
+        one asynchronous translate_batch call (cut into max_batch_size chunks when it is given;
+        else batched by the translator's limits). The next window
+        is read while one decodes; results are yielded in order. target_prefix: None, or an
+        iterable of prefixes read alongside source, one per item. options: translate_batch's.
         """
         size = self.max_batch_size if max_batch_size is None else _int("max_batch_size",
                                                                         max_batch_size)
-        read_ahead = _int("read_ahead", read_ahead)
-        self._impl.check_window(size, read_ahead)
-        if isinstance(target_prefix, (str, bytes)):
-            raise TypeError("target_prefix must be an iterable of prefixes, one per source, not "
-                            f"a single {type(target_prefix).__name__}")
-        prefixes = None if target_prefix is None else iter(target_prefix)
-        missing = object()
-        window = size * read_ahead
-        chunk: list = []
-        chunk_prefix: list = []
-        in_flight: collections.deque = collections.deque()
-        return_scores = options.pop("return_scores", False)
-
-        def submit() -> None:
-            in_flight.append(self._submit(
-                chunk, None if prefixes is None else chunk_prefix, return_scores, **options))
-
-        for item in source:
-            chunk.append(item)
-            if prefixes is not None:
-                p = next(prefixes, missing)
-                if p is missing:
-                    raise _tfm.InvalidArgumentError("target_prefix has fewer entries than source")
-                chunk_prefix.append(p)
-            if len(chunk) == window:
-                submit()
-                chunk, chunk_prefix = [], []
-                # One window decodes while the next is read.
-                while len(in_flight) > 1:
-                    yield from in_flight.popleft().result()
-        if prefixes is not None and next(prefixes, missing) is not missing:
-            raise _tfm.InvalidArgumentError("target_prefix has more entries than source")
-        if chunk:
-            submit()
-        while in_flight:
-            yield from in_flight.popleft().result()
+        self._impl.check_window(size, _int("read_ahead", read_ahead))
+        # Without a max_batch_size, each window is one call, batched by the translator's limits.
+        options.update(max_batch_size=0 if max_batch_size is None else size,
+                       batch_type=batch_type, asynchronous=True)
+        return self._windows(lambda items, prefixes: self.translate_batch(
+            items, prefixes, **options), source, target_prefix, "target_prefix",
+            size * read_ahead, batch_type)
 
     def translate_file(self, source_path: Union[str, os.PathLike],
-                       output_path: Union[str, os.PathLike], ids: bool = False,
-                       n_best: bool = False, read_ahead: int = 0,
+                       output_path: Union[str, os.PathLike],
                        target_path: Optional[Union[str, os.PathLike]] = None,
-                       **options: Any) -> None:
-        """Translates a file line by line into output_path, as `tfm translate` does.
+                       **options: Any) -> Optional[Any]:
+        """Translates a file line by line into output_path.
 
-        One output line per input line (ids=True: lines of space-separated token ids in and
-        out); n_best=True writes every hypothesis as "index ||| hypothesis ||| score". Lines
-        are read read_ahead at a time (0: 8 * max_batch_size) and written in order as soon as
-        they and every earlier line are done. A source longer than the model's positions is cut,
-        with a warning (warnings.warn). target_path (CTranslate2's name): a file with a target
-        prefix for each input line (text, or ids with ids=True; an empty line for none) that
-        every translation starts with, as `tfm translate --target-prefix`. options: those of
-        translate_batch, without return_scores, target_prefix and return_attention.
+        tfm's form (the default of tfm.Translator): lines of text through the vocabularies,
+        as `tfm translate` does, one output line per input line (ids=True: space-separated ids
+        in and out; n_best=True: "index ||| hypothesis ||| score" lines), read read_ahead lines
+        at a time (0: 8 * max_batch_size) and written in order as each is done; target_path: a
+        file of target prefixes, one a line (empty: none). Returns None.
+
+        CTranslate2's form (tfm.ctranslate2.Translator, or when one of its own keywords is given:
+        with_scores, max_batch_size, read_batch_size, batch_type, or a tokenize function):
+        lines of space-separated tokens (or source_tokenize_fn's, target_tokenize_fn's for
+        target_path), each hypothesis a line, "score ||| " first with with_scores=True, joined
+        by spaces or target_detokenize_fn; max_batch_size, read_batch_size and batch_type as
+        CTranslate2 reads them. Returns an ExecutionStats.
+
+        options: translate_batch's search options.
         """
-        if "return_scores" in options:
-            raise TypeError("translate_file: return_scores does not apply (use n_best=True)")
-        if "target_prefix" in options:
-            raise TypeError("translate_file: target_prefix does not apply (use target_path, "
-                            "a file of prefixes, or translate_batch)")
-        if "return_attention" in options:
-            raise TypeError("translate_file: return_attention does not apply (use "
-                            "translate_batch or translate_iterable)")
-        opts = self._options(**options)
+        if self._ct2_files or any(k in options for k in _CT2_FILE_KEYWORDS):
+            return _files.translate_tokens_file(self, source_path, output_path, target_path,
+                                                options)
+        return self._translate_text_file(source_path, output_path, target_path, **options)
+
+    _ct2_files = False  # translate_file reads token lines (tfm.ctranslate2)
+
+    def _translate_text_file(self, source_path, output_path, target_path=None, ids=False,
+                             n_best=False, read_ahead=0, **options) -> None:
+        for name, instead in (("return_scores", "use n_best=True"),
+                              ("target_prefix", "use target_path, a file of prefixes"),
+                              ("return_attention", "use translate_batch or translate_iterable"),
+                              ("asynchronous", "call it from a thread")):
+            if name in options:
+                raise TypeError(f"translate_file: {name} does not apply ({instead})")
+        _not_here("translate_file (tfm's form; read_ahead sets the window)", options,
+                  ("max_batch_size", "batch_type"))
+        o = _options.merged(self._defaults, options, "translate_file")
         text = self._impl.translate_file(
-            _path("source_path", source_path), _path("output_path", output_path), opts,
-            _bool("ids", ids), _bool("n_best", n_best), _int("read_ahead", read_ahead),
+            _path("source_path", source_path), _path("output_path", output_path),
+            self._search(o), _bool("ids", ids), _bool("n_best", n_best),
+            _int("read_ahead", read_ahead),
             "" if target_path is None else _path("target_path", target_path))
         for line in text.splitlines():
-            warnings.warn(line.removeprefix("tfm: warning: "), RuntimeWarning, stacklevel=2)
+            warnings.warn(line.removeprefix("tfm: warning: "), RuntimeWarning, stacklevel=3)
 
     def generate_file(self, prompt_path: Union[str, os.PathLike],
                       output_path: Union[str, os.PathLike], ids: bool = False,
@@ -471,19 +310,139 @@ class Translator:
         """
         if "return_scores" in options:
             raise TypeError("generate_file: return_scores does not apply (use n_best=True)")
-        opts = self._options(**options)
+        _not_here("generate_file", options, ("asynchronous", "max_batch_size", "batch_type"))
+        o = _options.merged(self._defaults, options, "generate_file")
         self._impl.generate_file(
-            _path("prompt_path", prompt_path), _path("output_path", output_path), opts,
-            _bool("ids", ids), _bool("n_best", n_best), _int("read_ahead", read_ahead))
+            _path("prompt_path", prompt_path), _path("output_path", output_path),
+            self._search(o), _bool("ids", ids), _bool("n_best", n_best),
+            _int("read_ahead", read_ahead))
 
     # --------------------------------------------------------------------- scoring
-    def score_batch(self, source: Optional[Source], target: Source) -> List[float]:
-        """log P(target + EOS | source) of each pair, teacher-forced, as `tfm score` prints.
+    def score_batch(self, source: Optional[Source], target: Source, *, max_batch_size: int = 0,
+                    batch_type: str = "examples", max_input_length: Optional[int] = None,
+                    offset: int = 0, asynchronous: bool = False) -> List[Any]:
+        """Scores each (source, target) pair, teacher-forced: one ScoringResult per pair.
 
-        source and target: both text (encoded by the vocabularies) or both token id lists
-        (without BOS/EOS). A decoder-only model takes source=None (or []).
-        (CTranslate2 returns per-token log-probabilities; tfm returns each pair's total.)
+        source and target: both text (encoded by the vocabularies), both token lists or both
+        token id lists (without BOS/EOS); a decoder-only model takes source=None (or []).
+        A ScoringResult has CTranslate2's tokens (the target's, then the end token) and
+        log_probs (each token's log-probability), from `offset` on; as a float it is their sum
+        (with offset 0, log P(target + EOS | source), as `tfm score` prints it).
+        max_input_length: sources cut to that many positions (EOS counted) and targets to one
+        less (None: tfm's default, 0, cuts nothing and refuses what the model cannot hold).
+        max_batch_size / batch_type: the pairs are sorted by length and scored in such chunks.
+        asynchronous=True: one AsyncScoringResult per pair, scored on a worker thread.
         """
+        if max_input_length is None:
+            max_input_length = self._defaults["max_input_length"]
+        size, kind_b = _options.batching(dict(max_batch_size=max_batch_size,
+                                              batch_type=batch_type))
+        args = (source, target, _int("max_input_length", max_input_length),
+                _int("offset", offset), size, kind_b)
+        if not _bool("asynchronous", asynchronous):
+            return self._score(*args)
+        future = self._scorer.submit(self._score, *args)
+        return [AsyncScoringResult(_Future(future), i) for i in range(_count(target))]
+
+    def score_iterable(self, source: Optional[Iterable[Any]], target: Iterable[Any],
+                       max_batch_size: int = 64, batch_type: str = "examples",
+                       read_ahead: int = 16, **options: Any) -> Iterator[ScoringResult]:
+        """Scores an iterable of pairs lazily, in order: windows of read_ahead * max_batch_size
+        pairs, each scored on a worker thread while the next is read. options: score_batch's
+        (max_input_length, offset). source None: a decoder-only model's targets alone."""
+        size = _int("max_batch_size", max_batch_size)
+        self._impl.check_window(size, _int("read_ahead", read_ahead))
+        options.update(max_batch_size=size, batch_type=batch_type, asynchronous=True)
+        if source is None:
+            return self._windows(lambda items, _: self.score_batch(None, items, **options),
+                                 target, None, "", size * read_ahead, batch_type)
+        return self._windows(lambda items, targets: self.score_batch(items, targets, **options),
+                             source, target, "target", size * read_ahead, batch_type)
+
+    def score_file(self, source_path: Union[str, os.PathLike],
+                   target_path: Union[str, os.PathLike], output_path: Union[str, os.PathLike],
+                   **options: Any) -> Any:
+        """Scores a parallel file of tokenized lines, as CTranslate2's score_file does: each
+        output line "<mean log-prob> ||| <target tokens and the end token>", then with
+        with_tokens_score=True " ||| " and each token's log-probability. Lines are tokens split
+        on spaces, or source_tokenize_fn's and target_tokenize_fn's (target_detokenize_fn
+        joins the output's). Options: max_batch_size (32), read_batch_size, batch_type,
+        max_input_length, offset. Returns an ExecutionStats."""
+        return _files.score_tokens_file(self, source_path, target_path, output_path, options)
+
+    def default_options(self) -> dict:
+        """The model's own search settings, as translate_batch's keyword arguments: tfm's defaults
+        for its own models; a converted Transformers model's generation config (num_beams,
+        length_penalty, lengths), which tfm.Translator uses for every argument left None."""
+        o = self._impl.default_options()
+        return {k: getattr(o, k) for k in (
+            "beam_size", "num_hypotheses", "length_penalty", "max_decoding_length",
+            "min_decoding_length", "max_length_factor", "max_length_extra", "max_new_tokens")}
+
+    def tokenize(self, text: str) -> List[str]:
+        """The source vocabulary's SentencePiece pieces of one text (what translate_batch does to
+        text before translating), for callers that pass token lists."""
+        return self._impl.source_tokens(_str("text", text))
+
+    # --------------------------------------------------------------------- helpers
+    def _search(self, o: dict) -> _tfm.TranslationOptions:
+        _options.check_end_token(o["end_token"], self._eos_names())
+        t = _options.search_options(o, self._impl.default_options(), self._ct2_lengths)
+        t.suppress_sequences = self._suppressed(o["suppress_sequences"],
+                                                _bool("disable_unk", o["disable_unk"]))
+        return t
+
+    def _suppressed(self, sequences: Any, disable_unk: bool) -> List[List[int]]:
+        """suppress_sequences as target id lists (token lists through the vocabulary; id
+        lists as they are), with the unknown token alone for disable_unk."""
+        out = []
+        for seq in sequences or []:
+            if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
+                raise TypeError("suppress_sequences must be a list of token lists (or of token "
+                                f"id lists), not a list of {type(seq).__name__}")
+            if all(isinstance(x, str) for x in seq) and seq:
+                out.append(self._impl.target_tokens_to_ids(list(seq)))
+            elif all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in seq):
+                out.append([int(x) for x in seq])
+            else:
+                raise TypeError("suppress_sequences: each sequence holds str tokens or int ids")
+        if disable_unk:
+            if not self.has_vocabularies:
+                raise _tfm.InvalidArgumentError(
+                    "disable_unk needs the model's target vocabulary (its unknown token)")
+            # A piece outside the vocabulary maps to the unknown token's id.
+            out.append(self._impl.target_tokens_to_ids(["\x00"]))
+        return out
+
+    def _eos_names(self) -> tuple:
+        eos = self.model_info.eos_id
+        names = [eos]
+        if self.has_vocabularies:
+            names[:0] = self._impl.target_ids_to_tokens([eos])
+        return tuple(names)
+
+    def _submit_chunks(self, source: Source, target_prefix: Any, o: dict) -> tuple:
+        """The call cut into max_batch_size chunks, each submitted to the library's queue:
+        ([(indices, call)], count)."""
+        opts = self._search(o)
+        return_scores = _bool("return_scores", o["return_scores"])
+        size, kind_b = _options.batching(o)
+        kind, items = _batch("source", source)
+        prefix = _prefixes(kind, len(items), target_prefix)
+        fn = {_TEXT: self._impl.submit_text, _IDS: self._impl.submit_ids,
+              _TOKENS: self._impl.submit_tokens}[kind]
+        if not size:
+            return [(range(len(items)), _call("source", kind, fn, items, prefix, opts,
+                                               return_scores))], len(items)
+        lengths = [len(self.tokenize(x)) if kind == _TEXT else len(x) for x in items]
+        calls = []
+        for idx in length_chunks(lengths, size, kind_b):
+            calls.append((idx, _call("source", kind, fn, [items[i] for i in idx],
+                                     [prefix[i] for i in idx] if prefix else [], opts,
+                                     return_scores)))
+        return calls, len(items)
+
+    def _score(self, source, target, max_input_length, offset, size, batch_type) -> List[Any]:
         skind, sitems = _batch("source", source, allow_none=True)
         tkind, titems = _batch("target", target)
         # An empty token list reads as ids; it matches tokens on the other side too.
@@ -495,74 +454,118 @@ class Translator:
             raise TypeError("source and target must both be text, both token lists or both "
                             "token ids")
         kind = tkind if titems else skind
-        fn = {_TEXT: self._impl.score_text, _IDS: self._impl.score_ids,
-              _TOKENS: self._impl.score_tokens}[kind]
-        return _call("target", kind, fn, sitems, titems)
+        fn = {_TEXT: self._impl.score_per_token_text, _IDS: self._impl.score_per_token_ids,
+              _TOKENS: self._impl.score_per_token_tokens}[kind]
+        if not size or (sitems and len(sitems) != len(titems)):  # one call (the library checks)
+            return [ScoringResult(self._scored_tokens(kind, t, len(lp))[offset:], lp[offset:])
+                    for t, lp in zip(titems, _call("target", kind, fn, sitems, titems,
+                                                   max_input_length))]
+        lengths = [len(t) for t in titems]
+        out: List[Any] = [None] * len(titems)
+        for idx in length_chunks(lengths, size, batch_type):
+            s = [sitems[i] for i in idx] if sitems else []
+            t = [titems[i] for i in idx]
+            for i, lp in zip(idx, _call("target", kind, fn, s, t, max_input_length)):
+                out[i] = ScoringResult(self._scored_tokens(kind, titems[i], len(lp))[offset:],
+                                       lp[offset:])
+        return out
 
-    def tokenize(self, text: str) -> List[str]:
-        """The source vocabulary's SentencePiece pieces of one text (what translate_batch does to
-        text before translating), for callers that pass token lists."""
-        return self._impl.source_tokens(_str("text", text))
+    def _scored_tokens(self, kind: str, target: Any, n: int) -> List[Any]:
+        """What CTranslate2's ScoringResult.tokens holds: the target as scored (cut to n - 1
+        tokens), then the end token; pieces for text and token input, ids for id input."""
+        eos = self.model_info.eos_id
+        if kind == _IDS:
+            return [int(x) for x in target][:n - 1] + [eos]
+        ids = (self._impl.tokenize_target(target) if kind == _TEXT
+               else self._impl.target_tokens_to_ids(list(target)))
+        return self._impl.target_ids_to_tokens(list(ids)[:n - 1] + [eos])
 
-    # --------------------------------------------------------------------- helpers
-    def _submit(self, source: Source, target_prefix: Optional[Any], return_scores: bool,
-                **options: Any) -> "_tfm.AsyncTranslation":
-        """One call submitted to the translator's queue (translate_batch's arguments); its
-        result() waits for the TranslationResults."""
-        opts = self._options(**options)
-        return_scores = _bool("return_scores", return_scores)
-        kind, items = _batch("source", source)
-        prefix = _prefixes(kind, len(items), target_prefix)
-        fn = {_TEXT: self._impl.submit_text, _IDS: self._impl.submit_ids,
-              _TOKENS: self._impl.submit_tokens}[kind]
-        return _call("source", kind, fn, items, prefix, opts, return_scores)
+    def _windows(self, submit: Callable, items: Iterable[Any], beside: Optional[Iterable[Any]],
+                 beside_name: str, window: int, batch_type: str) -> Iterator[Any]:
+        """Reads items (and `beside`, one each) in windows of `window` examples (tokens with
+        batch_type "tokens"), submits each (submit(items, beside) -> async results) and yields
+        the results in order, one window decoding while the next is read."""
+        if isinstance(beside, (str, bytes)):
+            raise TypeError(f"{beside_name} must be an iterable, one per source, not a single "
+                            f"{type(beside).__name__}")
+        others = None if beside is None else iter(beside)
+        missing = object()
+        chunk: list = []
+        chunk_beside: list = []
+        filled = 0
+        in_flight: collections.deque = collections.deque()
+        for item in items:
+            chunk.append(item)
+            filled += len(item) if batch_type == "tokens" else 1
+            if others is not None:
+                b = next(others, missing)
+                if b is missing:
+                    raise _tfm.InvalidArgumentError(f"{beside_name} has fewer entries than source")
+                chunk_beside.append(b)
+            if filled >= window:
+                in_flight.append(submit(chunk, chunk_beside if others is not None else None))
+                chunk, chunk_beside, filled = [], [], 0
+                while len(in_flight) > 1:
+                    yield from (r.result() for r in in_flight.popleft())
+        if others is not None and next(others, missing) is not missing:
+            raise _tfm.InvalidArgumentError(f"{beside_name} has more entries than source")
+        if chunk:
+            in_flight.append(submit(chunk, chunk_beside if others is not None else None))
+        while in_flight:
+            yield from (r.result() for r in in_flight.popleft())
 
-    def _options(self, beam_size: Optional[int] = None, num_hypotheses: Optional[int] = None,
-                 length_penalty: Optional[float] = None, normalize_scores: bool = False,
-                 max_decoding_length: Optional[int] = None,
-                 min_decoding_length: Optional[int] = None,
-                 max_length_factor: Optional[float] = None,
-                 max_length_extra: Optional[int] = None, max_new_tokens: Optional[int] = None,
-                 source_lang: Optional[str] = None, target_lang: Optional[str] = None,
-                 sampling_topk: int = 1, sampling_topp: float = 1.0,
-                 sampling_temperature: float = 1.0, seed: int = 0,
-                 return_attention: bool = False) -> _tfm.TranslationOptions:
-        """The call's options: the model's own (default_options: a converted model's generation
-        config, tfm's defaults otherwise) with every argument that is not None over them."""
-        o = self._impl.default_options()
-        if beam_size is not None:
-            o.beam_size = _int("beam_size", beam_size)
-        if num_hypotheses is not None:
-            o.num_hypotheses = _int("num_hypotheses", num_hypotheses)
-        elif o.num_hypotheses > o.beam_size:
-            o.num_hypotheses = o.beam_size
-        if length_penalty is not None:
-            o.length_penalty = _float("length_penalty", length_penalty)
-        o.normalize_scores = _bool("normalize_scores", normalize_scores)
-        for name, value, check in (("max_decoding_length", max_decoding_length, _int),
-                                   ("min_decoding_length", min_decoding_length, _int),
-                                   ("max_length_factor", max_length_factor, _float),
-                                   ("max_length_extra", max_length_extra, _int),
-                                   ("max_new_tokens", max_new_tokens, _int),
-                                   ("source_lang", source_lang, _str),
-                                   ("target_lang", target_lang, _str)):
-            if value is not None:
-                setattr(o, name, check(name, value))
-        topk = _int("sampling_topk", sampling_topk)
-        # CTranslate2's choice of search: sampling_topk 1 (the default) is the argmax.
-        o.search = _tfm.search_for(o.beam_size, topk != 1)
-        o.sampling_topk = topk
-        o.sampling_topp = _float("sampling_topp", sampling_topp)
-        o.sampling_temperature = _float("sampling_temperature", sampling_temperature)
-        o.seed = _uint64("seed", seed)
-        o.return_attention = _bool("return_attention", return_attention)
-        return o
 
-    def default_options(self) -> dict:
-        """The model's own search settings, as translate_batch's keyword arguments: tfm's defaults
-        for its own models; a converted Transformers model's generation config (num_beams,
-        length_penalty, lengths), which translate_batch uses for every argument left None."""
-        o = self._impl.default_options()
-        return {k: getattr(o, k) for k in (
-            "beam_size", "num_hypotheses", "length_penalty", "max_decoding_length",
-            "min_decoding_length", "max_length_factor", "max_length_extra", "max_new_tokens")}
+# The keywords of CTranslate2's translate_file that tfm's form does not take.
+_CT2_FILE_KEYWORDS = ("with_scores", "max_batch_size", "read_batch_size", "batch_type",
+                      "source_tokenize_fn", "target_tokenize_fn", "target_detokenize_fn")
+
+
+class _Future:
+    """A concurrent.futures.Future as the asynchronous results read a call."""
+
+    def __init__(self, future: concurrent.futures.Future):
+        self._future = future
+
+    def result(self) -> Any:
+        return self._future.result()
+
+    def done(self) -> bool:
+        return self._future.done()
+
+
+def _not_here(where: str, options: dict, names: tuple) -> None:
+    """A TypeError for keywords that the call takes elsewhere but that do not apply to it."""
+    for name in names:
+        if name in options:
+            raise TypeError(f"{where}: {name} does not apply")
+
+
+def _gather(calls: list, n: int) -> List[TranslationResult]:
+    out: List[Any] = [None] * n
+    for idx, call in calls:
+        for i, r in zip(idx, call.result()):
+            out[i] = r
+    return out
+
+
+def _count(batch: Any) -> int:
+    return len(batch) if hasattr(batch, "__len__") else len(list(batch))
+
+
+def _refuse_constructor(device_index: Any, max_queued_batches: Any, flash_attention: Any,
+                        tensor_parallel: Any, files: Any) -> None:
+    """CTranslate2's constructor arguments tfm does not implement: NotImplementedError unless
+    each has the value that asks for nothing tfm lacks."""
+    if device_index not in (0, [0], (0,)):
+        raise NotImplementedError(f"device_index={device_index!r}: tfm runs one device, index 0")
+    if max_queued_batches not in (0, -1):
+        raise NotImplementedError(
+            f"max_queued_batches={max_queued_batches!r}: tfm's queue does not block callers at "
+            "a number of batches (0 or -1: no limit)")
+    if _bool("flash_attention", flash_attention):
+        raise NotImplementedError("flash_attention=True: tfm's attention kernels are its own "
+                                  "(fused on the CPU and the GPU); there is no such switch")
+    if _bool("tensor_parallel", tensor_parallel):
+        raise NotImplementedError("tensor_parallel=True: tfm runs a model on one device")
+    if files is not None:
+        raise NotImplementedError("files=: tfm loads a model from its directory only")

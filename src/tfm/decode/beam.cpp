@@ -8,6 +8,7 @@
 // While a sentence's target prefix lasts, its one hypothesis takes the prefix token instead.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/profile.h"
@@ -32,6 +33,8 @@ struct Sentence {
   std::vector<Live> live;
   NBest finished;
   bool done = false;
+  bool best_finished = false;  // a step's best candidate was EOS (CTranslate2's rule)
+  double unscored = 0.0;       // the prefix's log-prob when scores start after it
 };
 
 struct Candidate {
@@ -44,12 +47,41 @@ struct Candidate {
 // live one's best completion is its current log-prob at the length that divides by the most.
 bool can_stop(Sentence& s, const SearchOptions& o) {
   if (s.live.empty()) return true;
+  if (o.patience > 0) {  // CTranslate2's: a count of finished hypotheses, no bound
+    const auto finished = static_cast<int64_t>(s.finished.size());
+    if (o.length_penalty == 0.0 && !o.normalize) return s.best_finished && finished >= o.n_best;
+    return static_cast<double>(finished) >=
+           std::round(static_cast<double>(o.beam_size) * o.patience);
+  }
   if (!o.early_stop || static_cast<int64_t>(s.finished.size()) < o.beam_size) return false;
   detail::sort_hypotheses(s.finished);
   const double threshold = s.finished[o.n_best - 1].score;
   for (const Live& h : s.live)
-    if (final_score(h.log_prob, s.max_len, o) > threshold) return false;
+    if (final_score(h.log_prob - s.unscored, s.max_len, o) > threshold) return false;
   return true;
+}
+
+// Per row: 0, or with renormalize_min_length while EOS is forbidden (generated < min_length,
+// a prefix's forced steps included), -log(1 - p(EOS)): what renormalising the other tokens'
+// log-probabilities over the allowed ones adds (CTranslate2 removes the forbidden EOS before
+// its softmax). Only the steps before min_length pay for the extra log-softmax.
+std::vector<double> min_length_renormalization(const Tensor& logits,
+                                               const std::vector<StepRule>& rules, int32_t eos,
+                                               int64_t generated, const SearchOptions& o) {
+  std::vector<double> add(rules.size(), 0.0);
+  auto forbidden = [&](StepRule r) {
+    return r == StepRule::no_eos || (r == StepRule::keep && generated < o.min_length);
+  };
+  if (!o.renormalize_min_length || std::none_of(rules.begin(), rules.end(), forbidden)) return add;
+  const auto rows = static_cast<int64_t>(rules.size());
+  const Tensor picked = pick_columns(  // (rows): log p(EOS) of each row
+      log_softmax(logits).contiguous(),
+      to_device(Tensor::from_vector<int32_t>({rows}, std::vector<int32_t>(rules.size(), eos)),
+                logits.device()));
+  const HostView<float> lp = to_host<float>(picked);
+  for (size_t i = 0; i < rules.size(); ++i)
+    if (forbidden(rules[i])) add[i] = -std::log1p(-std::exp(double{lp[i]}));
+  return add;
 }
 
 class BeamSearch : public Search {
@@ -91,9 +123,13 @@ class BeamSearch : public Search {
     const int64_t k = std::min<int64_t>(V, beam + 1);
 
     for (int64_t generated = 0; !active.empty(); ++generated) {
-      Tensor attn;                                                     // (rows, S)
-      const Tensor logits = detail::step_logits(model, state, tokens,  // (rows, V)
-                                                o_.return_attention ? &attn : nullptr);
+      Tensor attn;                      // (rows, S)
+      std::vector<const Ids*> history;  // each row's tokens so far (suppress_sequences)
+      for (size_t si : active)
+        for (const Live& h : sent[si].live) history.push_back(&h.tokens);
+      const Tensor logits = detail::suppress_tokens(  // (rows, V)
+          detail::step_logits(model, state, tokens, o_.return_attention ? &attn : nullptr), history,
+          o_);
       const int64_t rows_now = logits.size(0);
       // Each row's rule, and the token a prefix forces (its log-prob is picked on the device).
       std::vector<StepRule> rules;
@@ -125,6 +161,9 @@ class BeamSearch : public Search {
       } else {
         top = top_k_log_probs(logits, rules, specials, k);
       }
+      // Per row, what renormalising over the tokens other than a forbidden EOS adds (0 else).
+      const std::vector<double> renorm =
+          min_length_renormalization(logits, rules, eos, generated, o_);
       const HostView<float> top_vals = to_host<float>(top.values);  // (rows, k)
       const HostView<int32_t> top_ids = to_host<int32_t>(top.ids);  // (rows, k)
       masks.end();
@@ -154,8 +193,9 @@ class BeamSearch : public Search {
           // token at its model log-probability; max_len leaves room for EOS after it.
           TFM_CHECK(n == 1) << "beam search: " << n << " hypotheses inside a prefix";
           const int32_t t = (*s.prefix)[generated];
-          s.live[0] = extend(s.live[0], r, t,
-                             s.live[0].log_prob + forced_lp[static_cast<size_t>(r)], s.width);
+          const double lp = forced_lp[static_cast<size_t>(r)] + renorm[static_cast<size_t>(r)];
+          s.live[0] = extend(s.live[0], r, t, s.live[0].log_prob + lp, s.width);
+          if (!o_.score_prefix) s.unscored += lp;
           rows.push_back(r);
           next_tokens.push_back(t);
           still_active.push_back(si);
@@ -167,7 +207,9 @@ class BeamSearch : public Search {
           const size_t row = static_cast<size_t>((r + j) * k);
           for (size_t i = row; i < row + static_cast<size_t>(k); ++i)
             if (top_vals[i] != detail::kNegInf)
-              cands.push_back({s.live[j].log_prob + top_vals[i], j, top_ids[i]});
+              cands.push_back(
+                  {s.live[j].log_prob + top_vals[i] + renorm[static_cast<size_t>(r + j)], j,
+                   top_ids[i]});
         }
         std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
           if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
@@ -175,12 +217,20 @@ class BeamSearch : public Search {
         });
         std::vector<Live> next;
         std::vector<int64_t> parents;
-        for (const Candidate& cd : cands) {
+        if (!cands.empty() && cands[0].token == eos) s.best_finished = true;
+        for (size_t at = 0; at < cands.size(); ++at) {
+          const Candidate& cd = cands[at];
           const Live& h = s.live[cd.hyp];
+          // CTranslate2 finishes EOS among the beam's best candidates only, and only as the best
+          // one at the first step after the target prefixes (when the call has any).
+          const bool first_free = !prefixes.empty() && generated == std::ssize(*s.prefix);
+          if (cd.token == eos && o_.patience > 0 &&
+              (std::cmp_greater_equal(at, beam) || (first_free && at > 0)))
+            continue;
           if (cd.token == eos) {  // EOS gets no attention row
             const int64_t len = static_cast<int64_t>(h.tokens.size()) + 1;
-            s.finished.push_back(
-                {h.tokens, final_score(cd.log_prob, len, o_), cd.log_prob, h.attention});
+            s.finished.push_back({h.tokens, final_score(cd.log_prob - s.unscored, len, o_),
+                                  cd.log_prob, h.attention});
             continue;
           }
           next.push_back(extend(h, r + cd.hyp, cd.token, cd.log_prob, s.width));

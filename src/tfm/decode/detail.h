@@ -27,12 +27,20 @@ DecoderState start(const Transformer& model, const std::vector<const Ids*>& sour
 // Feeds tokens (one per row) and returns log-probabilities f32 (rows, V), contiguous. With
 // `attention`, also the last decoder layer's cross-attention averaged over heads, f32 (rows, S)
 // contiguous, S the batch's padded source length (padding gets 0).
+// With `options`, suppress_tokens first (history: each row's tokens so far).
 Tensor step_log_probs(const Transformer& model, DecoderState& state,
-                      const std::vector<int32_t>& tokens, Tensor* attention = nullptr);
+                      const std::vector<int32_t>& tokens, Tensor* attention = nullptr,
+                      const std::vector<const Ids*>& history = {},
+                      const SearchOptions* options = nullptr);
 // The same step's logits f32 (rows, V) before the log-softmax (beam search normalises them
 // inside top_k_log_probs).
 Tensor step_logits(const Transformer& model, DecoderState& state,
                    const std::vector<int32_t>& tokens, Tensor* attention = nullptr);
+// logits (rows, V) with -inf where options.suppress_sequences forbid a token: a one-token
+// sequence's token in every row, a longer one's last token in a row whose tokens so far
+// (history[r]) end with the rest. The logits themselves when nothing is forbidden.
+Tensor suppress_tokens(const Tensor& logits, const std::vector<const Ids*>& history,
+                       const SearchOptions& options);
 // state.reorder(rows), skipped when rows keeps every row in place (greedy and sampling while no
 // sentence has finished): a reorder copies every cache, O(T) a step.
 void reorder(DecoderState& state, const std::vector<int64_t>& rows);

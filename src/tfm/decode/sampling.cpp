@@ -71,6 +71,7 @@ class SamplingSearch : public Search {
     std::vector<const Ids*> ptrs;
     std::vector<int64_t> max_len, width;
     std::vector<Hypothesis> hyp(sources.size());
+    std::vector<double> unscored(sources.size(), 0.0);  // prefix log-probs the score leaves out
     for (size_t i = 0; i < sources.size(); ++i) {
       const int64_t src_len = static_cast<int64_t>(sources[i].size());
       const int64_t prefix_len = static_cast<int64_t>(detail::prefix_of(prefixes, i).size());
@@ -86,9 +87,11 @@ class SamplingSearch : public Search {
     std::vector<int32_t> order;
     std::vector<double> p;
     for (int64_t generated = 0; !active.empty(); ++generated) {
-      Tensor attn;                                              // (rows, S)
+      Tensor attn;                      // (rows, S)
+      std::vector<const Ids*> history;  // each row's tokens so far (suppress_sequences)
+      for (size_t si : active) history.push_back(&hyp[si].tokens);
       Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
-                                         o_.return_attention ? &attn : nullptr);
+                                         o_.return_attention ? &attn : nullptr, history, &o_);
       std::vector<StepRule> rules;
       for (size_t si : active)
         rules.push_back(detail::step_rule(
@@ -105,22 +108,17 @@ class SamplingSearch : public Search {
         const size_t si = active[r];
         const float* row = lph.data() + static_cast<int64_t>(r) * V;
         const Ids& prefix = detail::prefix_of(prefixes, si);
-        int32_t t;
-        if (generated < static_cast<int64_t>(prefix.size())) {
-          t = prefix[generated];  // forced; max_len leaves room for EOS after the prefix
-        } else {
-          const uint64_t id = ids.empty() ? si : ids[si];
-          const double u = RandomStream(o_.seed, id).uniform_f64(static_cast<uint64_t>(generated));
-          t = pick(row, V, o_, u, order, p);
-        }
+        const int32_t t = choose(prefix, generated, ids.empty() ? si : ids[si], row, V, order, p);
         Hypothesis& h = hyp[si];
         h.log_prob += row[t];
+        if (!o_.score_prefix && generated < std::ssize(prefix)) unscored[si] += row[t];
         if (t != c.eos_id && o_.return_attention) {  // EOS gets no attention row
           const float* a = attn_h.data() + static_cast<int64_t>(r) * attn.size(1);
           h.attention.insert(h.attention.end(), a, a + width[si]);
         }
         if (t == c.eos_id) {
-          h.score = final_score(h.log_prob, static_cast<int64_t>(h.tokens.size()) + 1, o_);
+          h.score =
+              final_score(h.log_prob - unscored[si], static_cast<int64_t>(h.tokens.size()) + 1, o_);
           out[si].push_back(std::move(h));
           continue;
         }
@@ -138,6 +136,15 @@ class SamplingSearch : public Search {
   }
 
  private:
+  // The prefix's token while it lasts (forced; max_len leaves room for EOS after it), else a
+  // draw from the sentence's random stream (keyed by its id).
+  int32_t choose(const Ids& prefix, int64_t generated, uint64_t id, const float* row, int64_t V,
+                 std::vector<int32_t>& order, std::vector<double>& p) const {
+    if (generated < std::ssize(prefix)) return static_cast<int32_t>(prefix[generated]);
+    const double u = RandomStream(o_.seed, id).uniform_f64(static_cast<uint64_t>(generated));
+    return pick(row, V, o_, u, order, p);
+  }
+
   SearchOptions o_;
 };
 

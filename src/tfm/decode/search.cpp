@@ -4,9 +4,11 @@
 #include <climits>
 #include <cmath>
 
+#include "tfm/core/device_copy.h"
 #include "tfm/core/parallel.h"
 #include "tfm/core/profile.h"
 #include "tfm/decode/detail.h"
+#include "tfm/ops/elementwise.h"
 #include "tfm/ops/softmax.h"
 
 namespace tfm::decode {
@@ -14,6 +16,7 @@ namespace tfm::decode {
 double final_score(double log_prob, int64_t len, const SearchOptions& o) {
   if (o.normalize) return log_prob / static_cast<double>(std::max<int64_t>(len, 1));
   if (o.length_penalty == 0.0) return log_prob;
+  if (o.power_penalty) return log_prob / std::pow(static_cast<double>(len), o.length_penalty);
   return log_prob / std::pow((5.0 + static_cast<double>(len)) / 6.0, o.length_penalty);
 }
 
@@ -175,10 +178,32 @@ Tensor step_logits(const Transformer& model, DecoderState& state,
 }
 
 Tensor step_log_probs(const Transformer& model, DecoderState& state,
-                      const std::vector<int32_t>& tokens, Tensor* attention) {
+                      const std::vector<int32_t>& tokens, Tensor* attention,
+                      const std::vector<const Ids*>& history, const SearchOptions* options) {
   Tensor logits = step_logits(model, state, tokens, attention);
+  if (options) logits = suppress_tokens(logits, history, *options);
   profile::Scope scope(profile::Phase::log_softmax);
   return log_softmax(logits).contiguous();
+}
+
+Tensor suppress_tokens(const Tensor& logits, const std::vector<const Ids*>& history,
+                       const SearchOptions& o) {
+  if (o.suppress_sequences.empty()) return logits;
+  const int64_t rows = logits.size(0), V = logits.size(1);
+  std::vector<float> bias(static_cast<size_t>(rows * V), 0.0f);
+  bool any = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    const Ids& h = *history[static_cast<size_t>(r)];
+    for (const Ids& seq : o.suppress_sequences) {
+      const auto before = static_cast<ptrdiff_t>(seq.size()) - 1;
+      if (std::ssize(h) < before || !std::equal(seq.begin(), seq.end() - 1, h.end() - before))
+        continue;
+      bias[static_cast<size_t>(r * V + seq.back())] = kNegInf;
+      any = true;
+    }
+  }
+  if (!any) return logits;
+  return add(logits, to_device(Tensor::from_vector<float>({rows, V}, bias), logits.device()));
 }
 
 void reorder(DecoderState& state, const std::vector<int64_t>& rows) {

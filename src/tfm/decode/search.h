@@ -44,14 +44,28 @@ enum class SearchRule : uint8_t { tfm, transformers };
 struct SearchOptions {
   int64_t beam_size = 1;
   int64_t n_best = 1;           // hypotheses returned per sentence (<= beam_size for beam)
-  double length_penalty = 0.0;  // GNMT α: score / ((5 + len) / 6)^α; 0: raw sum of log-probs
-  bool normalize = false;       // plain length normalisation score / len (overrides α)
-  double max_length_a = 2.0;    // max target length (with EOS) = a · src_len + b, capped by
-  double max_length_b = 10.0;   // max_length and the model's positions
+  double length_penalty = 0.0;  // α; 0: raw sum of log-probs
+  // false: score / ((5 + len) / 6)^α (GNMT); true: score / len^α (CTranslate2's).
+  bool power_penalty = false;
+  bool normalize = false;      // plain length normalisation score / len (overrides α)
+  double max_length_a = 2.0;   // max target length (with EOS) = a · src_len + b, capped by
+  double max_length_b = 10.0;  // max_length and the model's positions
   int64_t max_length = 1024;
   int64_t max_new_tokens = 0;  // > 0: at most this many tokens after the prefix (EOS counted)
   int64_t min_length = 0;      // tokens (without EOS) before EOS is allowed
-  bool early_stop = true;      // stop a sentence once no live hypothesis can beat the finished
+  // While EOS is forbidden (min_length), renormalise the other tokens' log-probabilities over the
+  // allowed ones (CTranslate2); otherwise masks never renormalise (the conventions above).
+  bool renormalize_min_length = false;
+  // > 0: CTranslate2's beam search (beam.cpp, can_stop): EOS finishes only among a step's
+  // beam_size best candidates, and round(beam_size * patience) finished hypotheses (with
+  // length_penalty 0: the best candidate once EOS, and n_best finished) stop a sentence.
+  double patience = 0.0;
+  // Whether Hypothesis::score counts a target prefix's log-probabilities; log_prob always does.
+  bool score_prefix = true;
+  // Sequences whose last token a row may not take when its tokens end with the others
+  // (detail::suppress_tokens; removed before the softmax).
+  std::vector<Ids> suppress_sequences;
+  bool early_stop = true;  // stop a sentence once no live hypothesis can beat the finished
   // Sampling (beam_size must be 1): temperature, then top-k (0: all), then top-p (nucleus).
   bool sampling = false;
   double temperature = 1.0;  // <= 0 or top_k == 1: argmax

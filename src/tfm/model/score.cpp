@@ -8,8 +8,10 @@
 
 namespace tfm {
 
-std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>& src,
-                                const std::vector<Ids>& trg, const BatchLimits& limits) {
+std::vector<std::vector<float>> score_pairs_per_token(const Transformer& model,
+                                                      const std::vector<Ids>& src,
+                                                      const std::vector<Ids>& trg,
+                                                      const BatchLimits& limits) {
   const ModelConfig& c = model.config();
   const bool with_src = c.has_encoder();
   TFM_CHECK(!with_src || src.size() == trg.size())
@@ -25,7 +27,7 @@ std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>
   std::vector<int64_t> lengths(trg.size());
   for (size_t i = 0; i < trg.size(); ++i)
     lengths[i] = static_cast<int64_t>(trg[i].size() + (with_src ? src[i].size() : 0));
-  std::vector<double> scores(trg.size(), 0.0);
+  std::vector<std::vector<float>> scores(trg.size());
   for (const std::vector<size_t>& batch : length_batches(lengths, limits)) {
     std::vector<const Ids*> bs, bt;
     for (size_t i : batch) {
@@ -39,16 +41,23 @@ std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>
     const HostView<float> lp = to_host<float>(
         pick_columns(reshape(logp, {-1, V}), to_device(reshape(b.trg_out, {-1}), logp.device())));
     for (size_t i = 0; i < bt.size(); ++i) {
-      double s = 0;
-      const int64_t n = static_cast<int64_t>(bt[i]->size()) + 1;  // + EOS
-      for (int64_t t = 0; t < n; ++t) {
-        const int64_t row = static_cast<int64_t>(i) * T + t;
-        s += lp[static_cast<size_t>(row)];
-      }
-      scores[batch[i]] = s;
+      const auto n = static_cast<int64_t>(bt[i]->size()) + 1;  // + EOS
+      const auto* row = &lp[static_cast<size_t>(static_cast<int64_t>(i) * T)];
+      scores[batch[i]].assign(row, row + n);
     }
   }
   return scores;
+}
+
+std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>& src,
+                                const std::vector<Ids>& trg, const BatchLimits& limits) {
+  std::vector<double> totals;
+  for (const std::vector<float>& lp : score_pairs_per_token(model, src, trg, limits)) {
+    double s = 0;
+    for (float x : lp) s += x;
+    totals.push_back(s);
+  }
+  return totals;
 }
 
 }  // namespace tfm

@@ -10,9 +10,16 @@
 
 namespace tfm {
 
-// One total log-probability per pair, in input order. Pairs are batched by length
-// (length_batches over source + target lengths) with grad mode off. src is empty for
-// decoder-only models.
+// Per pair, in input order: log p of each target token given the source and the tokens before
+// it, then EOS's (target.size() + 1 values). Batched as score_pairs.
+std::vector<std::vector<float>> score_pairs_per_token(const Transformer& model,
+                                                      const std::vector<Ids>& src,
+                                                      const std::vector<Ids>& trg,
+                                                      const BatchLimits& limits);
+
+// One total log-probability per pair (the per-token values summed in double), in input order. Pairs
+// are batched by length (length_batches over source + target lengths) with grad mode off. src is
+// empty for decoder-only models.
 std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>& src,
                                 const std::vector<Ids>& trg, const BatchLimits& limits);
 inline std::vector<double> score_pairs(const Transformer& model, const std::vector<Ids>& src,

@@ -6,6 +6,7 @@
 #include "tfm/runtime/translation_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -92,6 +93,11 @@ const Entry<T> kTranslation[] = {
            << "log-probability / length^alpha, alpha being " << n("length_penalty")
            << " (1: the plain normalisation)";
      }},
+    {"length_penalty_form",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.length_penalty_form == LengthPenalty::gnmt || !n.converted())
+           << n("length_penalty_form") << ": a converted model ranks as generate() does";
+     }},
     {"max_length_factor",
      [](const T& o, const Context& n) {
        require_in_range(n("max_length_factor"), o.max_length_factor, 0.0, 1000.0);
@@ -112,6 +118,52 @@ const Entry<T> kTranslation[] = {
      [](const T& o, const Context& n) {
        require_in_range(n("min_decoding_length"), o.min_decoding_length, 0, n.model->max_length);
      }},
+    {"renormalize_min_length",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(!o.renormalize_min_length || !n.converted())
+           << n("renormalize_min_length") << ": a converted model decodes by generate()'s rules";
+     }},
+    {"patience",
+     [](const T& o, const Context& n) {
+       require_in_range(n("patience"), o.patience, 0.0, 1000.0);
+       TFM_CHECK_ARG(o.patience == 0.0 || !n.converted())
+           << n("patience") << ": a converted model stops its beams as generate() does";
+       const double finished = std::round(static_cast<double>(o.beam_size) * o.patience);
+       TFM_CHECK_ARG(o.patience == 0.0 || o.search == Search::sampling ||
+                     static_cast<double>(o.num_hypotheses) <= finished)
+           << n("num_hypotheses") << " " << o.num_hypotheses << " exceeds " << n("beam_size")
+           << " x " << n("patience") << " (" << finished
+           << " hypotheses finish before a sentence stops)";
+     }},
+    {"score_prefix",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.score_prefix || !n.converted())
+           << n("score_prefix") << ": a converted model scores as generate() does";
+     }},
+    {"suppress_sequences",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.suppress_sequences.empty() || !n.converted())
+           << n("suppress_sequences") << ": not for a converted model (generate()'s rules)";
+       for (size_t i = 0; i < o.suppress_sequences.size(); ++i) {
+         const auto& seq = o.suppress_sequences[i];
+         TFM_CHECK_ARG(!seq.empty()) << n("suppress_sequences") << " " << i + 1 << " is empty";
+         for (int64_t id : seq)
+           TFM_CHECK_ARG(id >= 0 && id < n.model->trg_vocab_size)
+               << n("suppress_sequences") << " " << i + 1 << ": token id " << id
+               << " is outside the target vocabulary [0, " << n.model->trg_vocab_size << ")";
+       }
+     }},
+    {"max_input_length",
+     [](const T& o, const Context& n) {
+       // Room for one source token besides the framing the model adds.
+       const int64_t framing = int64_t{n.model->source_bos} + int64_t{n.model->source_eos};
+       TFM_CHECK_ARG(o.max_input_length == 0 ||
+                     (o.max_input_length > framing && o.max_input_length <= kMaxTokens))
+           << n("max_input_length") << " must be 0 (no limit) or in [" << framing + 1 << ", "
+           << kMaxTokens << "] (the source's framing takes " << framing << "; got "
+           << o.max_input_length << ")";
+     }},
+    {"return_end_token", [](const T&, const Context&) {}},
     {"sampling_temperature",
      [](const T& o, const Context& n) {
        require_in_range(n("sampling_temperature"), o.sampling_temperature, 0.0, 1e6);
@@ -125,6 +177,7 @@ const Entry<T> kTranslation[] = {
        require_in_range(n("sampling_topp"), o.sampling_topp, 0.0, 1.0, /*lo_open=*/true);
      }},
     {"seed", [](const T&, const Context&) {}},
+    {"attention_framing", [](const T&, const Context&) {}},
     {"return_attention",
      [](const T& o, const Context& n) {
        TFM_CHECK_ARG(!o.return_attention || !n.model->decoder_only)
@@ -191,6 +244,17 @@ const Entry<R> kTranslator[] = {
 
 }  // namespace
 
+const char* length_penalty_name(LengthPenalty p) {
+  return p == LengthPenalty::power ? "power" : "gnmt";
+}
+
+LengthPenalty parse_length_penalty(std::string_view name) {
+  for (LengthPenalty p : {LengthPenalty::gnmt, LengthPenalty::power})
+    if (name == length_penalty_name(p)) return p;
+  TFM_FAIL_ARG() << "unknown length penalty form '" << name << "' (expected gnmt or power)";
+  return LengthPenalty::gnmt;
+}
+
 void validate_translation_options(const TranslationOptions& options, const ModelInfo& model,
                                   const OptionSpeller& name, const TranslationLimits& limits) {
   const Context context{name, &model, &limits};
@@ -213,6 +277,12 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.beam_size = t.beam_size;
   o.n_best = t.num_hypotheses;
   o.length_penalty = t.length_penalty;
+  o.power_penalty = t.length_penalty_form == LengthPenalty::power;
+  o.renormalize_min_length = t.renormalize_min_length;
+  o.patience = t.patience;
+  o.score_prefix = t.score_prefix;
+  for (const auto& seq : t.suppress_sequences)
+    o.suppress_sequences.emplace_back(seq.begin(), seq.end());
   o.normalize = t.normalize_scores;
   o.max_length_a = t.max_length_factor;
   o.max_length_b = static_cast<double>(t.max_length_extra);

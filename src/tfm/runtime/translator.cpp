@@ -38,7 +38,8 @@ std::vector<TranslationResult> AsyncResults::get() {
   out.reserve(nbest.size());
   for (size_t i = 0; i < nbest.size(); ++i) {
     Translator::Impl::check_scores(nbest[i], "sentence " + std::to_string(i + 1));
-    out.push_back(s->impl->to_result(nbest[i], s->text, s->widths[i]));
+    out.push_back(s->impl->to_result(nbest[i], s->text, s->widths[i], s->return_end_token,
+                                     s->attention_framing));
     out.back().source_truncated = s->truncated[i];
   }
   return out;
@@ -163,15 +164,33 @@ std::vector<TranslationResult> Translator::generate_batch(const std::vector<std:
       .get();
 }
 
+namespace {
+
+std::vector<double> totals(const std::vector<std::vector<float>>& per_token) {
+  std::vector<double> out;
+  out.reserve(per_token.size());
+  for (const std::vector<float>& lp : per_token) {
+    double s = 0;
+    for (float x : lp) s += x;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// score_batch's ids, each checked against its side's vocabulary before it is narrowed.
+std::vector<Ids> narrowed(const Translator::Impl& impl, const IdLists& lists, bool source) {
+  std::vector<Ids> out(lists.size());
+  for (size_t i = 0; i < lists.size(); ++i)
+    out[i] = impl.narrow_ids(
+        lists[i], source,
+        std::string("score_batch: ") + (source ? "source " : "target ") + std::to_string(i + 1));
+  return out;
+}
+
+}  // namespace
+
 std::vector<double> Translator::score_batch(const IdLists& sources, const IdLists& targets) const {
-  std::vector<Ids> s(sources.size()), t(targets.size());
-  for (size_t i = 0; i < sources.size(); ++i)
-    s[i] = impl_->narrow_ids(sources[i], /*source=*/true,
-                             "score_batch: source " + std::to_string(i + 1));
-  for (size_t i = 0; i < targets.size(); ++i)
-    t[i] = impl_->narrow_ids(targets[i], /*source=*/false,
-                             "score_batch: target " + std::to_string(i + 1));
-  return impl_->score(s, t);
+  return totals(impl_->score(narrowed(*impl_, sources, true), narrowed(*impl_, targets, false)));
 }
 
 std::vector<double> Translator::score_batch(const std::vector<std::string>& sources,
@@ -180,7 +199,14 @@ std::vector<double> Translator::score_batch(const std::vector<std::string>& sour
   std::vector<Ids> s, t;
   for (const auto& x : sources) s.push_back(impl_->encode_src(x));
   for (const auto& y : targets) t.push_back(impl_->encode_trg(y));
-  return impl_->score(s, t);
+  return totals(impl_->score(std::move(s), std::move(t)));
+}
+
+std::vector<std::vector<float>> Translator::score_batch_per_token(const IdLists& sources,
+                                                                  const IdLists& targets,
+                                                                  int64_t max_input_length) const {
+  return impl_->score(narrowed(*impl_, sources, true), narrowed(*impl_, targets, false),
+                      max_input_length);
 }
 
 std::vector<int64_t> Translator::tokenize_source(const std::string& text) const {

@@ -160,7 +160,8 @@ Ids Translator::Impl::narrow_ids(const std::vector<int64_t>& ids, bool source,
   return Ids(ids.begin(), ids.end());
 }
 
-bool Translator::Impl::prepare_source(Ids& ids, const std::string& where) const {
+bool Translator::Impl::prepare_source(Ids& ids, const std::string& where,
+                                      int64_t max_input_length) const {
   const ModelConfig& c = config();
   // PAD, BOS and EOS are no input: the model adds BOS/EOS itself as its config says, and a source
   // of tfm's own vocabulary never holds them. Only a converted model's tokenizer, which frames
@@ -183,7 +184,9 @@ bool Translator::Impl::prepare_source(Ids& ids, const std::string& where) const 
     TFM_CHECK(!what) << where << ": token id " << id << " is the model's " << what
                      << "; a source holds ordinary tokens (the model frames it itself)";
   }
-  const auto limit = static_cast<size_t>(c.max_length - c.seq_format().source_specials());
+  const int64_t positions =
+      max_input_length > 0 ? std::min(max_input_length, c.max_length) : c.max_length;
+  const auto limit = static_cast<size_t>(positions - c.seq_format().source_specials());
   if (ids.size() <= limit) return false;
   // A converted model's framing ends the source (</s>, a language token): cut before it.
   const size_t keep = vocabs_.src ? std::min(vocabs_.src->framing().suffix.size(), limit) : 0;
@@ -221,6 +224,8 @@ PreparedRequest Translator::Impl::empty_request(const TranslationOptions& option
   PreparedRequest p;
   p.request.search = checked_search(options);
   p.request.own = batching == Batching::own;
+  p.return_end_token = options.return_end_token;
+  p.attention_framing = options.attention_framing;
   return p;
 }
 
@@ -247,7 +252,8 @@ PreparedRequest Translator::Impl::translation(const std::vector<std::vector<int6
     const std::string where = "source " + std::to_string(i + 1);
     Ids& src = p.request.sources[i];
     src = narrow_ids(sources[i], /*source=*/true, where);
-    p.truncated[i] = prepare_source(src, where) || (i < cut_sources.size() && cut_sources[i]);
+    p.truncated[i] = prepare_source(src, where, options.max_input_length) ||
+                     (i < cut_sources.size() && cut_sources[i]);
     p.widths[i] = static_cast<int64_t>(src.size()) + config().seq_format().source_specials();
   }
   return p;
@@ -281,6 +287,8 @@ AsyncResults Translator::Impl::submit(PreparedRequest prepared, bool text, bool 
   state->text = text;
   state->truncated = std::move(prepared.truncated);
   state->widths = std::move(prepared.widths);
+  state->return_end_token = prepared.return_end_token;
+  state->attention_framing = prepared.attention_framing;
   state->pending = submit(std::move(prepared.request), refusable);
   return AsyncResults(std::move(state));
 }
@@ -293,24 +301,29 @@ void Translator::Impl::check_scores(const decode::NBest& nb, const std::string& 
         << "too large for its arithmetic or corrupt";
 }
 
-TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int64_t width) const {
+TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int64_t width,
+                                              bool end_token, bool framing) const {
+  // The columns kept of each attention row: all, or the source's own tokens.
+  const int64_t first = !framing && info_.source_bos ? 1 : 0;
+  const int64_t last = width - (!framing && info_.source_eos ? 1 : 0);
   TranslationResult r;
   for (auto& h : nb) {
     TranslationHypothesis th;
     th.ids.assign(h.tokens.begin(), h.tokens.end());
+    if (end_token) th.ids.push_back(config().eos_id);
     if (text) th.text = decode_trg(h.tokens);
     th.score = h.score;
     th.log_prob = h.log_prob;
     for (size_t at = 0; at < h.attention.size(); at += static_cast<size_t>(width))
-      th.attention.emplace_back(h.attention.begin() + static_cast<std::ptrdiff_t>(at),
-                                h.attention.begin() + static_cast<std::ptrdiff_t>(at) + width);
+      th.attention.emplace_back(h.attention.begin() + static_cast<std::ptrdiff_t>(at) + first,
+                                h.attention.begin() + static_cast<std::ptrdiff_t>(at) + last);
     r.hypotheses.push_back(std::move(th));
   }
   return r;
 }
 
-std::vector<double> Translator::Impl::score(const std::vector<Ids>& src,
-                                            const std::vector<Ids>& trg) const {
+std::vector<std::vector<float>> Translator::Impl::score(std::vector<Ids> src, std::vector<Ids> trg,
+                                                        int64_t max_input_length) const {
   const ModelConfig& c = config();
   if (c.has_encoder())
     TFM_CHECK(src.size() == trg.size())
@@ -318,28 +331,40 @@ std::vector<double> Translator::Impl::score(const std::vector<Ids>& src,
   else
     TFM_CHECK(src.empty()) << "score_batch: " << info_.directory
                            << " is a decoder-only model: give targets alone (no sources)";
+  TranslationOptions cut;  // the one validator says what max_input_length may be
+  cut.max_input_length = max_input_length;
+  validate_translation_options(cut, info_);
   for (size_t i = 0; i < trg.size(); ++i) {
     for (int64_t id : trg[i])
       TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
           << "score_batch: target " << i + 1 << ": token id " << id
           << " is outside the target vocabulary [0, " << c.trg_vocab_size << ")";
+    // As CTranslate2 cuts "<s> target </s>" to max_input_length + 1 positions (0: no cut; the
+    // validator made sure a cut leaves a token).
+    const auto keep = static_cast<size_t>(max_input_length - 1);
+    if (max_input_length != 0 && trg[i].size() > keep) trg[i].resize(keep);
     TFM_CHECK(static_cast<int64_t>(trg[i].size()) + 1 <= c.max_length)
         << "score_batch: target " << i + 1 << " has " << trg[i].size() << " tokens; the model has "
         << c.max_length << " positions (with BOS/EOS)";
     if (src.empty()) continue;
+    const std::string where = "score_batch: source " + std::to_string(i + 1);
+    if (max_input_length != 0) {
+      prepare_source(src[i], where, max_input_length);
+      continue;
+    }
     Ids s = src[i];
-    TFM_CHECK(!prepare_source(s, "score_batch: source " + std::to_string(i + 1)))
-        << "score_batch: source " << i + 1 << " has " << src[i].size()
-        << " tokens, more than the model's positions allow";
+    TFM_CHECK(!prepare_source(s, where))
+        << where << " has " << src[i].size() << " tokens, more than the model's positions allow";
   }
   // Scoring runs on a worker so it gets the translator's intra_threads, as translation does.
-  std::vector<double> out;
+  std::vector<std::vector<float>> out;
   BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
-  pool_->submit([&] { out = score_pairs(*model_, src, trg, limits); }).get();
+  pool_->submit([&] { out = score_pairs_per_token(*model_, src, trg, limits); }).get();
   for (size_t i = 0; i < out.size(); ++i)
-    TFM_CHECK(std::isfinite(out[i]))
-        << "score_batch: pair " << i + 1 << ": the model's score is not finite (" << out[i]
-        << "): its outputs overflowed; the weights are too large for its arithmetic or corrupt";
+    for (float x : out[i])
+      TFM_CHECK(std::isfinite(x))
+          << "score_batch: pair " << i + 1 << ": the model's score is not finite (" << x
+          << "): its outputs overflowed; the weights are too large for its arithmetic or corrupt";
   return out;
 }
 

@@ -28,6 +28,8 @@ struct PreparedRequest {
   runtime::Request request;
   std::vector<char> truncated;  // per source: cut to the model's positions
   std::vector<int64_t> widths;  // per source: the framed source's positions (attention rows)
+  bool return_end_token = false;
+  bool attention_framing = true;
 };
 
 // What AsyncResults holds: the queue's Pending and how to finish its results.
@@ -37,6 +39,8 @@ struct AsyncResults::State {
   bool text = false;
   std::vector<char> truncated;
   std::vector<int64_t> widths;
+  bool return_end_token = false;
+  bool attention_framing = true;
 };
 
 class Translator::Impl {
@@ -84,8 +88,9 @@ class Translator::Impl {
   // A language code's token id, by the model's source (`what` "source_lang") or target
   // tokenizer; `what` names the option in the InvalidArgument error.
   int64_t language_id(const std::string& code, const char* what) const;
-  // Source ids checked against the vocabulary and cut to the model's positions; true when cut.
-  bool prepare_source(Ids& ids, const std::string& where) const;
+  // Source ids checked against the vocabulary and cut to the model's positions, and to
+  // max_input_length of them with the framing (0: no such limit); true when cut.
+  bool prepare_source(Ids& ids, const std::string& where, int64_t max_input_length = 0) const;
   // A prefix's ids are target ids other than PAD/BOS/EOS and leave room for EOS; errors start
   // with `where`. `cut`: the ids are of the text's beginning only (encode_enough): too long.
   void check_prefix(const Ids& prefix, const std::string& where, const TranslationOptions& o,
@@ -118,10 +123,15 @@ class Translator::Impl {
   // and no such result is returned or printed.
   static void check_scores(const decode::NBest& nb, const std::string& where);
 
-  // A search's n-best as the API returns it; width: the attention rows'.
-  TranslationResult to_result(decode::NBest& nb, bool text, int64_t width) const;
+  // A search's n-best as the API returns it; width: the attention rows'; end_token: the ids end
+  // with EOS; framing: the attention rows keep the framing's columns.
+  TranslationResult to_result(decode::NBest& nb, bool text, int64_t width, bool end_token = false,
+                              bool framing = true) const;
 
-  std::vector<double> score(const std::vector<Ids>& src, const std::vector<Ids>& trg) const;
+  // Per pair, the log-probability of each target token, then EOS's (score_pairs_per_token),
+  // every input checked; max_input_length as score_batch_per_token takes it.
+  std::vector<std::vector<float>> score(std::vector<Ids> src, std::vector<Ids> trg,
+                                        int64_t max_input_length = 0) const;
 
   // Lines in, lines out (translate_stream.cpp): each input line a source, or a prompt.
   void stream(std::istream& in, std::ostream& out, const TranslationOptions& options,

@@ -1,0 +1,147 @@
+"""A program written against CTranslate2's documented Python API (4.x), run by the differential
+tests with `ctranslate2` bound to the real package or to tfm.ctranslate2: translation with the
+options that change output, scoring, asynchronous calls, iterables and files.
+
+    run(ctranslate2, model_dir, sources, targets, workdir) -> {case: outputs}
+
+sources and targets: lists of SentencePiece token lists. The outputs are plain JSON values (token
+lists, floats), so two runs compare with compare(), and a run of the real package is stored as a
+fixture (tools/make_ct2_fixture.py). Standard library only.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+# The options each translate_batch case passes (besides return_scores=True); the cases cover
+# every option of translate_batch that changes the output and that tfm implements.
+TRANSLATE_CASES = {
+    "defaults": {},
+    "greedy_attention": {"beam_size": 1, "return_attention": True},
+    "beam4_nbest3_lp06": {"beam_size": 4, "num_hypotheses": 3, "length_penalty": 0.6},
+    "beam4_lp0": {"beam_size": 4, "length_penalty": 0.0},
+    "greedy_lp0": {"beam_size": 1, "length_penalty": 0.0},
+    "min_length4": {"beam_size": 1, "min_decoding_length": 4},
+    "max_input_length3": {"beam_size": 2, "max_input_length": 3},
+    "return_end_token": {"beam_size": 2, "return_end_token": True},
+    "end_token_eos": {"beam_size": 2, "end_token": "</s>"},
+    "disable_unk": {"beam_size": 2, "disable_unk": True},
+    "suppress_sequences": {"beam_size": 2, "suppress_sequences": [["w"], ["\u2581", "t"]]},
+    "greedy_suppress": {"beam_size": 1, "suppress_sequences": [["o"]], "min_decoding_length": 0},
+    "chunks_examples": {"beam_size": 2, "max_batch_size": 2},
+    "chunks_tokens": {"beam_size": 2, "max_batch_size": 9, "batch_type": "tokens"},
+}
+
+# Cases whose outputs tfm does not match, with why (docs/python.md, "Migrating from CTranslate2").
+KNOWN_DIFFERENCES = {}
+
+
+def _result(r):
+    out = {"hypotheses": [list(h) for h in r.hypotheses], "scores": [float(s) for s in r.scores]}
+    if r.attention:
+        out["attention"] = [[list(map(float, row)) for row in a] for a in r.attention]
+    return out
+
+
+def _scoring(r):
+    return {"tokens": list(r.tokens), "log_probs": [float(x) for x in r.log_probs]}
+
+
+def _translate(ct2, t, sources, targets):
+    out = {}
+    for name, options in TRANSLATE_CASES.items():
+        out[name] = [_result(r) for r in t.translate_batch(sources, return_scores=True,
+                                                           **options)]
+    prefixes = [tg[:1] if i % 2 == 0 else None for i, tg in enumerate(targets)]
+    out["target_prefix"] = [_result(r) for r in t.translate_batch(
+        sources, target_prefix=prefixes, beam_size=2, return_scores=True)]
+    pending = t.translate_batch(sources, asynchronous=True, return_scores=True)
+    out["asynchronous"] = [_result(a.result()) for a in pending]
+    assert all(a.done() for a in pending)
+    out["iterable"] = [_result(r) for r in t.translate_iterable(
+        iter(sources), max_batch_size=3, beam_size=3, return_scores=True)]
+    # The older list-of-dicts view of a result.
+    first = t.translate_batch(sources[:2], return_scores=True)
+    out["as_dicts"] = [[{"tokens": list(h["tokens"]), "score": float(h["score"])} for h in r]
+                       for r in first]
+    return out
+
+
+def _score(ct2, t, sources, targets):
+    out = {"score_batch": [_scoring(r) for r in t.score_batch(sources, targets)],
+           "score_offset1": [_scoring(r) for r in t.score_batch(sources, targets, offset=1)],
+           "score_max_input3": [_scoring(r) for r in t.score_batch(sources, targets,
+                                                                   max_input_length=3)],
+           "score_iterable": [_scoring(r) for r in t.score_iterable(iter(sources), iter(targets),
+                                                                    max_batch_size=2)]}
+    pending = t.score_batch(sources, targets, asynchronous=True)
+    out["score_asynchronous"] = [_scoring(a.result()) for a in pending]
+    return out
+
+
+def _files(ct2, t, sources, targets, workdir):
+    src, trg, hyp, scored = (os.path.join(workdir, n) for n in ("src.tok", "trg.tok", "hyp.txt",
+                                                                "scores.txt"))
+    with open(src, "w", encoding="utf-8") as f:
+        f.writelines(" ".join(s) + "\n" for s in sources)
+    with open(trg, "w", encoding="utf-8") as f:
+        f.writelines(" ".join(s) + "\n" for s in targets)
+    stats = t.translate_file(src, hyp, max_batch_size=4, beam_size=2, num_hypotheses=2,
+                             with_scores=True)
+    score_stats = t.score_file(src, trg, scored, with_tokens_score=True)
+    with open(hyp, encoding="utf-8") as f:
+        hyp_lines = f.read().splitlines()
+    with open(scored, encoding="utf-8") as f:
+        score_lines = f.read().splitlines()
+    return {"translate_file": hyp_lines, "translate_file_stats": [stats.num_examples,
+                                                                  stats.num_tokens],
+            "score_file": score_lines, "score_file_stats": [score_stats.num_examples,
+                                                            score_stats.num_tokens]}
+
+
+def run(ct2, model_dir, sources, targets, workdir):
+    """Every case's outputs, from a ctranslate2-like module on model_dir."""
+    t = ct2.Translator(model_dir, device="cpu", compute_type="float32", inter_threads=1,
+                       intra_threads=1)
+    out = {}
+    out.update(_translate(ct2, t, sources, targets))
+    out.update(_score(ct2, t, sources, targets))
+    out.update(_files(ct2, t, sources, targets, workdir))
+    return out
+
+
+def _close(a, b, tol):
+    if isinstance(a, float) or isinstance(b, float):
+        return (math.isinf(a) and a == b) or abs(a - b) <= tol
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k], tol) for k in a)
+    return a == b
+
+
+def _file_line_close(a, b, tol):
+    """Two lines of 'number ||| tokens [||| numbers]': equal tokens, numbers within tol (the
+    printed 6 digits of each)."""
+    pa, pb = a.split(" ||| "), b.split(" ||| ")
+    if len(pa) != len(pb) or pa[1] != pb[1]:
+        return False
+    numbers = [(pa[0], pb[0])] + (list(zip(pa[2].split(), pb[2].split())) if len(pa) > 2 else [])
+    return all(abs(float(x) - float(y)) <= tol + 1e-5 * abs(float(y)) for x, y in numbers)
+
+
+def compare(got, want, tol=1e-4, known=()):
+    """The cases whose outputs differ (tokens exactly, numbers within tol), except `known`."""
+    bad = []
+    for case, w in want.items():
+        if case in known:
+            continue
+        g = got.get(case)
+        if case in ("translate_file", "score_file"):
+            ok = g is not None and len(g) == len(w) and all(
+                _file_line_close(x, y, tol) for x, y in zip(g, w))
+        else:
+            ok = _close(g, w, tol)
+        if not ok:
+            bad.append(case)
+    return bad
