@@ -252,8 +252,8 @@ case $corpus in
     echo "model. It translates Spanish that reads like that Bible (its 1909 spelling, 'fué', 'á', its"
     echo "vocabulary of kings, prophets and sheep) into the WEB's English ('Jehová' becomes"
     echo "'Yahweh'); it is not a general translator: news, chat or technical Spanish are words and"
-    echo "registers it has hardly or never seen. docs/benchmarks.md, \"Quick start\", has the BLEU"
-    echo "measured after 15, 30 and 60 minutes." ;;
+    echo "registers it has hardly or never seen. docs/benchmarks.md, \"Quick start\", has what 15"
+    echo "minutes gave on a 2-core machine." ;;
   ding)
     echo "It has seen the dictionary's 18k example sentences a few times each: it gets the topic and"
     echo "many words of a sentence right, not yet its grammar. Measured on a 2-core AMD Zen 4"
