@@ -28,6 +28,13 @@ TRANSLATE_CASES = {
     "disable_unk": {"beam_size": 2, "disable_unk": True},
     "suppress_sequences": {"beam_size": 2, "suppress_sequences": [["w"], ["\u2581", "t"]]},
     "greedy_suppress": {"beam_size": 1, "suppress_sequences": [["o"]], "min_decoding_length": 0},
+    "repetition_penalty": {"beam_size": 2, "repetition_penalty": 1.5},
+    "greedy_repetition_penalty": {"beam_size": 1, "repetition_penalty": 1.2,
+                                  "min_decoding_length": 3},
+    "no_repeat_ngram2": {"beam_size": 3, "num_hypotheses": 2, "no_repeat_ngram_size": 2},
+    "greedy_no_repeat_ngram1": {"beam_size": 1, "no_repeat_ngram_size": 1},
+    "end_tokens": {"beam_size": 2, "end_token": ["</s>", "e"], "return_end_token": True},
+    "greedy_end_token_ids": {"beam_size": 1, "end_token": [2, 7], "return_end_token": True},
     "chunks_examples": {"beam_size": 2, "max_batch_size": 2},
     "chunks_tokens": {"beam_size": 2, "max_batch_size": 9, "batch_type": "tokens"},
 }

@@ -5,6 +5,9 @@ through tfm.ctranslate2 and compares, without CTranslate2 installed).
 
     .venv/bin/python tools/make_ct2_fixture.py --model MODEL_DIR --src train.de --trg train.en \
         [--lines 8] [--out tests/fixtures/ct2]
+    .venv/bin/python tools/make_ct2_fixture.py --update [--out tests/fixtures/ct2]
+
+--update reruns the program on the committed model and pieces (a new case in ct2_program.py).
 
 MODEL_DIR: a tfm model directory with its vocab.model (the committed one was trained by
 `tfm vocab --size 36` and `tfm train --preset tiny --batch-tokens 400 --max-updates 1500
@@ -71,15 +74,35 @@ def reference(model_dir, sources, targets):
                                                          work)
 
 
+def update(out):
+    """OUT/expected.json again from the real ctranslate2, on its own model and pieces."""
+    path = os.path.join(out, "expected.json")
+    with open(path, encoding="utf-8") as f:
+        fixture = json.load(f)
+    version, outputs = reference(os.path.join(out, "model"), fixture["sources"],
+                                 fixture["targets"])
+    fixture.update(ctranslate2=version, outputs=outputs)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, indent=0, ensure_ascii=False)
+        f.write("\n")
+    print(f"{out}: {len(outputs)} cases from ctranslate2 {version}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True)
-    p.add_argument("--src", required=True)
-    p.add_argument("--trg", required=True)
+    p.add_argument("--model")
+    p.add_argument("--src")
+    p.add_argument("--trg")
     p.add_argument("--lines", type=int, default=8)
     p.add_argument("--out", default=os.path.join(HERE, "..", "tests", "fixtures", "ct2"))
+    p.add_argument("--update", action="store_true",
+                   help="rerun the program on OUT's model and pieces (after a case was added)")
     a = p.parse_args()
+    if a.update:
+        return update(a.out)
+    if not (a.model and a.src and a.trg):
+        p.error("--model, --src and --trg are required (or --update)")
     model_out = os.path.join(a.out, "model")
     os.makedirs(model_out, exist_ok=True)
     for f in ("config.json", "model.safetensors"):

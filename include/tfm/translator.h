@@ -143,6 +143,20 @@ struct TranslationOptions {
   // the softmax, as CTranslate2 does, so the other tokens' log-probabilities are renormalised
   // and log_prob is no longer score_batch's score at those steps.
   std::vector<std::vector<int64_t>> suppress_sequences{};
+  // CTranslate2's repetition penalty: before the softmax, the logit l of each token a hypothesis
+  // holds already (its target prefix included) becomes l / p when l > 0, l * p otherwise; 1: none.
+  // Like suppress_sequences it renormalises, so log_prob is no longer score_batch's score.
+  double repetition_penalty = 1.0;
+  // > 0: no hypothesis repeats an n-gram of this size (CTranslate2's no_repeat_ngram_size, and
+  // generate()'s for a converted model); the token that would is removed before the softmax.
+  // -1: the model's own (a converted model's generation config; 0 otherwise).
+  int64_t no_repeat_ngram_size = -1;
+  // The target ids that end a hypothesis (CTranslate2's end_token); empty: the model's EOS. The
+  // search stops at any of them; the model's EOS, when not listed, is an ordinary token. The
+  // first takes EOS's part in the length rules (forbidden before min_decoding_length, forced at
+  // the max length); the others are forbidden before min_decoding_length too. The ids exclude
+  // the end token, which return_end_token appends.
+  std::vector<int64_t> end_token{};
   // Source positions kept, the model's framing counted (CTranslate2's max_input_length): a longer
   // source is cut as one longer than the model's positions is, its framing's end kept. 0: the
   // model's positions alone.

@@ -126,8 +126,8 @@ class PyAsync {
       bool ready = false;
       {
         py::gil_scoped_release release;
-        ready = results_.wait_until(std::chrono::steady_clock::now() +
-                                    std::chrono::milliseconds(50));
+        ready =
+            results_.wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(50));
       }
       if (ready) return;
       if (PyErr_CheckSignals() != 0) {
@@ -364,6 +364,9 @@ void bind_options(py::module_& m) {
       .def_readwrite("patience", &tfm::TranslationOptions::patience)
       .def_readwrite("score_prefix", &tfm::TranslationOptions::score_prefix)
       .def_readwrite("suppress_sequences", &tfm::TranslationOptions::suppress_sequences)
+      .def_readwrite("repetition_penalty", &tfm::TranslationOptions::repetition_penalty)
+      .def_readwrite("no_repeat_ngram_size", &tfm::TranslationOptions::no_repeat_ngram_size)
+      .def_readwrite("end_token", &tfm::TranslationOptions::end_token)
       .def_readwrite("attention_framing", &tfm::TranslationOptions::attention_framing)
       .def_readwrite("return_end_token", &tfm::TranslationOptions::return_end_token)
       .def_property(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import numbers
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 from . import _tfm
 from ._inputs import _str
@@ -24,6 +24,7 @@ TFM_DEFAULTS: Dict[str, Any] = dict(
     sampling_topp=1.0, sampling_temperature=1.0, seed=0, return_attention=False,
     return_end_token=False, end_token=None, patience=0.0, renormalize_min_length=False,
     score_prefix=True, attention_framing=True, disable_unk=False, suppress_sequences=None,
+    repetition_penalty=1.0, no_repeat_ngram_size=None,
     # What a call returns and how it is batched (not search options).
     return_scores=False, max_batch_size=0, batch_type="examples", asynchronous=False)
 
@@ -34,14 +35,13 @@ CT2_DEFAULTS: Dict[str, Any] = dict(
     length_penalty_form="power",
     max_decoding_length=256, min_decoding_length=1, max_input_length=1024, patience=1.0,
     renormalize_min_length=True, score_prefix=False, attention_framing=False,
+    no_repeat_ngram_size=0,
     max_length_factor=0.0, max_length_extra=1_000_000)
 
 # CTranslate2's options that tfm does not implement: each with the value that means "off" (any
 # other raises NotImplementedError) and why.
 UNSUPPORTED: Dict[str, Tuple[Any, str]] = {
     "coverage_penalty": (0, "tfm's beam search has no coverage penalty"),
-    "repetition_penalty": (1, "tfm's searches do not rescale the logits of generated tokens"),
-    "no_repeat_ngram_size": (0, "tfm's searches do not block repeated n-grams"),
     "prefix_bias_beta": (0, "tfm forces a target prefix; it has no soft prefix bias"),
     "use_vmap": (False, "tfm models have no vocabulary map"),
     "return_logits_vocab": (False, "tfm's searches do not keep each step's logits"),
@@ -124,7 +124,8 @@ _FIELDS = (("beam_size", _int), ("num_hypotheses", _int), ("length_penalty", _fl
            ("patience", _float), ("max_length_factor", _float), ("max_length_extra", _int),
            ("max_input_length", _int), ("return_end_token", _bool), ("sampling_topk", _int),
            ("sampling_topp", _float), ("sampling_temperature", _float), ("seed", _uint64),
-           ("return_attention", _bool), ("score_prefix", _bool), ("attention_framing", _bool))
+           ("return_attention", _bool), ("score_prefix", _bool), ("attention_framing", _bool),
+           ("repetition_penalty", _float), ("no_repeat_ngram_size", _int))
 
 
 def search_options(o: Mapping[str, Any], base: _tfm.TranslationOptions,
@@ -150,17 +151,25 @@ def search_options(o: Mapping[str, Any], base: _tfm.TranslationOptions,
     return t
 
 
-def check_end_token(end_token: Any, eos_names: Tuple[Any, ...]) -> None:
-    """end_token (CTranslate2's): None, or the model's EOS (its piece, its id, or a list of
-    them); another end token is not implemented (tfm's searches end on the model's EOS)."""
+def end_token_ids(end_token: Any, to_ids: Any) -> List[int]:
+    """end_token (CTranslate2's) as target ids: None (the model's EOS: []), a token, or a list of
+    tokens or of ids. to_ids(tokens) -> ids, or None where the model has no vocabulary; a token
+    it does not know is an error, as in CTranslate2."""
     if end_token is None:
-        return
+        return []
     values = list(end_token) if isinstance(end_token, (list, tuple)) else [end_token]
-    if values and all(v in eos_names for v in values):
-        return
-    raise NotImplementedError(
-        f"end_token={end_token!r}: tfm's searches end on the model's EOS ({eos_names[0]!r}) "
-        "only (a CTranslate2 option tfm implements for that token alone)")
+    if not values:
+        raise _tfm.InvalidArgumentError(
+            "end_token: an empty list ends no hypothesis (give None for the model's EOS)")
+    if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
+        return [int(v) for v in values]
+    if not all(isinstance(v, str) for v in values):
+        raise TypeError("end_token must be a token, a list of tokens or a list of token ids")
+    ids = to_ids(values)
+    if ids is None:
+        raise _tfm.InvalidArgumentError(
+            f"end_token={end_token!r}: the model has no target vocabulary; give token ids")
+    return ids
 
 
 def batching(o: Mapping[str, Any]) -> Tuple[int, str]:

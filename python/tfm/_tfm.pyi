@@ -93,6 +93,9 @@ class TranslationOptions:
     patience: float
     score_prefix: bool
     suppress_sequences: List[List[int]]
+    repetition_penalty: float
+    no_repeat_ngram_size: int
+    end_token: List[int]
     attention_framing: bool
     return_end_token: bool
     length_penalty_form: str  # "gnmt" | "power"

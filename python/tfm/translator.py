@@ -182,7 +182,9 @@ class Translator:
           return_scores (scores: ranking scores; log_probs: log P(hyp + EOS)), return_attention
           (per hypothesis, one row per target token: the last decoder layer's cross-attention
           averaged over heads, over the framed source; rows sum to 1), return_end_token (the
-          hypotheses end with the end token), end_token (None or the model's EOS).
+          hypotheses end with the end token), end_token (None: the model's EOS; a token, or a
+          list of tokens or ids: decoding stops at any of them, and EOS is an ordinary token
+          unless listed).
           max_batch_size (0: one call to the library, which batches by the translator's
           limits; else the sources are sorted by length and cut into chunks of at most this
           many examples, or padded tokens with batch_type="tokens", each batched apart),
@@ -191,8 +193,12 @@ class Translator:
           patience (0: tfm's beam search; > 0: CTranslate2's stopping rule),
           renormalize_min_length, score_prefix, attention_framing (CTranslate2's ways when set
           as tfm.ctranslate2 sets them).
-          CTranslate2's options tfm does not implement (coverage_penalty, repetition_penalty,
-          no_repeat_ngram_size, prefix_bias_beta, use_vmap, return_logits_vocab,
+          repetition_penalty (> 0; the logit l of a token the hypothesis holds becomes l / p
+          when positive, l * p otherwise), no_repeat_ngram_size (no n-gram twice; None: the
+          model's own, a converted model's generation config's), both before the softmax as
+          CTranslate2 applies them.
+          CTranslate2's options tfm does not implement (coverage_penalty, prefix_bias_beta,
+          use_vmap, return_logits_vocab,
           return_alternatives, replace_unknowns, callback) are accepted at their 'off' value
           and raise NotImplementedError otherwise.
         """
@@ -386,8 +392,8 @@ class Translator:
 
     # --------------------------------------------------------------------- helpers
     def _search(self, o: dict) -> _tfm.TranslationOptions:
-        _options.check_end_token(o["end_token"], self._eos_names())
         t = _options.search_options(o, self._impl.default_options(), self._ct2_lengths)
+        t.end_token = _options.end_token_ids(o["end_token"], self._known_target_ids)
         t.suppress_sequences = self._suppressed(o["suppress_sequences"],
                                                 _bool("disable_unk", o["disable_unk"]))
         return t
@@ -414,12 +420,18 @@ class Translator:
             out.append(self._impl.target_tokens_to_ids(["\x00"]))
         return out
 
-    def _eos_names(self) -> tuple:
-        eos = self.model_info.eos_id
-        names = [eos]
-        if self.has_vocabularies:
-            names[:0] = self._impl.target_ids_to_tokens([eos])
-        return tuple(names)
+    def _known_target_ids(self, tokens: List[str]) -> Optional[List[int]]:
+        """The target vocabulary's ids of tokens, each of which it must know (None: the model
+        has no vocabulary)."""
+        if not self.has_vocabularies:
+            return None
+        ids = self._impl.target_tokens_to_ids(list(tokens))
+        back = self._impl.target_ids_to_tokens(list(ids))
+        for token, known in zip(tokens, back):
+            if token != known:
+                raise _tfm.InvalidArgumentError(
+                    f"end_token: {token!r} is not in the target vocabulary")
+        return ids
 
     def _submit_chunks(self, source: Source, target_prefix: Any, o: dict) -> tuple:
         """The call cut into max_batch_size chunks, each submitted to the library's queue:

@@ -61,12 +61,12 @@ bool can_stop(Sentence& s, const SearchOptions& o) {
   return true;
 }
 
-// Per row: 0, or with renormalize_min_length while EOS is forbidden (generated < min_length,
-// a prefix's forced steps included), -log(1 - p(EOS)): what renormalising the other tokens'
-// log-probabilities over the allowed ones adds (CTranslate2 removes the forbidden EOS before
-// its softmax). Only the steps before min_length pay for the extra log-softmax.
+// Per row: 0, or with renormalize_min_length while the end tokens are forbidden (generated <
+// min_length, a prefix's forced steps included), -log(1 - p(end tokens)): what renormalising the
+// other tokens' log-probabilities over the allowed ones adds (CTranslate2 removes the forbidden
+// end tokens before its softmax). Only the steps before min_length pay for the extra log-softmax.
 std::vector<double> min_length_renormalization(const Tensor& logits,
-                                               const std::vector<StepRule>& rules, int32_t eos,
+                                               const std::vector<StepRule>& rules, const Ids& ends,
                                                int64_t generated, const SearchOptions& o) {
   std::vector<double> add(rules.size(), 0.0);
   auto forbidden = [&](StepRule r) {
@@ -74,13 +74,18 @@ std::vector<double> min_length_renormalization(const Tensor& logits,
   };
   if (!o.renormalize_min_length || std::none_of(rules.begin(), rules.end(), forbidden)) return add;
   const auto rows = static_cast<int64_t>(rules.size());
-  const Tensor picked = pick_columns(  // (rows): log p(EOS) of each row
-      log_softmax(logits).contiguous(),
-      to_device(Tensor::from_vector<int32_t>({rows}, std::vector<int32_t>(rules.size(), eos)),
-                logits.device()));
-  const HostView<float> lp = to_host<float>(picked);
+  const Tensor lps = log_softmax(logits).contiguous();  // (rows, V)
+  std::vector<double> p_end(rules.size(), 0.0);
+  for (int32_t end : ends) {
+    const Tensor picked = pick_columns(  // (rows): log p(end) of each row
+        lps,
+        to_device(Tensor::from_vector<int32_t>({rows}, std::vector<int32_t>(rules.size(), end)),
+                  logits.device()));
+    const HostView<float> lp = to_host<float>(picked);
+    for (size_t i = 0; i < rules.size(); ++i) p_end[i] += std::exp(double{lp[i]});
+  }
   for (size_t i = 0; i < rules.size(); ++i)
-    if (forbidden(rules[i])) add[i] = -std::log1p(-std::exp(double{lp[i]}));
+    if (forbidden(rules[i])) add[i] = -std::log1p(-p_end[i]);
   return add;
 }
 
@@ -95,7 +100,8 @@ class BeamSearch : public Search {
     detail::check_inputs(model, sources, o_, prefixes);
     const ModelConfig& c = model.config();
     const int64_t V = c.trg_vocab_size, beam = o_.beam_size;
-    const int32_t eos = static_cast<int32_t>(c.eos_id);
+    const Ids ends = detail::end_ids(c, o_);
+    auto is_end = [&](int32_t t) { return std::find(ends.begin(), ends.end(), t) != ends.end(); };
     NoGradGuard no_grad;
     std::vector<NBest> out(sources.size());
     if (sources.empty()) return out;
@@ -118,16 +124,16 @@ class BeamSearch : public Search {
     DecoderState state = detail::start(model, ptrs, longest);
     std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
     std::vector<Candidate> cands;
-    const SpecialIds specials = detail::special_ids(c);
-    // beam + 1 tokens a hypothesis suffice: the walk below stops after beam non-EOS ones.
-    const int64_t k = std::min<int64_t>(V, beam + 1);
+    const SpecialIds specials = detail::special_ids(c, o_);
+    // beam + the end tokens a hypothesis suffice: the walk below stops after beam non-end ones.
+    const int64_t k = std::min<int64_t>(V, beam + std::ssize(ends));
 
     for (int64_t generated = 0; !active.empty(); ++generated) {
       Tensor attn;                      // (rows, S)
-      std::vector<const Ids*> history;  // each row's tokens so far (suppress_sequences)
+      std::vector<const Ids*> history;  // each row's tokens so far (process_logits)
       for (size_t si : active)
         for (const Live& h : sent[si].live) history.push_back(&h.tokens);
-      const Tensor logits = detail::suppress_tokens(  // (rows, V)
+      const Tensor logits = detail::process_logits(  // (rows, V)
           detail::step_logits(model, state, tokens, o_.return_attention ? &attn : nullptr), history,
           o_);
       const int64_t rows_now = logits.size(0);
@@ -163,7 +169,7 @@ class BeamSearch : public Search {
       }
       // Per row, what renormalising over the tokens other than a forbidden EOS adds (0 else).
       const std::vector<double> renorm =
-          min_length_renormalization(logits, rules, eos, generated, o_);
+          min_length_renormalization(logits, rules, ends, generated, o_);
       const HostView<float> top_vals = to_host<float>(top.values);  // (rows, k)
       const HostView<int32_t> top_ids = to_host<int32_t>(top.ids);  // (rows, k)
       masks.end();
@@ -205,8 +211,11 @@ class BeamSearch : public Search {
         cands.clear();
         for (int64_t j = 0; j < n; ++j) {
           const size_t row = static_cast<size_t>((r + j) * k);
+          const StepRule rule = rules[static_cast<size_t>(r + j)];
           for (size_t i = row; i < row + static_cast<size_t>(k); ++i)
-            if (top_vals[i] != detail::kNegInf)
+            if (top_vals[i] != detail::kNegInf &&
+                (top_ids[i] == specials.eos || !is_end(top_ids[i]) ||
+                 detail::other_end_allowed(rule)))
               cands.push_back(
                   {s.live[j].log_prob + top_vals[i] + renorm[static_cast<size_t>(r + j)], j,
                    top_ids[i]});
@@ -217,20 +226,20 @@ class BeamSearch : public Search {
         });
         std::vector<Live> next;
         std::vector<int64_t> parents;
-        if (!cands.empty() && cands[0].token == eos) s.best_finished = true;
+        if (!cands.empty() && is_end(cands[0].token)) s.best_finished = true;
         for (size_t at = 0; at < cands.size(); ++at) {
           const Candidate& cd = cands[at];
           const Live& h = s.live[cd.hyp];
           // CTranslate2 finishes EOS among the beam's best candidates only, and only as the best
           // one at the first step after the target prefixes (when the call has any).
           const bool first_free = !prefixes.empty() && generated == std::ssize(*s.prefix);
-          if (cd.token == eos && o_.patience > 0 &&
+          if (is_end(cd.token) && o_.patience > 0 &&
               (std::cmp_greater_equal(at, beam) || (first_free && at > 0)))
             continue;
-          if (cd.token == eos) {  // EOS gets no attention row
+          if (is_end(cd.token)) {  // the end token gets no attention row
             const int64_t len = static_cast<int64_t>(h.tokens.size()) + 1;
             s.finished.push_back({h.tokens, final_score(cd.log_prob - s.unscored, len, o_),
-                                  cd.log_prob, h.attention});
+                                  cd.log_prob, h.attention, true, cd.token});
             continue;
           }
           next.push_back(extend(h, r + cd.hyp, cd.token, cd.log_prob, s.width));

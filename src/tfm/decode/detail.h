@@ -27,7 +27,7 @@ DecoderState start(const Transformer& model, const std::vector<const Ids*>& sour
 // Feeds tokens (one per row) and returns log-probabilities f32 (rows, V), contiguous. With
 // `attention`, also the last decoder layer's cross-attention averaged over heads, f32 (rows, S)
 // contiguous, S the batch's padded source length (padding gets 0).
-// With `options`, suppress_tokens first (history: each row's tokens so far).
+// With `options`, process_logits first (history: each row's tokens so far).
 Tensor step_log_probs(const Transformer& model, DecoderState& state,
                       const std::vector<int32_t>& tokens, Tensor* attention = nullptr,
                       const std::vector<const Ids*>& history = {},
@@ -36,20 +36,33 @@ Tensor step_log_probs(const Transformer& model, DecoderState& state,
 // inside top_k_log_probs).
 Tensor step_logits(const Transformer& model, DecoderState& state,
                    const std::vector<int32_t>& tokens, Tensor* attention = nullptr);
-// logits (rows, V) with -inf where options.suppress_sequences forbid a token: a one-token
-// sequence's token in every row, a longer one's last token in a row whose tokens so far
-// (history[r]) end with the rest. The logits themselves when nothing is forbidden.
-Tensor suppress_tokens(const Tensor& logits, const std::vector<const Ids*>& history,
-                       const SearchOptions& options);
+// CTranslate2's logits processors on logits (rows, V), in its order, given each row's tokens so
+// far (history[r]): the repetition penalty on the tokens a row holds, then -inf for the tokens
+// that would repeat an n-gram (no_repeat_ngram_size) and for options.suppress_sequences (a
+// one-token sequence's token in every row, a longer one's last token in a row that ends with the
+// rest). The logits themselves when none of these options is set.
+Tensor process_logits(const Tensor& logits, const std::vector<const Ids*>& history,
+                      const SearchOptions& options);
+// Appends to `out` the tokens that would complete an n-gram of seq already in seq: each token
+// that follows an earlier occurrence of seq's last n - 1 tokens (n > 0).
+void ngram_bans(const Ids& seq, int64_t n, std::vector<int32_t>& out);
+// The tokens that end a hypothesis: options.end_ids, or the model's EOS alone.
+Ids end_ids(const ModelConfig& config, const SearchOptions& options);
 // state.reorder(rows), skipped when rows keeps every row in place (greedy and sampling while no
 // sentence has finished): a reorder copies every cache, O(T) a step.
 void reorder(DecoderState& state, const std::vector<int64_t>& rows);
 // What the conventions allow after `generated` tokens (ops/decode_steps.h, mask_step_rows):
-// PAD/BOS never, EOS not before min_length, nothing but EOS at the last position.
+// PAD/BOS never, EOS not before min_length, nothing but EOS at the last position (EOS: the
+// first end id).
 // A step inside the sentence's target prefix (generated < prefix_length) is left as it is.
 StepRule step_rule(int64_t generated, int64_t prefix_length, int64_t min_length,
                    int64_t max_length);
-SpecialIds special_ids(const ModelConfig& config);
+SpecialIds special_ids(const ModelConfig& config, const SearchOptions& options);
+// Whether a row under `rule` may take end token `t` other than the first (end_ids): only where
+// the rule allows EOS and does not force it.
+inline bool other_end_allowed(StepRule rule) {
+  return rule == StepRule::normal || rule == StepRule::keep;
+}
 // Sorts best first: score descending, then shorter, then lexicographic (a total order, so the
 // result does not depend on the order hypotheses were found in).
 void sort_hypotheses(NBest& hyps);

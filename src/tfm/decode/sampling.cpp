@@ -52,6 +52,20 @@ int32_t pick(const float* row, int64_t vocab, const SearchOptions& o, double u,
   return order[keep - 1];  // rounding at the top end
 }
 
+// lp (rows, V) on the host with -inf for the end tokens after the first in the rows whose rule
+// forbids them (detail::other_end_allowed).
+HostView<float> mask_other_ends(const Tensor& lp, const std::vector<StepRule>& rules,
+                                const Ids& ends) {
+  const HostView<float> in = to_host<float>(lp);
+  std::vector<float> x(in.data(), in.data() + in.size());
+  const int64_t V = lp.size(1);
+  for (size_t r = 0; r < rules.size(); ++r)
+    if (!detail::other_end_allowed(rules[r]))
+      for (size_t e = 1; e < ends.size(); ++e)
+        x[r * static_cast<size_t>(V) + static_cast<size_t>(ends[e])] = detail::kNegInf;
+  return to_host<float>(Tensor::from_vector<float>({lp.size(0), V}, x));
+}
+
 class SamplingSearch : public Search {
  public:
   explicit SamplingSearch(const SearchOptions& o) : o_(o) {}
@@ -86,9 +100,10 @@ class SamplingSearch : public Search {
     std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
     std::vector<int32_t> order;
     std::vector<double> p;
+    const Ids ends = detail::end_ids(c, o_);
     for (int64_t generated = 0; !active.empty(); ++generated) {
       Tensor attn;                      // (rows, S)
-      std::vector<const Ids*> history;  // each row's tokens so far (suppress_sequences)
+      std::vector<const Ids*> history;  // each row's tokens so far (process_logits)
       for (size_t si : active) history.push_back(&hyp[si].tokens);
       Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
                                          o_.return_attention ? &attn : nullptr, history, &o_);
@@ -97,9 +112,10 @@ class SamplingSearch : public Search {
         rules.push_back(detail::step_rule(
             generated, static_cast<int64_t>(detail::prefix_of(prefixes, si).size()), o_.min_length,
             max_len[si]));
-      mask_step_rows(lp, rules, detail::special_ids(c));
+      mask_step_rows(lp, rules, detail::special_ids(c, o_));
       // Sampling reads whole distributions: on the host (a copy from a device, a view on the CPU).
-      const HostView<float> lph = to_host<float>(lp);       // (rows, V)
+      HostView<float> lph = to_host<float>(lp);  // (rows, V)
+      if (ends.size() > 1) lph = mask_other_ends(lp, rules, ends);
       const HostView<float> attn_h = to_host<float>(attn);  // (rows, S), empty without
       std::vector<int64_t> rows;
       std::vector<int32_t> next_tokens;
@@ -112,11 +128,13 @@ class SamplingSearch : public Search {
         Hypothesis& h = hyp[si];
         h.log_prob += row[t];
         if (!o_.score_prefix && generated < std::ssize(prefix)) unscored[si] += row[t];
-        if (t != c.eos_id && o_.return_attention) {  // EOS gets no attention row
+        const bool end = std::find(ends.begin(), ends.end(), t) != ends.end();
+        if (!end && o_.return_attention) {  // the end token gets no attention row
           const float* a = attn_h.data() + static_cast<int64_t>(r) * attn.size(1);
           h.attention.insert(h.attention.end(), a, a + width[si]);
         }
-        if (t == c.eos_id) {
+        if (end) {
+          h.end_id = t;
           h.score =
               final_score(h.log_prob - unscored[si], static_cast<int64_t>(h.tokens.size()) + 1, o_);
           out[si].push_back(std::move(h));

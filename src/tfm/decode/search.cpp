@@ -8,7 +8,7 @@
 #include "tfm/core/parallel.h"
 #include "tfm/core/profile.h"
 #include "tfm/decode/detail.h"
-#include "tfm/ops/elementwise.h"
+#include "tfm/ops/host.h"
 #include "tfm/ops/softmax.h"
 
 namespace tfm::decode {
@@ -119,6 +119,15 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources, con
       << "search: max_new_tokens must be >= 0, got " << o.max_new_tokens;
   TFM_CHECK(o.rule == SearchRule::tfm || !o.sampling)
       << "search: the transformers rule decodes greedily or by beam search, not by sampling";
+  TFM_CHECK(o.repetition_penalty > 0.0)
+      << "search: the repetition penalty must be > 0, got " << o.repetition_penalty;
+  TFM_CHECK(o.no_repeat_ngram_size >= 0)
+      << "search: no_repeat_ngram_size must be >= 0, got " << o.no_repeat_ngram_size;
+  TFM_CHECK(o.rule == SearchRule::tfm || (o.repetition_penalty == 1.0 && o.end_ids.empty()))
+      << "search: the transformers rule has no repetition penalty or end tokens besides EOS";
+  for (int32_t t : o.end_ids)
+    TFM_CHECK(t >= 0 && t < c.trg_vocab_size)
+        << "search: end token " << t << " is outside [0, " << c.trg_vocab_size << ")";
   for (size_t i = 0; i < sources.size() && c.has_encoder(); ++i) {
     const int64_t specials = c.seq_format().source_specials();
     TFM_CHECK(static_cast<int64_t>(sources[i].size()) + specials <= c.max_length)
@@ -181,29 +190,52 @@ Tensor step_log_probs(const Transformer& model, DecoderState& state,
                       const std::vector<int32_t>& tokens, Tensor* attention,
                       const std::vector<const Ids*>& history, const SearchOptions* options) {
   Tensor logits = step_logits(model, state, tokens, attention);
-  if (options) logits = suppress_tokens(logits, history, *options);
+  if (options) logits = process_logits(logits, history, *options);
   profile::Scope scope(profile::Phase::log_softmax);
   return log_softmax(logits).contiguous();
 }
 
-Tensor suppress_tokens(const Tensor& logits, const std::vector<const Ids*>& history,
-                       const SearchOptions& o) {
-  if (o.suppress_sequences.empty()) return logits;
+void ngram_bans(const Ids& seq, int64_t n, std::vector<int32_t>& out) {
+  const int64_t len = std::ssize(seq);
+  if (n <= 0 || len < n) return;
+  const auto suffix = seq.end() - (n - 1);
+  for (int64_t i = 0; i + n <= len; ++i)
+    if (std::equal(seq.begin() + i, seq.begin() + i + n - 1, suffix))
+      out.push_back(seq[static_cast<size_t>(i + n - 1)]);
+}
+
+Tensor process_logits(const Tensor& logits, const std::vector<const Ids*>& history,
+                      const SearchOptions& o) {
+  const bool penalty = o.repetition_penalty != 1.0;
+  if (o.suppress_sequences.empty() && o.no_repeat_ngram_size == 0 && !penalty) return logits;
   const int64_t rows = logits.size(0), V = logits.size(1);
-  std::vector<float> bias(static_cast<size_t>(rows * V), 0.0f);
-  bool any = false;
+  const HostView<float> in = to_host<float>(logits);  // (rows, V)
+  std::vector<float> x(in.data(), in.data() + in.size());
+  const auto p = static_cast<float>(o.repetition_penalty);
+  std::vector<int32_t> banned;
   for (int64_t r = 0; r < rows; ++r) {
     const Ids& h = *history[static_cast<size_t>(r)];
+    float* row = x.data() + r * V;
+    // Each token once, from its original logit (CTranslate2 gathers them before penalising).
+    if (penalty)
+      for (int32_t t : h) {
+        const float l = in[static_cast<size_t>(r * V + t)];
+        row[t] = l < 0.0f ? l * p : l / p;
+      }
+    banned.clear();
+    ngram_bans(h, o.no_repeat_ngram_size, banned);
     for (const Ids& seq : o.suppress_sequences) {
       const auto before = static_cast<ptrdiff_t>(seq.size()) - 1;
-      if (std::ssize(h) < before || !std::equal(seq.begin(), seq.end() - 1, h.end() - before))
-        continue;
-      bias[static_cast<size_t>(r * V + seq.back())] = kNegInf;
-      any = true;
+      if (std::ssize(h) >= before && std::equal(seq.begin(), seq.end() - 1, h.end() - before))
+        banned.push_back(seq.back());
     }
+    for (int32_t t : banned) row[t] = kNegInf;
   }
-  if (!any) return logits;
-  return add(logits, to_device(Tensor::from_vector<float>({rows, V}, bias), logits.device()));
+  return to_device(Tensor::from_vector<float>({rows, V}, x), logits.device());
+}
+
+Ids end_ids(const ModelConfig& c, const SearchOptions& o) {
+  return o.end_ids.empty() ? Ids{static_cast<int32_t>(c.eos_id)} : o.end_ids;
 }
 
 void reorder(DecoderState& state, const std::vector<int64_t>& rows) {
@@ -222,9 +254,8 @@ StepRule step_rule(int64_t generated, int64_t prefix_length, int64_t min_length,
   return generated < min_length ? StepRule::no_eos : StepRule::normal;
 }
 
-SpecialIds special_ids(const ModelConfig& c) {
-  return {static_cast<int32_t>(c.pad_id), static_cast<int32_t>(c.bos_id),
-          static_cast<int32_t>(c.eos_id)};
+SpecialIds special_ids(const ModelConfig& c, const SearchOptions& o) {
+  return {static_cast<int32_t>(c.pad_id), static_cast<int32_t>(c.bos_id), end_ids(c, o).front()};
 }
 
 void sort_hypotheses(NBest& hyps) {

@@ -63,8 +63,21 @@ struct SearchOptions {
   // Whether Hypothesis::score counts a target prefix's log-probabilities; log_prob always does.
   bool score_prefix = true;
   // Sequences whose last token a row may not take when its tokens end with the others
-  // (detail::suppress_tokens; removed before the softmax).
+  // (detail::process_logits; removed before the softmax).
   std::vector<Ids> suppress_sequences;
+  // CTranslate2's repetition penalty (Keskar et al. 2019), the tfm rule: before the softmax, the
+  // logit l of each token a row holds already (its prefix included) becomes l / p when l > 0,
+  // l * p otherwise. 1: none.
+  double repetition_penalty = 1.0;
+  // > 0: a row may not take the token that would repeat an n-gram of its tokens (both rules: the
+  // tfm rule's tokens are the hypothesis' with its prefix, removed before the softmax as
+  // CTranslate2 does; the transformers rule's are generate()'s input_ids).
+  int64_t no_repeat_ngram_size = 0;
+  // The tokens that end a hypothesis (CTranslate2's end_token), the tfm rule; empty: the model's
+  // EOS. The first takes EOS's part in the conventions (forbidden before min_length, forced at the
+  // last position); the others end a hypothesis wherever the search takes them, and are forbidden
+  // before min_length too. The model's EOS, when not listed, is an ordinary token.
+  Ids end_ids;
   bool early_stop = true;  // stop a sentence once no live hypothesis can beat the finished
   // Sampling (beam_size must be 1): temperature, then top-k (0: all), then top-p (nucleus).
   bool sampling = false;
@@ -82,7 +95,6 @@ struct SearchOptions {
   SearchRule rule = SearchRule::tfm;
   // The transformers rule's generate() settings (the tfm rule ignores them).
   EarlyStopping early_stopping = EarlyStopping::heuristic;
-  int64_t no_repeat_ngram_size = 0;
   std::vector<Ids> bad_words_ids;
   int64_t forced_bos_id = -1;     // generate's forced_bos_token_id; -1: none
   int64_t forced_eos_id = -1;     // generate's forced_eos_token_id; -1: none
@@ -101,7 +113,8 @@ struct Hypothesis {
   // encoder reads ([BOS] x [EOS] as the config's source_bos / source_eos say), so a row has
   // source length + source_specials() values and sums to 1. Empty otherwise.
   std::vector<float> attention;
-  bool eos = true;  // ended by EOS (false: cut at the max length, the transformers rule)
+  bool eos = true;      // ended by EOS (false: cut at the max length, the transformers rule)
+  int32_t end_id = -1;  // the end token that ended it (SearchOptions::end_ids); -1: the model's EOS
 };
 
 using NBest = std::vector<Hypothesis>;  // best first

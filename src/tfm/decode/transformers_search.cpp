@@ -112,13 +112,7 @@ std::vector<int32_t> TransformersSearch::banned(const Sentence& s, const Ids& se
     if (std::equal(bad.begin(), bad.end() - 1, seq.end() - n)) out.push_back(bad.back());
   }
   // NoRepeatNGramLogitsProcessor: the token that would complete an n-gram already in input_ids.
-  const int64_t n = o_.no_repeat_ngram_size;
-  if (n > 0 && cur_len >= n) {
-    const auto suffix = seq.end() - (n - 1);
-    for (int64_t i = 0; i + n <= cur_len; ++i)
-      if (std::equal(seq.begin() + i, seq.begin() + i + n - 1, suffix))
-        out.push_back(seq[static_cast<size_t>(i + n - 1)]);
-  }
+  detail::ngram_bans(seq, o_.no_repeat_ngram_size, out);
   if (cur_len < s.min_length) out.push_back(s.eos);  // MinLengthLogitsProcessor
   return out;
 }
@@ -352,7 +346,7 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
   DecoderState state = detail::start(model, ptrs, longest);
   std::vector<size_t> active(sources.size());
   for (size_t i = 0; i < active.size(); ++i) active[i] = i;
-  const SpecialIds specials = detail::special_ids(c);
+  const SpecialIds specials = detail::special_ids(c, o_);
   const int64_t k_base = o_.beam_size == 1 ? 1 : 2 * o_.beam_size;
   for (int64_t t = 0; !active.empty(); ++t) {
     Tensor attn;  // (rows, S)

@@ -30,10 +30,11 @@ TranslationOptions generation_defaults(const GenerationConfig& g, const ModelCon
 }
 
 void apply_generation(decode::SearchOptions& o, const GenerationConfig& g,
-                      std::optional<int64_t> target_lang_id) {
+                      std::optional<int64_t> target_lang_id, bool explicit_ngram) {
   o.rule = decode::SearchRule::transformers;
   o.early_stopping = g.early_stopping;
-  o.no_repeat_ngram_size = g.no_repeat_ngram_size;
+  // A call's own no_repeat_ngram_size (>= 0; to_search_options) over the config's.
+  if (!explicit_ngram) o.no_repeat_ngram_size = g.no_repeat_ngram_size;
   o.bad_words_ids = g.bad_words_ids;
   o.forced_bos_id = g.forced_bos_token_id.value_or(-1);
   o.forced_eos_id = g.forced_eos_token_id.value_or(-1);

@@ -20,7 +20,8 @@ TranslationOptions generation_defaults(const GenerationConfig& g, const ModelCon
 // Turns o into the transformers rule with g's settings. target_lang_id: the target language's
 // token (TranslationOptions::target_lang, resolved), forced first or starting the decoder as
 // g.target_language says; nullopt: g's own forced_bos_token_id.
+// explicit_ngram: o.no_repeat_ngram_size is the call's own (TranslationOptions' >= 0), kept.
 void apply_generation(decode::SearchOptions& o, const GenerationConfig& g,
-                      std::optional<int64_t> target_lang_id);
+                      std::optional<int64_t> target_lang_id, bool explicit_ngram = false);
 
 }  // namespace tfm::runtime

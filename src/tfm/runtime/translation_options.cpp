@@ -153,6 +153,27 @@ const Entry<T> kTranslation[] = {
                << " is outside the target vocabulary [0, " << n.model->trg_vocab_size << ")";
        }
      }},
+    {"repetition_penalty",
+     [](const T& o, const Context& n) {
+       require_in_range(n("repetition_penalty"), o.repetition_penalty, 0.0, 1000.0,
+                        /*lo_open=*/true);
+       TFM_CHECK_ARG(o.repetition_penalty == 1.0 || !n.converted())
+           << n("repetition_penalty") << ": a converted model decodes by generate()'s rules";
+     }},
+    {"no_repeat_ngram_size",
+     [](const T& o, const Context& n) {
+       require_in_range(n("no_repeat_ngram_size"), o.no_repeat_ngram_size, -1, kMaxTokens);
+     }},
+    {"end_token",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.end_token.empty() || !n.converted())
+           << n("end_token") << ": a converted model ends on its EOS, as generate() does";
+       for (int64_t id : o.end_token)
+         TFM_CHECK_ARG(id >= 0 && id < n.model->trg_vocab_size && id != n.model->pad_id &&
+                       id != n.model->bos_id)
+             << n("end_token") << ": token id " << id << " is outside the target vocabulary [0, "
+             << n.model->trg_vocab_size << ") or PAD/BOS, which are never generated";
+     }},
     {"max_input_length",
      [](const T& o, const Context& n) {
        // Room for one source token besides the framing the model adds.
@@ -283,6 +304,9 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.score_prefix = t.score_prefix;
   for (const auto& seq : t.suppress_sequences)
     o.suppress_sequences.emplace_back(seq.begin(), seq.end());
+  o.repetition_penalty = t.repetition_penalty;
+  o.no_repeat_ngram_size = std::max<int64_t>(t.no_repeat_ngram_size, 0);
+  o.end_ids.assign(t.end_token.begin(), t.end_token.end());
   o.normalize = t.normalize_scores;
   o.max_length_a = t.max_length_factor;
   o.max_length_b = static_cast<double>(t.max_length_extra);

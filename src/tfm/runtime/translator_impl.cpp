@@ -125,7 +125,7 @@ decode::SearchOptions Translator::Impl::checked_search(const TranslationOptions&
   if (generation_) {
     std::optional<int64_t> target;
     if (!options.target_lang.empty()) target = language_id(options.target_lang, "target_lang");
-    runtime::apply_generation(o, *generation_, target);
+    runtime::apply_generation(o, *generation_, target, options.no_repeat_ngram_size >= 0);
   }
   return o;
 }
@@ -310,7 +310,7 @@ TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int6
   for (auto& h : nb) {
     TranslationHypothesis th;
     th.ids.assign(h.tokens.begin(), h.tokens.end());
-    if (end_token) th.ids.push_back(config().eos_id);
+    if (end_token) th.ids.push_back(h.end_id >= 0 ? h.end_id : config().eos_id);
     if (text) th.text = decode_trg(h.tokens);
     th.score = h.score;
     th.log_prob = h.log_prob;
