@@ -62,6 +62,13 @@ def _translate(ct2, t, sources, targets):
     prefixes = [tg[:1] if i % 2 == 0 else None for i, tg in enumerate(targets)]
     out["target_prefix"] = [_result(r) for r in t.translate_batch(
         sources, target_prefix=prefixes, beam_size=2, return_scores=True)]
+    # CTranslate2's alternatives at the first position after a prefix (or the first position).
+    out["alternatives"] = [_result(r) for r in t.translate_batch(
+        sources, target_prefix=[tg[:2] for tg in targets], beam_size=2, num_hypotheses=4,
+        return_alternatives=True, return_scores=True)]
+    out["alternatives_min_prob"] = [_result(r) for r in t.translate_batch(
+        sources, beam_size=1, num_hypotheses=5, return_alternatives=True,
+        min_alternative_expansion_prob=0.02, return_scores=True)]
     pending = t.translate_batch(sources, asynchronous=True, return_scores=True)
     out["asynchronous"] = [_result(a.result()) for a in pending]
     assert all(a.done() for a in pending)

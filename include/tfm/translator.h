@@ -157,6 +157,15 @@ struct TranslationOptions {
   // the max length); the others are forbidden before min_decoding_length too. The ids exclude
   // the end token, which return_end_token appends.
   std::vector<int64_t> end_token{};
+  // CTranslate2's return_alternatives: num_hypotheses alternatives at the first position after
+  // the target prefix (the most likely tokens there, best first, end tokens excluded), each
+  // continued by the search the other options describe; num_hypotheses may exceed beam_size.
+  // An alternative whose probability is below min_alternative_expansion_prob, and those after
+  // it, are dropped. The hypotheses stay in the alternatives' order; each score is CTranslate2's:
+  // the alternative's log-probability plus its continuation's own score (over the length after
+  // the alternative). Not for a converted model.
+  bool return_alternatives = false;
+  double min_alternative_expansion_prob = 0.0;
   // Source positions kept, the model's framing counted (CTranslate2's max_input_length): a longer
   // source is cut as one longer than the model's positions is, its framing's end kept. 0: the
   // model's positions alone.

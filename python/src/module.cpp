@@ -367,6 +367,9 @@ void bind_options(py::module_& m) {
       .def_readwrite("repetition_penalty", &tfm::TranslationOptions::repetition_penalty)
       .def_readwrite("no_repeat_ngram_size", &tfm::TranslationOptions::no_repeat_ngram_size)
       .def_readwrite("end_token", &tfm::TranslationOptions::end_token)
+      .def_readwrite("return_alternatives", &tfm::TranslationOptions::return_alternatives)
+      .def_readwrite("min_alternative_expansion_prob",
+                     &tfm::TranslationOptions::min_alternative_expansion_prob)
       .def_readwrite("attention_framing", &tfm::TranslationOptions::attention_framing)
       .def_readwrite("return_end_token", &tfm::TranslationOptions::return_end_token)
       .def_property(

@@ -177,8 +177,7 @@ def test_result_reads_as_a_list_of_dicts(translator, fixture):
 
 @pytest.mark.parametrize("option,value", [
     ("coverage_penalty", 0.2), ("prefix_bias_beta", 0.5), ("use_vmap", True),
-    ("return_logits_vocab", True), ("return_alternatives", True), ("replace_unknowns", True),
-    ("callback", print)])
+    ("return_logits_vocab", True), ("replace_unknowns", True), ("callback", print)])
 def test_unimplemented_options_are_refused_by_name(translator, fixture, option, value):
     with pytest.raises(NotImplementedError, match=f"^{option}="):
         translator.translate_batch(fixture["sources"][:1], **{option: value})
@@ -297,3 +296,27 @@ def test_repetition_options_and_end_tokens(translator, fixture):
         translator.translate_batch(src, end_token=[10**6])
     with pytest.raises(tfm.InvalidArgumentError, match="empty list"):
         translator.translate_batch(src, end_token=[])
+
+
+def test_alternatives(translator, fixture):
+    """Each alternative starts with the prefix and a distinct next token, in the order of that
+    token's score_batch log-probability (end tokens aside); min_alternative_expansion_prob
+    keeps a leading run of them."""
+    src, prefixes = fixture["sources"][:4], [t[:2] for t in fixture["targets"][:4]]
+    alts = translator.translate_batch(src, target_prefix=prefixes, num_hypotheses=5,
+                                      return_alternatives=True, return_scores=True)
+    for r, s, p in zip(alts, src, prefixes):
+        assert len(r.hypotheses) == 5
+        nexts = [h[len(p)] for h in r.hypotheses]
+        assert all(h[:len(p)] == p for h in r.hypotheses) and len(set(nexts)) == 5
+        first = [x.log_probs[len(p)] for x in translator.score_batch([s] * 5,
+                                                                     [p + [n] for n in nexts])]
+        assert first == sorted(first, reverse=True)
+    few = translator.translate_batch(src, target_prefix=prefixes, num_hypotheses=5,
+                                     return_alternatives=True, min_alternative_expansion_prob=0.1)
+    assert [r.hypotheses for r in few] == [r.hypotheses[:len(f.hypotheses)]
+                                           for r, f in zip(alts, few)]
+    assert any(len(f.hypotheses) < 5 for f in few)
+    with pytest.raises(tfm.InvalidArgumentError, match="min_alternative_expansion_prob"):
+        translator.translate_batch(src, return_alternatives=True,
+                                   min_alternative_expansion_prob=2)

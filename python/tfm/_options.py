@@ -24,7 +24,8 @@ TFM_DEFAULTS: Dict[str, Any] = dict(
     sampling_topp=1.0, sampling_temperature=1.0, seed=0, return_attention=False,
     return_end_token=False, end_token=None, patience=0.0, renormalize_min_length=False,
     score_prefix=True, attention_framing=True, disable_unk=False, suppress_sequences=None,
-    repetition_penalty=1.0, no_repeat_ngram_size=None,
+    repetition_penalty=1.0, no_repeat_ngram_size=None, return_alternatives=False,
+    min_alternative_expansion_prob=0.0,
     # What a call returns and how it is batched (not search options).
     return_scores=False, max_batch_size=0, batch_type="examples", asynchronous=False)
 
@@ -45,12 +46,11 @@ UNSUPPORTED: Dict[str, Tuple[Any, str]] = {
     "prefix_bias_beta": (0, "tfm forces a target prefix; it has no soft prefix bias"),
     "use_vmap": (False, "tfm models have no vocabulary map"),
     "return_logits_vocab": (False, "tfm's searches do not keep each step's logits"),
-    "return_alternatives": (False, "tfm's searches do not expand alternatives"),
     "replace_unknowns": (False, "tfm does not replace unknown tokens by attended source tokens"),
     "callback": (None, "tfm's searches report no per-step results"),
 }
 # Accepted and without effect because the option they qualify is off (as in CTranslate2).
-INERT = {"min_alternative_expansion_prob"}
+INERT: set = set()
 
 
 def _is_off(value: Any, off: Any) -> bool:
@@ -125,7 +125,8 @@ _FIELDS = (("beam_size", _int), ("num_hypotheses", _int), ("length_penalty", _fl
            ("max_input_length", _int), ("return_end_token", _bool), ("sampling_topk", _int),
            ("sampling_topp", _float), ("sampling_temperature", _float), ("seed", _uint64),
            ("return_attention", _bool), ("score_prefix", _bool), ("attention_framing", _bool),
-           ("repetition_penalty", _float), ("no_repeat_ngram_size", _int))
+           ("repetition_penalty", _float), ("no_repeat_ngram_size", _int),
+           ("return_alternatives", _bool), ("min_alternative_expansion_prob", _float))
 
 
 def search_options(o: Mapping[str, Any], base: _tfm.TranslationOptions,

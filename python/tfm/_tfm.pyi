@@ -96,6 +96,8 @@ class TranslationOptions:
     repetition_penalty: float
     no_repeat_ngram_size: int
     end_token: List[int]
+    return_alternatives: bool
+    min_alternative_expansion_prob: float
     attention_framing: bool
     return_end_token: bool
     length_penalty_form: str  # "gnmt" | "power"

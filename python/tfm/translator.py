@@ -197,9 +197,12 @@ class Translator:
           when positive, l * p otherwise), no_repeat_ngram_size (no n-gram twice; None: the
           model's own, a converted model's generation config's), both before the softmax as
           CTranslate2 applies them.
+          return_alternatives (num_hypotheses alternatives at the first position after the
+          target prefix, each continued by the search; min_alternative_expansion_prob drops
+          the unlikely ones), as CTranslate2's.
           CTranslate2's options tfm does not implement (coverage_penalty, prefix_bias_beta,
           use_vmap, return_logits_vocab,
-          return_alternatives, replace_unknowns, callback) are accepted at their 'off' value
+          replace_unknowns, callback) are accepted at their 'off' value
           and raise NotImplementedError otherwise.
         """
         o = _options.merged(self._defaults, options, "translate_batch")

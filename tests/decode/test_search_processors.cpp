@@ -172,6 +172,77 @@ TEST(SearchProcessors, BeamAndSamplingHonourTheBansAndEndTokens) {
   }
 }
 
+// The log-softmax (double) at the position after `prefix`, from the full forward pass, the end
+// tokens removed before it: CTranslate2's alternatives' expansion.
+std::vector<double> expansion_reference(const Transformer& m, const Ids& source,
+                                        const Ids& prefix) {
+  const ModelConfig& c = m.config();
+  Ids src = source, input = {static_cast<int32_t>(c.bos_id)};
+  src.push_back(static_cast<int32_t>(c.eos_id));
+  input.insert(input.end(), prefix.begin(), prefix.end());
+  const Tensor logits = m.forward(Tensor::from_vector<int32_t>({1, std::ssize(src)}, src),
+                                  Tensor::from_vector<int32_t>({1, std::ssize(input)}, input))
+                            .contiguous();  // (1, T, V)
+  const int64_t V = c.trg_vocab_size;
+  const float* last = logits.data<float>() + (std::ssize(input) - 1) * V;
+  std::vector<double> x(last, last + V);
+  x[c.eos_id] = -INFINITY;
+  double top = -INFINITY, sum = 0.0;
+  for (double v : x) top = std::max(top, v);
+  for (double v : x) sum += std::exp(v - top);
+  for (double& v : x) v = v - top - std::log(sum);
+  return x;
+}
+
+TEST(SearchProcessors, AlternativesExpandTheFirstFreePositionAndContinueEach) {
+  auto m = model(11);
+  const ModelConfig& c = m->config();
+  SearchOptions o;
+  o.max_length = 14;
+  o.beam_size = 2;
+  o.n_best = 4;
+  o.alternatives = true;
+  o.length_penalty = 1.0;
+  o.power_penalty = true;
+  const std::vector<Ids> prefixes = {{4}, {}, {6, 3}, {}, {5}};
+  const std::vector<NBest> got = make_alternatives(o)->run(*m, kSources, {}, prefixes);
+  SearchOptions inner = o;  // alternatives: the continuation's rules (search.h)
+  inner.n_best = 1;
+  NoGradGuard ng;
+  for (size_t i = 0; i < kSources.size(); ++i) {
+    const std::vector<double> lp = expansion_reference(*m, kSources[i], prefixes[i]);
+    std::vector<int32_t> order;
+    for (int32_t v = 0; v < c.trg_vocab_size; ++v)
+      if (v != c.pad_id && v != c.bos_id && v != c.eos_id) order.push_back(v);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return lp[a] > lp[b]; });
+    ASSERT_EQ(got[i].size(), 4u) << "sentence " << i;
+    for (size_t k = 0; k < 4; ++k) {
+      const Hypothesis& h = got[i][k];
+      Ids pre = prefixes[i];
+      pre.push_back(order[k]);
+      ASSERT_GE(h.tokens.size(), pre.size());
+      EXPECT_EQ(Ids(h.tokens.begin(), h.tokens.begin() + std::ssize(pre)), pre)
+          << "sentence " << i << " alternative " << k;
+      const Hypothesis want = make_beam(inner)->run(*m, {kSources[i]}, {}, {pre})[0][0];
+      EXPECT_EQ(h.tokens, want.tokens);
+      const int64_t len = std::ssize(h.tokens) - std::ssize(pre) + 1;
+      EXPECT_NEAR(h.score, lp[order[k]] + (h.log_prob - h.prefix_log_prob) / double(len), 1e-4);
+    }
+  }
+  o.min_alternative_prob = 0.2;  // keeps the alternatives down to the first less likely
+  for (size_t i = 0; i < kSources.size(); ++i) {
+    const std::vector<double> lp = expansion_reference(*m, kSources[i], prefixes[i]);
+    const NBest nb = make_alternatives(o)->run(*m, {kSources[i]}, {}, {prefixes[i]})[0];
+    size_t want = 0;
+    std::vector<double> probs;
+    for (int32_t v = 3; v < c.trg_vocab_size; ++v) probs.push_back(std::exp(lp[v]));
+    std::sort(probs.rbegin(), probs.rend());
+    while (want < 4 && probs[want] >= 0.2) ++want;
+    EXPECT_EQ(nb.size(), want) << "sentence " << i;
+  }
+}
+
 TEST(SearchProcessors, Errors) {
   auto m = model(11);
   SearchOptions o;

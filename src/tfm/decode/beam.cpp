@@ -35,6 +35,7 @@ struct Sentence {
   bool done = false;
   bool best_finished = false;  // a step's best candidate was EOS (CTranslate2's rule)
   double unscored = 0.0;       // the prefix's log-prob when scores start after it
+  double prefix_lp = 0.0;      // the prefix's log-prob (Hypothesis::prefix_log_prob)
 };
 
 struct Candidate {
@@ -42,6 +43,14 @@ struct Candidate {
   int64_t hyp;
   int32_t token;
 };
+
+// The ranking score of a hypothesis of s with log-probability log_prob and length len (with EOS):
+// without the prefix's log-probs when score_prefix is off, and for an alternative's continuation
+// (SearchOptions::alternatives) the continuation's own, its length after the prefix.
+double rank_score(const Sentence& s, double log_prob, int64_t len, const SearchOptions& o) {
+  if (o.alternatives) return final_score(log_prob - s.prefix_lp, len - std::ssize(*s.prefix), o);
+  return final_score(log_prob - s.unscored, len, o);
+}
 
 // True when no live hypothesis can reach the n_best-th finished score: log-probs only fall, so a
 // live one's best completion is its current log-prob at the length that divides by the most.
@@ -57,7 +66,7 @@ bool can_stop(Sentence& s, const SearchOptions& o) {
   detail::sort_hypotheses(s.finished);
   const double threshold = s.finished[o.n_best - 1].score;
   for (const Live& h : s.live)
-    if (final_score(h.log_prob - s.unscored, s.max_len, o) > threshold) return false;
+    if (rank_score(s, h.log_prob, s.max_len, o) > threshold) return false;
   return true;
 }
 
@@ -202,6 +211,7 @@ class BeamSearch : public Search {
           const double lp = forced_lp[static_cast<size_t>(r)] + renorm[static_cast<size_t>(r)];
           s.live[0] = extend(s.live[0], r, t, s.live[0].log_prob + lp, s.width);
           if (!o_.score_prefix) s.unscored += lp;
+          s.prefix_lp += lp;
           rows.push_back(r);
           next_tokens.push_back(t);
           still_active.push_back(si);
@@ -232,14 +242,15 @@ class BeamSearch : public Search {
           const Live& h = s.live[cd.hyp];
           // CTranslate2 finishes EOS among the beam's best candidates only, and only as the best
           // one at the first step after the target prefixes (when the call has any).
-          const bool first_free = !prefixes.empty() && generated == std::ssize(*s.prefix);
+          const bool first_free =
+              !prefixes.empty() && generated == std::ssize(*s.prefix) && !o_.alternatives;
           if (is_end(cd.token) && o_.patience > 0 &&
               (std::cmp_greater_equal(at, beam) || (first_free && at > 0)))
             continue;
           if (is_end(cd.token)) {  // the end token gets no attention row
             const int64_t len = static_cast<int64_t>(h.tokens.size()) + 1;
-            s.finished.push_back({h.tokens, final_score(cd.log_prob - s.unscored, len, o_),
-                                  cd.log_prob, h.attention, true, cd.token});
+            s.finished.push_back({h.tokens, rank_score(s, cd.log_prob, len, o_), cd.log_prob,
+                                  h.attention, true, cd.token, s.prefix_lp});
             continue;
           }
           next.push_back(extend(h, r + cd.hyp, cd.token, cd.log_prob, s.width));

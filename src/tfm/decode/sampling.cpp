@@ -127,7 +127,10 @@ class SamplingSearch : public Search {
         const int32_t t = choose(prefix, generated, ids.empty() ? si : ids[si], row, V, order, p);
         Hypothesis& h = hyp[si];
         h.log_prob += row[t];
-        if (!o_.score_prefix && generated < std::ssize(prefix)) unscored[si] += row[t];
+        if (generated < std::ssize(prefix)) {
+          h.prefix_log_prob += row[t];
+          if (!o_.score_prefix) unscored[si] += row[t];
+        }
         const bool end = std::find(ends.begin(), ends.end(), t) != ends.end();
         if (!end && o_.return_attention) {  // the end token gets no attention row
           const float* a = attn_h.data() + static_cast<int64_t>(r) * attn.size(1);
@@ -135,8 +138,10 @@ class SamplingSearch : public Search {
         }
         if (end) {
           h.end_id = t;
-          h.score =
-              final_score(h.log_prob - unscored[si], static_cast<int64_t>(h.tokens.size()) + 1, o_);
+          // An alternative's continuation (SearchOptions::alternatives) scores after its prefix.
+          const int64_t len = std::ssize(h.tokens) + 1 - (o_.alternatives ? std::ssize(prefix) : 0);
+          h.score = final_score(h.log_prob - (o_.alternatives ? h.prefix_log_prob : unscored[si]),
+                                len, o_);
           out[si].push_back(std::move(h));
           continue;
         }

@@ -84,7 +84,9 @@ class ShardedSearch : public Search {
 std::unique_ptr<Search> make_search(const SearchOptions& o) {
   TFM_CHECK(o.shard_size >= 0) << "search: shard size must be >= 0, got " << o.shard_size;
   std::unique_ptr<Search> s;
-  if (o.rule == SearchRule::transformers)
+  if (o.alternatives)
+    s = make_alternatives(o);
+  else if (o.rule == SearchRule::transformers)
     s = make_transformers_search(o);
   else if (o.sampling)
     s = make_sampling(o);
@@ -110,7 +112,7 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources, con
         << "search: a decoder-only model has no cross-attention to return";
   }
   TFM_CHECK(o.beam_size >= 1) << "search: beam size must be >= 1, got " << o.beam_size;
-  TFM_CHECK(o.n_best >= 1 && o.n_best <= o.beam_size)
+  TFM_CHECK(o.n_best >= 1 && (o.n_best <= o.beam_size || o.alternatives))
       << "search: n_best must be in [1, beam size " << o.beam_size << "], got " << o.n_best;
   TFM_CHECK(!o.sampling || o.beam_size == 1) << "search: sampling needs beam size 1";
   TFM_CHECK(o.top_p > 0.0 && o.top_p <= 1.0) << "search: top-p must be in (0, 1], got " << o.top_p;
@@ -123,8 +125,13 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources, con
       << "search: the repetition penalty must be > 0, got " << o.repetition_penalty;
   TFM_CHECK(o.no_repeat_ngram_size >= 0)
       << "search: no_repeat_ngram_size must be >= 0, got " << o.no_repeat_ngram_size;
-  TFM_CHECK(o.rule == SearchRule::tfm || (o.repetition_penalty == 1.0 && o.end_ids.empty()))
-      << "search: the transformers rule has no repetition penalty or end tokens besides EOS";
+  TFM_CHECK(o.rule == SearchRule::tfm ||
+            (o.repetition_penalty == 1.0 && o.end_ids.empty() && !o.alternatives))
+      << "search: the transformers rule has no repetition penalty, end tokens besides EOS or "
+      << "alternatives";
+  TFM_CHECK(o.min_alternative_prob >= 0.0 && o.min_alternative_prob <= 1.0)
+      << "search: the minimum alternative probability must be in [0, 1], got "
+      << o.min_alternative_prob;
   for (int32_t t : o.end_ids)
     TFM_CHECK(t >= 0 && t < c.trg_vocab_size)
         << "search: end token " << t << " is outside [0, " << c.trg_vocab_size << ")";

@@ -87,6 +87,15 @@ struct SearchOptions {
   uint64_t seed = 0;
   // Fill Hypothesis::attention.
   bool return_attention = false;
+  // CTranslate2's return_alternatives (the tfm rule; make_alternatives): n_best alternatives at
+  // the first position after each sentence's prefix, each then continued by this search with
+  // beam_size; an alternative whose probability is below min_alternative_prob is not expanded.
+  // Within the continuations (the inner search) it says that the prefixes end with an
+  // alternative: CTranslate2 continues those by a new search without a prefix, so its rule for
+  // the first step after a prefix (beam.cpp) does not apply, and a hypothesis' score is its
+  // log-probability after the prefix over its length after the prefix (with EOS).
+  bool alternatives = false;
+  double min_alternative_prob = 0.0;
   // make_search splits the sentences into shards of this many (0: one batch) and decodes the
   // shards in parallel, one thread each with its own batch, instead of splitting every small
   // op of every step over the threads: one OpenMP region per search instead of dozens per step.
@@ -115,6 +124,7 @@ struct Hypothesis {
   std::vector<float> attention;
   bool eos = true;      // ended by EOS (false: cut at the max length, the transformers rule)
   int32_t end_id = -1;  // the end token that ended it (SearchOptions::end_ids); -1: the model's EOS
+  double prefix_log_prob = 0.0;  // the part of log_prob that the target prefix's tokens took
 };
 
 using NBest = std::vector<Hypothesis>;  // best first
@@ -146,6 +156,15 @@ std::unique_ptr<Search> make_search(const SearchOptions& options);
 std::unique_ptr<Search> make_greedy(const SearchOptions& options);
 std::unique_ptr<Search> make_beam(const SearchOptions& options);
 std::unique_ptr<Search> make_sampling(const SearchOptions& options);
+// CTranslate2's return_alternatives (decoding.cc, decode_alternatives): per sentence, the
+// log-softmax at the first position after its prefix, the end tokens removed before it (as
+// CTranslate2's one-step expansion does; processors see no history there), PAD/BOS masked;
+// its n_best best tokens, in that order, down to the first with probability below
+// min_alternative_prob; each continued from prefix + token by the search `options` name
+// otherwise (n_best 1). A hypothesis' tokens, log_prob and attention are that search's; its score
+// CTranslate2's: the alternative's expansion log-prob plus the continuation's own score (its
+// log-prob after the alternative under the length penalty, over its length with EOS).
+std::unique_ptr<Search> make_alternatives(const SearchOptions& options);
 // The transformers rule's greedy (beam_size 1) and beam search.
 std::unique_ptr<Search> make_transformers_search(const SearchOptions& options);
 

@@ -74,10 +74,21 @@ const Entry<T> kTranslation[] = {
            << n("search=sampling") << ": a converted model decodes greedily or by beam search, "
            << "as its generate() does";
      }},
+    {"return_alternatives",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(!o.return_alternatives || !n.converted())
+           << n("return_alternatives") << ": a converted model decodes by generate()'s rules";
+     }},
+    {"min_alternative_expansion_prob",
+     [](const T& o, const Context& n) {
+       require_in_range(n("min_alternative_expansion_prob"), o.min_alternative_expansion_prob, 0.0,
+                        1.0);
+     }},
     {"num_hypotheses",
      [](const T& o, const Context& n) {
        require_at_least(n("num_hypotheses"), o.num_hypotheses, 1);
-       TFM_CHECK_ARG(o.num_hypotheses <= o.beam_size)
+       TFM_CHECK_ARG(o.return_alternatives ? o.num_hypotheses <= n.generable()
+                                           : o.num_hypotheses <= o.beam_size)
            << n("num_hypotheses") << " " << o.num_hypotheses << " exceeds " << n("beam_size") << " "
            << o.beam_size << " (a search returns at most its beam's hypotheses)";
      }},
@@ -129,7 +140,7 @@ const Entry<T> kTranslation[] = {
        TFM_CHECK_ARG(o.patience == 0.0 || !n.converted())
            << n("patience") << ": a converted model stops its beams as generate() does";
        const double finished = std::round(static_cast<double>(o.beam_size) * o.patience);
-       TFM_CHECK_ARG(o.patience == 0.0 || o.search == Search::sampling ||
+       TFM_CHECK_ARG(o.patience == 0.0 || o.search == Search::sampling || o.return_alternatives ||
                      static_cast<double>(o.num_hypotheses) <= finished)
            << n("num_hypotheses") << " " << o.num_hypotheses << " exceeds " << n("beam_size")
            << " x " << n("patience") << " (" << finished
@@ -307,6 +318,8 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.repetition_penalty = t.repetition_penalty;
   o.no_repeat_ngram_size = std::max<int64_t>(t.no_repeat_ngram_size, 0);
   o.end_ids.assign(t.end_token.begin(), t.end_token.end());
+  o.alternatives = t.return_alternatives;
+  o.min_alternative_prob = t.min_alternative_expansion_prob;
   o.normalize = t.normalize_scores;
   o.max_length_a = t.max_length_factor;
   o.max_length_b = static_cast<double>(t.max_length_extra);
