@@ -2,7 +2,9 @@
 """The differential test: tools/ct2_program.py run twice on the same weights, with the real
 `ctranslate2` package (on the model converted by bench/ctranslate2/convert_tfm.py) and with
 `tfm.ctranslate2` (on the tfm model directory), its outputs compared case by case (tokens
-exactly, scores and log-probabilities within --tol).
+exactly, scores and log-probabilities within --tol). Then, where transformers is installed, the
+same on the random-weight Transformers Marian model of tests/fixtures/ct2_marian, converted by
+CTranslate2's own converter and by tfm's.
 
     python tools/ct2_diff.py [--fixture tests/fixtures/ct2] [--tol 1e-4]
 
@@ -53,15 +55,51 @@ def main():
                                os.path.join(tmp, "real"))
         ours = ct2_program.run(tfm_ct2, model, fixture["sources"], fixture["targets"],
                                os.path.join(tmp, "tfm"))
-    bad = ct2_program.compare(ours, real, a.tol, known=ct2_program.KNOWN_DIFFERENCES)
+    bad = report("tfm model", real, ours, a.tol, ct2_program.KNOWN_DIFFERENCES)
+    if importlib.util.find_spec("transformers") is None:
+        print("ct2_diff: the Marian model SKIPPED: no transformers")
+    else:
+        bad += marian(ctranslate2, tfm_ct2, os.path.join(a.fixture, "..", "ct2_marian"), a.tol)
+    return 1 if bad else 0
+
+
+def report(what, real, ours, tol, known):
+    """Prints each case's state; the cases that differ unexpectedly."""
+    import ctranslate2
+
+    bad = ct2_program.compare(ours, real, tol, known=known)
     for case in real:
-        state = ("differs (known: " + ct2_program.KNOWN_DIFFERENCES[case] + ")"
-                 if case in ct2_program.KNOWN_DIFFERENCES else
+        state = ("differs (known: " + known[case] + ")" if case in known else
                  "DIFFERS" if case in bad else "equal")
         print(f"{case:22} {state}")
-    print(f"ct2_diff: ctranslate2 {ctranslate2.__version__} against tfm: "
+    print(f"ct2_diff ({what}): ctranslate2 {ctranslate2.__version__} against tfm: "
           f"{len(real) - len(bad)}/{len(real)} cases agree or differ as documented")
-    return 1 if bad else 0
+    return bad
+
+
+def marian(ctranslate2, tfm_ct2, fixture, tol):
+    """The program on the Transformers Marian model, each side converting it its own way."""
+    import make_ct2_fixture
+    import tfm
+
+    with open(os.path.join(fixture, "expected.json"), encoding="utf-8") as f:
+        fx = json.load(f)
+    args = (fx["sources"], fx["targets"])
+    kw = dict(tokens=fx["tokens"], max_decoding_length=fx["max_decoding_length"],
+              min_prob=fx["min_prob"])
+    with tempfile.TemporaryDirectory() as tmp:
+        hf = make_ct2_fixture.hf_marian_dir(os.path.join(fixture, "model"),
+                                            os.path.join(tmp, "hf"))
+        ct2_dir = ctranslate2.converters.TransformersConverter(hf).convert(
+            os.path.join(tmp, "ct2"))
+        tfm.convert_transformers(hf, os.path.join(tmp, "tfm"))
+        for name in ("real", "tfm"):
+            os.makedirs(os.path.join(tmp, "w" + name))
+        real = ct2_program.run(ctranslate2, ct2_dir, *args, os.path.join(tmp, "wreal"), **kw)
+        ours = ct2_program.run(tfm_ct2, os.path.join(tmp, "tfm"), *args,
+                               os.path.join(tmp, "wtfm"), **kw)
+    return report("Marian converted from Transformers", real, ours, tol,
+                  ct2_program.KNOWN_MARIAN_DIFFERENCES)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ import math
 import os
 
 # The options each translate_batch case passes (besides return_scores=True); the cases cover
-# every option of translate_batch that changes the output and that tfm implements.
+# every option of translate_batch that changes the output and that tfm implements. The tokens
+# they name are those of tests/fixtures/ct2's vocabulary; translate_cases() puts another model's
+# in their place.
 TRANSLATE_CASES = {
     "defaults": {},
     "greedy_attention": {"beam_size": 1, "return_attention": True},
@@ -39,8 +41,46 @@ TRANSLATE_CASES = {
     "chunks_tokens": {"beam_size": 2, "max_batch_size": 9, "batch_type": "tokens"},
 }
 
+
+def translate_cases(tokens=None, max_decoding_length=None):
+    """TRANSLATE_CASES with each token of `tokens` ({case's token: this model's}) replaced, and
+    max_decoding_length added to every case when given (a model whose outputs may run long)."""
+    tokens = tokens or {}
+
+    def sub(x):
+        if isinstance(x, str):
+            return tokens.get(x, x)
+        if isinstance(x, list):
+            return [sub(y) for y in x]
+        return x
+
+    out = {}
+    for name, options in TRANSLATE_CASES.items():
+        o = {k: sub(v) for k, v in options.items()}
+        if max_decoding_length is not None:
+            o["max_decoding_length"] = max_decoding_length
+        out[name] = o
+    return out
+
+
 # Cases whose outputs tfm does not match, with why (docs/python.md, "Migrating from CTranslate2").
 KNOWN_DIFFERENCES = {}
+# The same on a Marian model converted from Transformers (tests/fixtures/ct2_marian).
+_PAD = ("CTranslate2's converter removes Marian's <pad> from the vocabulary; tfm's score_batch "
+        "normalises over the model's whole vocabulary, as Transformers does, so each "
+        "log-probability differs by log(1 - p(<pad>))")
+KNOWN_MARIAN_DIFFERENCES = {"score_batch": _PAD, "score_offset1": _PAD, "score_max_input3": _PAD,
+                            "score_iterable": _PAD, "score_asynchronous": _PAD,
+                            "score_file": _PAD,
+                            "greedy_attention": (
+                                "CTranslate2's converter keeps the last layer's first head as "
+                                "the alignment (alignment_heads 1); tfm averages its heads"),
+                            "alternatives": (
+                                "CTranslate2 4.8.5 feeds an alternatives' prefix in one decoder "
+                                "call at step 0, and a model that starts from a zero embedding "
+                                "(Marian) then skips the embedding scale for the whole call "
+                                "(layers/transformer.cc); tfm scales the prefix as the model "
+                                "does")}
 
 
 def _result(r):
@@ -54,28 +94,30 @@ def _scoring(r):
     return {"tokens": list(r.tokens), "log_probs": [float(x) for x in r.log_probs]}
 
 
-def _translate(ct2, t, sources, targets):
+def _translate(ct2, t, sources, targets, cases, min_prob):
     out = {}
-    for name, options in TRANSLATE_CASES.items():
+    for name, options in cases.items():
         out[name] = [_result(r) for r in t.translate_batch(sources, return_scores=True,
                                                            **options)]
+    # The cases' bound on the output length, if any, for the calls below too.
+    more = {k: v for k, v in cases["defaults"].items() if k == "max_decoding_length"}
     prefixes = [tg[:1] if i % 2 == 0 else None for i, tg in enumerate(targets)]
     out["target_prefix"] = [_result(r) for r in t.translate_batch(
-        sources, target_prefix=prefixes, beam_size=2, return_scores=True)]
+        sources, target_prefix=prefixes, beam_size=2, return_scores=True, **more)]
     # CTranslate2's alternatives at the first position after a prefix (or the first position).
     out["alternatives"] = [_result(r) for r in t.translate_batch(
         sources, target_prefix=[tg[:2] for tg in targets], beam_size=2, num_hypotheses=4,
-        return_alternatives=True, return_scores=True)]
+        return_alternatives=True, return_scores=True, **more)]
     out["alternatives_min_prob"] = [_result(r) for r in t.translate_batch(
         sources, beam_size=1, num_hypotheses=5, return_alternatives=True,
-        min_alternative_expansion_prob=0.02, return_scores=True)]
-    pending = t.translate_batch(sources, asynchronous=True, return_scores=True)
+        min_alternative_expansion_prob=min_prob, return_scores=True, **more)]
+    pending = t.translate_batch(sources, asynchronous=True, return_scores=True, **more)
     out["asynchronous"] = [_result(a.result()) for a in pending]
     assert all(a.done() for a in pending)
     out["iterable"] = [_result(r) for r in t.translate_iterable(
-        iter(sources), max_batch_size=3, beam_size=3, return_scores=True)]
+        iter(sources), max_batch_size=3, beam_size=3, return_scores=True, **more)]
     # The older list-of-dicts view of a result.
-    first = t.translate_batch(sources[:2], return_scores=True)
+    first = t.translate_batch(sources[:2], return_scores=True, **more)
     out["as_dicts"] = [[{"tokens": list(h["tokens"]), "score": float(h["score"])} for h in r]
                        for r in first]
     return out
@@ -93,7 +135,7 @@ def _score(ct2, t, sources, targets):
     return out
 
 
-def _files(ct2, t, sources, targets, workdir):
+def _files(ct2, t, sources, targets, workdir, more):
     src, trg, hyp, scored = (os.path.join(workdir, n) for n in ("src.tok", "trg.tok", "hyp.txt",
                                                                 "scores.txt"))
     with open(src, "w", encoding="utf-8") as f:
@@ -101,7 +143,7 @@ def _files(ct2, t, sources, targets, workdir):
     with open(trg, "w", encoding="utf-8") as f:
         f.writelines(" ".join(s) + "\n" for s in targets)
     stats = t.translate_file(src, hyp, max_batch_size=4, beam_size=2, num_hypotheses=2,
-                             with_scores=True)
+                             with_scores=True, **more)
     score_stats = t.score_file(src, trg, scored, with_tokens_score=True)
     with open(hyp, encoding="utf-8") as f:
         hyp_lines = f.read().splitlines()
@@ -113,14 +155,20 @@ def _files(ct2, t, sources, targets, workdir):
                                                             score_stats.num_tokens]}
 
 
-def run(ct2, model_dir, sources, targets, workdir):
-    """Every case's outputs, from a ctranslate2-like module on model_dir."""
+def run(ct2, model_dir, sources, targets, workdir, tokens=None, max_decoding_length=None,
+        min_prob=0.02):
+    """Every case's outputs, from a ctranslate2-like module on model_dir (tokens and
+    max_decoding_length: translate_cases'; min_prob: the alternatives' expansion threshold,
+    below the best alternative's probability: CTranslate2 4.8.5 dies of a division by zero when
+    it keeps none)."""
     t = ct2.Translator(model_dir, device="cpu", compute_type="float32", inter_threads=1,
                        intra_threads=1)
     out = {}
-    out.update(_translate(ct2, t, sources, targets))
+    out.update(_translate(ct2, t, sources, targets,
+                          translate_cases(tokens, max_decoding_length), min_prob))
     out.update(_score(ct2, t, sources, targets))
-    out.update(_files(ct2, t, sources, targets, workdir))
+    more = {} if max_decoding_length is None else {"max_decoding_length": max_decoding_length}
+    out.update(_files(ct2, t, sources, targets, workdir, more))
     return out
 
 

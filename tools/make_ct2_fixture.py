@@ -9,6 +9,16 @@ through tfm.ctranslate2 and compares, without CTranslate2 installed).
 
 --update reruns the program on the committed model and pieces (a new case in ct2_program.py).
 
+    .venv/bin/python tools/make_ct2_fixture.py --marian [--out tests/fixtures/ct2_marian]
+
+--marian makes the Transformers side's fixture: a random-weight MarianMTModel (save_pretrained,
+the vocabulary of tests/fixtures/hf_tokenizers/marian_shared, weights drawn wide enough that no
+two tokens tie, EOS's output bias raised so that beams finish early), converted by CTranslate2's
+own converter (ctranslate2.converters.TransformersConverter); OUT/model holds the Transformers
+files without the tokenizer's (the tests add them), OUT/expected.json the program's outputs from
+the real package, the pieces (the tokenizer's, EOS framing the sources) and the tokens the cases
+name in this vocabulary. Needs torch and transformers too.
+
 MODEL_DIR: a tfm model directory with its vocab.model (the committed one was trained by
 `tfm vocab --size 36` and `tfm train --preset tiny --batch-tokens 400 --max-updates 1500
 --seed 3 --threads 1` on the toy corpus of python/tests/conftest.py, 300 pairs of 2-6 words).
@@ -74,6 +84,82 @@ def reference(model_dir, sources, targets):
                                                          work)
 
 
+MARIAN_TOKENIZER = os.path.join(HERE, "..", "tests", "fixtures", "hf_tokenizers", "marian_shared")
+MARIAN_SEED = 5
+MARIAN_EOS_BIAS = 3.5
+MARIAN_MAX_DECODING = 24  # a bound on every case's output (ct2_program.translate_cases)
+MARIAN_MIN_PROB = 0.002  # the alternatives' threshold (ct2_program.run)
+
+
+def hf_marian_dir(model_dir, out):
+    """A Transformers model directory at out: model_dir's files and the tokenizer's."""
+    os.makedirs(out, exist_ok=True)
+    for d in (model_dir, MARIAN_TOKENIZER):
+        for f in os.listdir(d):
+            if f != "reference.json":
+                shutil.copy(os.path.join(d, f), os.path.join(out, f))
+    return out
+
+
+def make_marian(out):
+    import torch
+    from transformers import AutoTokenizer, GenerationConfig, MarianConfig, MarianMTModel
+    import ctranslate2
+
+    tok = AutoTokenizer.from_pretrained(MARIAN_TOKENIZER)
+    pad, eos = tok.pad_token_id, tok.eos_token_id
+    cfg = MarianConfig(vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1,
+                       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+                       decoder_ffn_dim=32, activation_function="swish",
+                       max_position_embeddings=64, scale_embedding=True, pad_token_id=pad,
+                       eos_token_id=eos, decoder_start_token_id=pad, forced_eos_token_id=eos,
+                       share_encoder_decoder_embeddings=True, init_std=0.3)
+    torch.manual_seed(MARIAN_SEED)
+    model = MarianMTModel(cfg).eval()
+    with torch.no_grad():
+        model.final_logits_bias[0, eos] = MARIAN_EOS_BIAS
+    model.generation_config = GenerationConfig(
+        num_beams=4, max_length=40, bad_words_ids=[[pad]], eos_token_id=eos, pad_token_id=pad,
+        decoder_start_token_id=pad, forced_eos_token_id=eos)
+    model_out = os.path.join(out, "model")
+    shutil.rmtree(model_out, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(os.path.join(tmp, "saved"))
+        os.makedirs(model_out)
+        for f in ("config.json", "generation_config.json", "model.safetensors"):
+            shutil.copy(os.path.join(tmp, "saved", f), os.path.join(model_out, f))
+        hf = hf_marian_dir(model_out, os.path.join(tmp, "hf"))
+        ct2_dir = ctranslate2.converters.TransformersConverter(hf).convert(
+            os.path.join(tmp, "ct2"))
+        with open(os.path.join(HERE, "..", "tests", "fixtures", "hf_tokenizers", "lines.json"),
+                  encoding="utf-8") as f:
+            lines = [l for l in json.load(f) if l.strip() and len(tok(l).input_ids) <= 16][:8]
+        sources = [tok.convert_ids_to_tokens(tok(l).input_ids) for l in lines]
+        targets = [tok.convert_ids_to_tokens(tok(text_target=l).input_ids)[:-1] for l in lines]
+        # The tokens the cases name, here the most frequent of the default translations.
+        t = ctranslate2.Translator(ct2_dir, compute_type="float32")
+        counts = {}
+        for r in t.translate_batch(sources, max_decoding_length=MARIAN_MAX_DECODING):
+            for x in r.hypotheses[0]:
+                counts[x] = counts.get(x, 0) + 1
+        common = sorted(counts, key=lambda x: (-counts[x], x))
+        tokens = dict(zip(["w", "\u2581", "t", "o", "e"], common))
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        outputs = ct2_program.run(ctranslate2, ct2_dir, sources, targets, work, tokens,
+                                  MARIAN_MAX_DECODING, MARIAN_MIN_PROB)
+    with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump({"ctranslate2": ctranslate2.__version__, "sources": sources,
+                   "targets": targets, "tokens": tokens,
+                   "max_decoding_length": MARIAN_MAX_DECODING, "min_prob": MARIAN_MIN_PROB,
+                   "outputs": outputs}, f, indent=0,
+                  ensure_ascii=False)
+        f.write("\n")
+    lengths = [len(h) for r in outputs["defaults"] for h in r["hypotheses"]]
+    print(f"{out}: {len(outputs)} cases from ctranslate2 {ctranslate2.__version__}; default "
+          f"output lengths {lengths} (the bound: {MARIAN_MAX_DECODING})")
+
+
 def update(out):
     """OUT/expected.json again from the real ctranslate2, on its own model and pieces."""
     path = os.path.join(out, "expected.json")
@@ -98,7 +184,12 @@ def main():
     p.add_argument("--out", default=os.path.join(HERE, "..", "tests", "fixtures", "ct2"))
     p.add_argument("--update", action="store_true",
                    help="rerun the program on OUT's model and pieces (after a case was added)")
+    p.add_argument("--marian", action="store_true",
+                   help="make the Transformers Marian fixture (tests/fixtures/ct2_marian)")
     a = p.parse_args()
+    if a.marian:
+        return make_marian(a.out if a.out != p.get_default("out") else
+                           os.path.join(HERE, "..", "tests", "fixtures", "ct2_marian"))
     if a.update:
         return update(a.out)
     if not (a.model and a.src and a.trg):

@@ -107,6 +107,13 @@ LengthPenalty parse_length_penalty(std::string_view name);
 // and sampling do not apply, and score/log_prob are generate()'s. Translator::default_options()
 // gives its generation config's settings.
 struct TranslationOptions {
+  // Whose rules decode: "" or "model", the model's (a converted model: generate()'s, see above;
+  // tfm's otherwise); "tfm", tfm's on any model, so CTranslate2's with its options: what
+  // tfm.ctranslate2 asks for, so that a CTranslate2 program decodes a model converted from
+  // Transformers as CTranslate2 decodes its own conversion of it. A converted model then ignores
+  // its generation config (as CTranslate2 does) but for the start token; a Marian model's PAD is
+  // removed before the softmax (CTranslate2's converter drops it from the vocabulary).
+  std::string search_rule{};
   // greedy, beam (beam_size wide) or sampling (sampling_*); search_for(beam_size, sampling)
   // reads the usual spellings.
   Search search = Search::greedy;
@@ -170,9 +177,15 @@ struct TranslationOptions {
   // source is cut as one longer than the model's positions is, its framing's end kept. 0: the
   // model's positions alone.
   int64_t max_input_length = 0;
-  // Each hypothesis' ids end with EOS (the text is unchanged: EOS has no text), as
-  // CTranslate2's return_end_token.
+  // Each hypothesis' ids end with the end token that ended it (the text is unchanged: EOS has no
+  // text), as CTranslate2's return_end_token; one cut at the max length has none.
   bool return_end_token = false;
+  // At the max length: true, the last position takes the end token (tfm's rule, so every
+  // hypothesis ends with it); false (CTranslate2's), a hypothesis that reaches the max length
+  // less one without an end token ends there, its score and log_prob without one, and beam
+  // search finishes the beam's best candidates of that step. Greedy, beam and sampling; not for
+  // a converted model decoded by generate()'s rules (which cut there too).
+  bool force_end_token = true;
   // Search::sampling draws from the distribution after the temperature, then the top k (0: all),
   // then the nucleus of mass p.
   double sampling_temperature = 1.0;

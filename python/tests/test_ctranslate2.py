@@ -42,6 +42,31 @@ def test_program_matches_ctranslate2(fixture, program, tmp_path):
     assert program.compare(got, fixture["outputs"], 1e-4, program.KNOWN_DIFFERENCES) == []
 
 
+def marian_hf_dir(source_dir, out):
+    """tests/fixtures/ct2_marian's Transformers model with its tokenizer's files, assembled as
+    tools/make_ct2_fixture.py assembles it (standard library only)."""
+    sys.path.insert(0, os.path.join(source_dir, "tools"))
+    import make_ct2_fixture
+
+    return make_ct2_fixture.hf_marian_dir(
+        os.path.join(source_dir, "tests", "fixtures", "ct2_marian", "model"), out)
+
+
+def test_program_on_a_converted_marian_model_matches_ctranslate2(source_dir, program, tmp_path):
+    """The program on a random-weight Transformers Marian model: CTranslate2's converter and
+    search (the fixture) against tfm's converter and tfm.ctranslate2 (search_rule "tfm")."""
+    with open(os.path.join(source_dir, "tests", "fixtures", "ct2_marian", "expected.json"),
+              encoding="utf-8") as f:
+        fx = json.load(f)
+    model = str(tmp_path / "tfm")
+    tfm.convert_transformers(marian_hf_dir(source_dir, str(tmp_path / "hf")), model)
+    os.makedirs(tmp_path / "work")
+    got = program.run(ct2, model, fx["sources"], fx["targets"], str(tmp_path / "work"),
+                      fx["tokens"], fx["max_decoding_length"], fx["min_prob"])
+    assert set(got) == set(fx["outputs"])
+    assert program.compare(got, fx["outputs"], 1e-4, program.KNOWN_MARIAN_DIFFERENCES) == []
+
+
 def test_program_runs_with_import_tfm_as_ctranslate2(fixture, program, tmp_path):
     """`import tfm as ctranslate2` runs the same program (every signature and result type is
     there); with tfm's defaults the translations differ, the scores of given pairs do not."""
@@ -225,7 +250,8 @@ def test_tfm_translator_keeps_its_defaults(fixture):
         src, beam_size=2, length_penalty=1.0, length_penalty_form="power",
         max_decoding_length=257, max_length_factor=0, max_length_extra=1000000,
         min_decoding_length=1, max_input_length=1024, patience=1.0, renormalize_min_length=True,
-        score_prefix=False, attention_framing=False, return_scores=True)
+        score_prefix=False, attention_framing=False, force_end_token=False, search_rule="tfm",
+        return_scores=True)
     want = ct2.Translator(fixture["model"]).translate_batch(src, return_scores=True)
     assert [(r.hypotheses, r.scores) for r in ct2_like] == [(r.hypotheses, r.scores)
                                                             for r in want]
@@ -320,3 +346,29 @@ def test_alternatives(translator, fixture):
     with pytest.raises(tfm.InvalidArgumentError, match="min_alternative_expansion_prob"):
         translator.translate_batch(src, return_alternatives=True,
                                    min_alternative_expansion_prob=2)
+
+
+def test_search_rule_and_force_end_token(source_dir, fixture, tmp_path):
+    """On a converted model tfm.Translator keeps generate()'s rules and refuses CTranslate2's
+    options; search_rule="tfm" takes them. force_end_token=False cuts at the max length."""
+    model = str(tmp_path / "tfm")
+    tfm.convert_transformers(marian_hf_dir(source_dir, str(tmp_path / "hf")), model)
+    src = [fixture_sources(source_dir)[0]]
+    t = tfm.Translator(model)
+    with pytest.raises(tfm.InvalidArgumentError, match="patience"):
+        t.translate_batch(src, patience=1.0)
+    assert t.translate_batch(src, patience=1.0, search_rule="tfm")[0].hypotheses
+    with pytest.raises(tfm.InvalidArgumentError, match="search_rule"):
+        t.translate_batch(src, search_rule="ctranslate3")
+    plain = tfm.Translator(fixture["model"])
+    for r in plain.translate_batch(fixture["sources"], max_decoding_length=4,
+                                   force_end_token=False, return_end_token=True,
+                                   return_scores=True):
+        h = r.hypotheses[0]
+        assert len(h) <= 4 and (h[-1] == "</s>" or len(h) == 3)
+
+
+def fixture_sources(source_dir):
+    with open(os.path.join(source_dir, "tests", "fixtures", "ct2_marian", "expected.json"),
+              encoding="utf-8") as f:
+        return json.load(f)["sources"]

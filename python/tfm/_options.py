@@ -25,7 +25,7 @@ TFM_DEFAULTS: Dict[str, Any] = dict(
     return_end_token=False, end_token=None, patience=0.0, renormalize_min_length=False,
     score_prefix=True, attention_framing=True, disable_unk=False, suppress_sequences=None,
     repetition_penalty=1.0, no_repeat_ngram_size=None, return_alternatives=False,
-    min_alternative_expansion_prob=0.0,
+    min_alternative_expansion_prob=0.0, search_rule="model", force_end_token=True,
     # What a call returns and how it is batched (not search options).
     return_scores=False, max_batch_size=0, batch_type="examples", asynchronous=False)
 
@@ -36,7 +36,7 @@ CT2_DEFAULTS: Dict[str, Any] = dict(
     length_penalty_form="power",
     max_decoding_length=256, min_decoding_length=1, max_input_length=1024, patience=1.0,
     renormalize_min_length=True, score_prefix=False, attention_framing=False,
-    no_repeat_ngram_size=0,
+    no_repeat_ngram_size=0, search_rule="tfm", force_end_token=False,
     max_length_factor=0.0, max_length_extra=1_000_000)
 
 # CTranslate2's options that tfm does not implement: each with the value that means "off" (any
@@ -126,7 +126,8 @@ _FIELDS = (("beam_size", _int), ("num_hypotheses", _int), ("length_penalty", _fl
            ("sampling_topp", _float), ("sampling_temperature", _float), ("seed", _uint64),
            ("return_attention", _bool), ("score_prefix", _bool), ("attention_framing", _bool),
            ("repetition_penalty", _float), ("no_repeat_ngram_size", _int),
-           ("return_alternatives", _bool), ("min_alternative_expansion_prob", _float))
+           ("return_alternatives", _bool), ("min_alternative_expansion_prob", _float),
+           ("search_rule", _str), ("force_end_token", _bool))
 
 
 def search_options(o: Mapping[str, Any], base: _tfm.TranslationOptions,
@@ -136,6 +137,8 @@ def search_options(o: Mapping[str, Any], base: _tfm.TranslationOptions,
 
     ct2_lengths: max_decoding_length as CTranslate2 means it (generated tokens without EOS): the
     library's cap, with EOS, is one more. (CT2_DEFAULTS lift the source-scaled cap.)"""
+    if o["search_rule"] == "tfm":  # tfm's rule: a converted model's generation config aside
+        base = _tfm.TranslationOptions()
     t = base
     for name, convert in _FIELDS:
         if o[name] is not None:

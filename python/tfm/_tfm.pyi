@@ -97,6 +97,8 @@ class TranslationOptions:
     no_repeat_ngram_size: int
     end_token: List[int]
     return_alternatives: bool
+    search_rule: str
+    force_end_token: bool
     min_alternative_expansion_prob: float
     attention_framing: bool
     return_end_token: bool

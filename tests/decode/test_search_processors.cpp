@@ -72,6 +72,7 @@ Reference reference_greedy(const Transformer& m, const Ids& source, const Search
     }
     r.tokens.push_back(best);
     input.push_back(best);
+    if (o.cut_at_max_length && t + 2 >= max_len) break;  // CTranslate2's: no end token
   }
   return r;
 }
@@ -241,6 +242,31 @@ TEST(SearchProcessors, AlternativesExpandTheFirstFreePositionAndContinueEach) {
     while (want < 4 && probs[want] >= 0.2) ++want;
     EXPECT_EQ(nb.size(), want) << "sentence " << i;
   }
+}
+
+TEST(SearchProcessors, CutAtTheMaxLengthEndsWithoutAnEndToken) {
+  auto m = model(11);
+  SearchOptions o;
+  o.max_length = 9;
+  o.min_length = 6;
+  o.cut_at_max_length = true;
+  o.repetition_penalty = 1.2;
+  expect_greedy_matches_reference(*m, o, "cut at max length 9");
+  o.beam_size = 3;
+  o.n_best = 3;
+  o.length_penalty = 1.0;
+  o.power_penalty = true;
+  o.patience = 1.0;
+  bool cut = false;
+  for (const NBest& nb : make_beam(o)->run(*m, kSources))
+    for (const Hypothesis& h : nb) {
+      EXPECT_LE(std::ssize(h.tokens), o.max_length - 1);
+      const int64_t len = std::ssize(h.tokens) + (h.eos ? 1 : 0);
+      EXPECT_NEAR(h.score, h.log_prob / static_cast<double>(len), 1e-9);
+      if (!h.eos) EXPECT_EQ(std::ssize(h.tokens), o.max_length - 1);
+      cut |= !h.eos;
+    }
+  EXPECT_TRUE(cut) << "the fixture must reach the max length";
 }
 
 TEST(SearchProcessors, Errors) {

@@ -237,7 +237,10 @@ class BeamSearch : public Search {
         std::vector<Live> next;
         std::vector<int64_t> parents;
         if (!cands.empty() && is_end(cands[0].token)) s.best_finished = true;
+        // CTranslate2's last step (cut_at_max_length): its beam best candidates all finish.
+        const bool last = o_.cut_at_max_length && generated + 2 >= s.max_len;
         for (size_t at = 0; at < cands.size(); ++at) {
+          if (last && std::cmp_greater_equal(at, beam)) break;
           const Candidate& cd = cands[at];
           const Live& h = s.live[cd.hyp];
           // CTranslate2 finishes EOS among the beam's best candidates only, and only as the best
@@ -254,12 +257,20 @@ class BeamSearch : public Search {
             continue;
           }
           next.push_back(extend(h, r + cd.hyp, cd.token, cd.log_prob, s.width));
+          if (last) {  // cut without an end token
+            Live& c = next.back();
+            const double score = rank_score(s, cd.log_prob, std::ssize(c.tokens), o_);
+            s.finished.push_back({std::move(c.tokens), score, cd.log_prob, std::move(c.attention),
+                                  false, -1, s.prefix_lp});
+            next.pop_back();
+            continue;
+          }
           parents.push_back(r + cd.hyp);
           if (static_cast<int64_t>(next.size()) == beam) break;
         }
         r += n;
         s.live = std::move(next);
-        if (can_stop(s, o_)) {
+        if (last || can_stop(s, o_)) {
           s.done = true;
           continue;
         }

@@ -146,6 +146,14 @@ class SamplingSearch : public Search {
           continue;
         }
         h.tokens.push_back(t);
+        if (o_.cut_at_max_length && generated + 2 >= max_len[si]) {  // cut without an end token
+          h.eos = false;
+          const int64_t len = std::ssize(h.tokens) - (o_.alternatives ? std::ssize(prefix) : 0);
+          h.score = final_score(h.log_prob - (o_.alternatives ? h.prefix_log_prob : unscored[si]),
+                                len, o_);
+          out[si].push_back(std::move(h));
+          continue;
+        }
         rows.push_back(static_cast<int64_t>(r));
         next_tokens.push_back(t);
         still_active.push_back(si);

@@ -85,6 +85,11 @@ struct SearchOptions {
   int64_t top_k = 0;
   double top_p = 1.0;
   uint64_t seed = 0;
+  // CTranslate2's last step, the tfm rule: a hypothesis that reaches the max length - 1 tokens
+  // without an end token ends there (Hypothesis::eos false; scored over its tokens, without the
+  // end token), where tfm's rule would force EOS at the max length; beam search finishes the
+  // beam's best candidates of that step, end tokens or not.
+  bool cut_at_max_length = false;
   // Fill Hypothesis::attention.
   bool return_attention = false;
   // CTranslate2's return_alternatives (the tfm rule; make_alternatives): n_best alternatives at

@@ -48,6 +48,10 @@ void apply_generation(decode::SearchOptions& o, const GenerationConfig& g,
   }
 }
 
+void apply_tfm_rule(decode::SearchOptions& o, const GenerationConfig& g, const ModelConfig& c) {
+  if (g.family == "marian") o.suppress_sequences.push_back({static_cast<int32_t>(c.pad_id)});
+}
+
 }  // namespace tfm::runtime
 
 namespace tfm {

@@ -20,6 +20,12 @@ TranslationOptions generation_defaults(const GenerationConfig& g, const ModelCon
 // Turns o into the transformers rule with g's settings. target_lang_id: the target language's
 // token (TranslationOptions::target_lang, resolved), forced first or starting the decoder as
 // g.target_language says; nullopt: g's own forced_bos_token_id.
+// A converted model decoded by tfm's rule (TranslationOptions::search_rule "tfm"), as
+// CTranslate2 decodes its conversion: the generation config is ignored, but a Marian model's PAD
+// (its decoder's start token, which CTranslate2's converter removes from the vocabulary) is
+// removed before the softmax.
+void apply_tfm_rule(decode::SearchOptions& o, const GenerationConfig& g, const ModelConfig& c);
+
 // explicit_ngram: o.no_repeat_ngram_size is the call's own (TranslationOptions' >= 0), kept.
 void apply_generation(decode::SearchOptions& o, const GenerationConfig& g,
                       std::optional<int64_t> target_lang_id, bool explicit_ngram = false);

@@ -31,8 +31,11 @@ struct Context {
   std::string operator()(std::string_view field) const { return speller(field); }
   // The target vocabulary less PAD and BOS, which are never generated.
   int64_t generable() const { return std::max<int64_t>(1, model->trg_vocab_size - 2); }
-  // A model converted from Transformers: it decodes by generate()'s rules (docs/convert.md).
-  bool converted() const { return model->search_rule == "transformers"; }
+  // A model converted from Transformers that decodes by generate()'s rules (docs/convert.md):
+  // its own rule, unless the call asks for tfm's (search_rule "tfm").
+  bool generate(const TranslationOptions& o) const {
+    return model->search_rule == "transformers" && o.search_rule != "tfm";
+  }
   bool multilingual() const {
     return model->family == "nllb" || model->family == "m2m_100" || model->family == "mbart";
   }
@@ -51,6 +54,15 @@ using T = TranslationOptions;
 // One entry per field of TranslationOptions, in the order its checks should run (a width before
 // what depends on it).
 const Entry<T> kTranslation[] = {
+    {"search_rule",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.search_rule.empty() || o.search_rule == "model" || o.search_rule == "tfm")
+           << n("search_rule") << " must be \"model\" or \"tfm\" (got \"" << o.search_rule << "\")";
+       TFM_CHECK_ARG(o.search_rule != "tfm" || o.target_lang.empty())
+           << n("target_lang") << " with " << n("search_rule")
+           << " \"tfm\": give the target language's token as the target prefix, as "
+           << "CTranslate2 takes it";
+     }},
     {"beam_size",
      [](const T& o, const Context& n) {
        require_at_least(n("beam_size"), o.beam_size, 1);
@@ -70,13 +82,13 @@ const Entry<T> kTranslation[] = {
        TFM_CHECK_ARG(o.search != Search::greedy || o.beam_size == 1)
            << n("beam_size") << " " << o.beam_size << " needs " << n("search=beam")
            << " (greedy search keeps one hypothesis)";
-       TFM_CHECK_ARG(o.search != Search::sampling || !n.converted())
+       TFM_CHECK_ARG(o.search != Search::sampling || !n.generate(o))
            << n("search=sampling") << ": a converted model decodes greedily or by beam search, "
            << "as its generate() does";
      }},
     {"return_alternatives",
      [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(!o.return_alternatives || !n.converted())
+       TFM_CHECK_ARG(!o.return_alternatives || !n.generate(o))
            << n("return_alternatives") << ": a converted model decodes by generate()'s rules";
      }},
     {"min_alternative_expansion_prob",
@@ -95,18 +107,18 @@ const Entry<T> kTranslation[] = {
     {"length_penalty",
      [](const T& o, const Context& n) {
        // generate()'s length penalty is an exponent that may be negative (shorter outputs).
-       require_in_range(n("length_penalty"), o.length_penalty, n.converted() ? -10.0 : 0.0, 10.0);
+       require_in_range(n("length_penalty"), o.length_penalty, n.generate(o) ? -10.0 : 0.0, 10.0);
      }},
     {"normalize_scores",
      [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(!o.normalize_scores || !n.converted())
+       TFM_CHECK_ARG(!o.normalize_scores || !n.generate(o))
            << n("normalize_scores") << ": a converted model ranks as generate() does, by "
            << "log-probability / length^alpha, alpha being " << n("length_penalty")
            << " (1: the plain normalisation)";
      }},
     {"length_penalty_form",
      [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(o.length_penalty_form == LengthPenalty::gnmt || !n.converted())
+       TFM_CHECK_ARG(o.length_penalty_form == LengthPenalty::gnmt || !n.generate(o))
            << n("length_penalty_form") << ": a converted model ranks as generate() does";
      }},
     {"max_length_factor",
@@ -131,13 +143,13 @@ const Entry<T> kTranslation[] = {
      }},
     {"renormalize_min_length",
      [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(!o.renormalize_min_length || !n.converted())
+       TFM_CHECK_ARG(!o.renormalize_min_length || !n.generate(o))
            << n("renormalize_min_length") << ": a converted model decodes by generate()'s rules";
      }},
     {"patience",
      [](const T& o, const Context& n) {
        require_in_range(n("patience"), o.patience, 0.0, 1000.0);
-       TFM_CHECK_ARG(o.patience == 0.0 || !n.converted())
+       TFM_CHECK_ARG(o.patience == 0.0 || !n.generate(o))
            << n("patience") << ": a converted model stops its beams as generate() does";
        const double finished = std::round(static_cast<double>(o.beam_size) * o.patience);
        TFM_CHECK_ARG(o.patience == 0.0 || o.search == Search::sampling || o.return_alternatives ||
@@ -148,12 +160,12 @@ const Entry<T> kTranslation[] = {
      }},
     {"score_prefix",
      [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(o.score_prefix || !n.converted())
+       TFM_CHECK_ARG(o.score_prefix || !n.generate(o))
            << n("score_prefix") << ": a converted model scores as generate() does";
      }},
     {"suppress_sequences",
      [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(o.suppress_sequences.empty() || !n.converted())
+       TFM_CHECK_ARG(o.suppress_sequences.empty() || !n.generate(o))
            << n("suppress_sequences") << ": not for a converted model (generate()'s rules)";
        for (size_t i = 0; i < o.suppress_sequences.size(); ++i) {
          const auto& seq = o.suppress_sequences[i];
@@ -168,7 +180,7 @@ const Entry<T> kTranslation[] = {
      [](const T& o, const Context& n) {
        require_in_range(n("repetition_penalty"), o.repetition_penalty, 0.0, 1000.0,
                         /*lo_open=*/true);
-       TFM_CHECK_ARG(o.repetition_penalty == 1.0 || !n.converted())
+       TFM_CHECK_ARG(o.repetition_penalty == 1.0 || !n.generate(o))
            << n("repetition_penalty") << ": a converted model decodes by generate()'s rules";
      }},
     {"no_repeat_ngram_size",
@@ -177,7 +189,7 @@ const Entry<T> kTranslation[] = {
      }},
     {"end_token",
      [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(o.end_token.empty() || !n.converted())
+       TFM_CHECK_ARG(o.end_token.empty() || !n.generate(o))
            << n("end_token") << ": a converted model ends on its EOS, as generate() does";
        for (int64_t id : o.end_token)
          TFM_CHECK_ARG(id >= 0 && id < n.model->trg_vocab_size && id != n.model->pad_id &&
@@ -196,6 +208,11 @@ const Entry<T> kTranslation[] = {
            << o.max_input_length << ")";
      }},
     {"return_end_token", [](const T&, const Context&) {}},
+    {"force_end_token",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(o.force_end_token || !n.generate(o))
+           << n("force_end_token") << ": a converted model decodes by generate()'s rules";
+     }},
     {"sampling_temperature",
      [](const T& o, const Context& n) {
        require_in_range(n("sampling_temperature"), o.sampling_temperature, 0.0, 1e6);
@@ -319,6 +336,7 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.no_repeat_ngram_size = std::max<int64_t>(t.no_repeat_ngram_size, 0);
   o.end_ids.assign(t.end_token.begin(), t.end_token.end());
   o.alternatives = t.return_alternatives;
+  o.cut_at_max_length = !t.force_end_token;
   o.min_alternative_prob = t.min_alternative_expansion_prob;
   o.normalize = t.normalize_scores;
   o.max_length_a = t.max_length_factor;

@@ -122,7 +122,9 @@ std::string Translator::Impl::decode_trg(const Ids& ids) const {
 decode::SearchOptions Translator::Impl::checked_search(const TranslationOptions& options) const {
   validate_translation_options(options, info_);
   decode::SearchOptions o = runtime::to_search_options(options);
-  if (generation_) {
+  if (generation_ && options.search_rule == "tfm") {
+    runtime::apply_tfm_rule(o, *generation_, config());
+  } else if (generation_) {
     std::optional<int64_t> target;
     if (!options.target_lang.empty()) target = language_id(options.target_lang, "target_lang");
     runtime::apply_generation(o, *generation_, target, options.no_repeat_ngram_size >= 0);
@@ -310,7 +312,7 @@ TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int6
   for (auto& h : nb) {
     TranslationHypothesis th;
     th.ids.assign(h.tokens.begin(), h.tokens.end());
-    if (end_token) th.ids.push_back(h.end_id >= 0 ? h.end_id : config().eos_id);
+    if (end_token && h.eos) th.ids.push_back(h.end_id >= 0 ? h.end_id : config().eos_id);
     if (text) th.text = decode_trg(h.tokens);
     th.score = h.score;
     th.log_prob = h.log_prob;
