@@ -37,6 +37,12 @@ TRANSLATE_CASES = {
     "greedy_no_repeat_ngram1": {"beam_size": 1, "no_repeat_ngram_size": 1},
     "end_tokens": {"beam_size": 2, "end_token": ["</s>", "e"], "return_end_token": True},
     "greedy_end_token_ids": {"beam_size": 1, "end_token": [2, 7], "return_end_token": True},
+    # One sentence a batch: CTranslate2's coverage penalty counts the batch's padding positions
+    # (their attention is tiny, not 0), so its scores depend on the batching.
+    "beam4_coverage": {"beam_size": 4, "num_hypotheses": 2, "coverage_penalty": 0.2,
+                       "max_batch_size": 1},
+    # (Greedy search with a coverage penalty: CTranslate2 4.8.5 crashes on the tfm model's
+    # conversion; tests/decode/test_search_processors.cpp checks tfm's.)
     "chunks_examples": {"beam_size": 2, "max_batch_size": 2},
     "chunks_tokens": {"beam_size": 2, "max_batch_size": 9, "batch_type": "tokens"},
 }
@@ -69,9 +75,12 @@ KNOWN_DIFFERENCES = {}
 _PAD = ("CTranslate2's converter removes Marian's <pad> from the vocabulary; tfm's score_batch "
         "normalises over the model's whole vocabulary, as Transformers does, so each "
         "log-probability differs by log(1 - p(<pad>))")
+_HEADS = ("the coverage penalty reads the attention: CTranslate2's converter keeps the last "
+          "layer's first head as the alignment (alignment_heads 1); tfm averages its heads")
 KNOWN_MARIAN_DIFFERENCES = {"score_batch": _PAD, "score_offset1": _PAD, "score_max_input3": _PAD,
                             "score_iterable": _PAD, "score_asynchronous": _PAD,
                             "score_file": _PAD,
+                            "beam4_coverage": _HEADS,
                             "greedy_attention": (
                                 "CTranslate2's converter keeps the last layer's first head as "
                                 "the alignment (alignment_heads 1); tfm averages its heads"),

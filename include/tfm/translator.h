@@ -186,6 +186,10 @@ struct TranslationOptions {
   // search finishes the beam's best candidates of that step. Greedy, beam and sampling; not for
   // a converted model decoded by generate()'s rules (which cut there too).
   bool force_end_token = true;
+  // CTranslate2's coverage penalty β (greedy and beam search; >= 0): a hypothesis' score gains
+  // β · Σ over the source positions of log(min(the attention it paid them, summed over its
+  // tokens and the end token, 1)), the attention being return_attention's. 0: none.
+  double coverage_penalty = 0.0;
   // Search::sampling draws from the distribution after the temperature, then the top k (0: all),
   // then the nucleus of mass p.
   double sampling_temperature = 1.0;

@@ -370,6 +370,7 @@ void bind_options(py::module_& m) {
       .def_readwrite("return_alternatives", &tfm::TranslationOptions::return_alternatives)
       .def_readwrite("search_rule", &tfm::TranslationOptions::search_rule)
       .def_readwrite("force_end_token", &tfm::TranslationOptions::force_end_token)
+      .def_readwrite("coverage_penalty", &tfm::TranslationOptions::coverage_penalty)
       .def_readwrite("min_alternative_expansion_prob",
                      &tfm::TranslationOptions::min_alternative_expansion_prob)
       .def_readwrite("attention_framing", &tfm::TranslationOptions::attention_framing)

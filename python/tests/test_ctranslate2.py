@@ -201,7 +201,7 @@ def test_result_reads_as_a_list_of_dicts(translator, fixture):
 
 
 @pytest.mark.parametrize("option,value", [
-    ("coverage_penalty", 0.2), ("prefix_bias_beta", 0.5), ("use_vmap", True),
+    ("prefix_bias_beta", 0.5), ("use_vmap", True),
     ("return_logits_vocab", True), ("replace_unknowns", True), ("callback", print)])
 def test_unimplemented_options_are_refused_by_name(translator, fixture, option, value):
     with pytest.raises(NotImplementedError, match=f"^{option}="):

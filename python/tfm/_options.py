@@ -26,6 +26,7 @@ TFM_DEFAULTS: Dict[str, Any] = dict(
     score_prefix=True, attention_framing=True, disable_unk=False, suppress_sequences=None,
     repetition_penalty=1.0, no_repeat_ngram_size=None, return_alternatives=False,
     min_alternative_expansion_prob=0.0, search_rule="model", force_end_token=True,
+    coverage_penalty=0.0,
     # What a call returns and how it is batched (not search options).
     return_scores=False, max_batch_size=0, batch_type="examples", asynchronous=False)
 
@@ -42,7 +43,6 @@ CT2_DEFAULTS: Dict[str, Any] = dict(
 # CTranslate2's options that tfm does not implement: each with the value that means "off" (any
 # other raises NotImplementedError) and why.
 UNSUPPORTED: Dict[str, Tuple[Any, str]] = {
-    "coverage_penalty": (0, "tfm's beam search has no coverage penalty"),
     "prefix_bias_beta": (0, "tfm forces a target prefix; it has no soft prefix bias"),
     "use_vmap": (False, "tfm models have no vocabulary map"),
     "return_logits_vocab": (False, "tfm's searches do not keep each step's logits"),
@@ -127,7 +127,7 @@ _FIELDS = (("beam_size", _int), ("num_hypotheses", _int), ("length_penalty", _fl
            ("return_attention", _bool), ("score_prefix", _bool), ("attention_framing", _bool),
            ("repetition_penalty", _float), ("no_repeat_ngram_size", _int),
            ("return_alternatives", _bool), ("min_alternative_expansion_prob", _float),
-           ("search_rule", _str), ("force_end_token", _bool))
+           ("search_rule", _str), ("force_end_token", _bool), ("coverage_penalty", _float))
 
 
 def search_options(o: Mapping[str, Any], base: _tfm.TranslationOptions,

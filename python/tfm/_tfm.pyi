@@ -99,6 +99,7 @@ class TranslationOptions:
     return_alternatives: bool
     search_rule: str
     force_end_token: bool
+    coverage_penalty: float
     min_alternative_expansion_prob: float
     attention_framing: bool
     return_end_token: bool

@@ -200,8 +200,11 @@ class Translator:
           return_alternatives (num_hypotheses alternatives at the first position after the
           target prefix, each continued by the search; min_alternative_expansion_prob drops
           the unlikely ones), as CTranslate2's.
-          CTranslate2's options tfm does not implement (coverage_penalty, prefix_bias_beta,
-          use_vmap, return_logits_vocab,
+          coverage_penalty (CTranslate2's β; greedy and beam search), force_end_token (False:
+          a hypothesis reaching the max length ends there without the end token, CTranslate2's),
+          search_rule ("tfm": CTranslate2's search on a converted model too).
+          CTranslate2's options tfm does not implement (prefix_bias_beta, use_vmap,
+          return_logits_vocab,
           replace_unknowns, callback) are accepted at their 'off' value
           and raise NotImplementedError otherwise.
         """

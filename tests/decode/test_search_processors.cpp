@@ -269,6 +269,39 @@ TEST(SearchProcessors, CutAtTheMaxLengthEndsWithoutAnEndToken) {
   EXPECT_TRUE(cut) << "the fixture must reach the max length";
 }
 
+// The coverage penalty leaves greedy search's tokens alone and lowers each score by at most
+// β · Σ log(min(coverage, 1)) of the returned rows (the end token's row, which it counts too,
+// only raises the coverage). tools/ct2_diff.py checks the exact value against CTranslate2.
+TEST(SearchProcessors, CoveragePenaltyLowersTheScoreByTheUncoveredSource) {
+  auto m = model(11);
+  SearchOptions o;
+  o.max_length = 12;
+  o.return_attention = true;
+  const std::vector<NBest> plain = make_greedy(o)->run(*m, kSources);
+  o.coverage_penalty = 0.5;
+  const std::vector<NBest> covered = make_greedy(o)->run(*m, kSources);
+  bool lowered = false;
+  for (size_t i = 0; i < kSources.size(); ++i) {
+    const Hypothesis &a = plain[i][0], &b = covered[i][0];
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.attention, b.attention);
+    const int64_t width = std::ssize(kSources[i]) + 1;  // the source and EOS
+    double bound = 0.0;
+    for (int64_t col = 0; col < width; ++col) {
+      double sum = 0.0;
+      for (size_t at = static_cast<size_t>(col); at < b.attention.size(); at += width)
+        sum += b.attention[at];
+      if (sum > 0) bound += std::log(std::min(sum, 1.0));
+    }
+    const double penalty = b.score - a.score;
+    EXPECT_LE(penalty, 1e-6) << "sentence " << i;
+    if (!b.tokens.empty())  // the rows cover every position a little: the bound holds
+      EXPECT_GE(penalty, o.coverage_penalty * bound - 1e-5) << "sentence " << i;
+    lowered |= penalty < -1e-3;
+  }
+  EXPECT_TRUE(lowered);
+}
+
 TEST(SearchProcessors, Errors) {
   auto m = model(11);
   SearchOptions o;

@@ -143,8 +143,7 @@ class BeamSearch : public Search {
       for (size_t si : active)
         for (const Live& h : sent[si].live) history.push_back(&h.tokens);
       const Tensor logits = detail::process_logits(  // (rows, V)
-          detail::step_logits(model, state, tokens, o_.return_attention ? &attn : nullptr), history,
-          o_);
+          detail::step_logits(model, state, tokens, attention() ? &attn : nullptr), history, o_);
       const int64_t rows_now = logits.size(0);
       // Each row's rule, and the token a prefix forces (its log-prob is picked on the device).
       std::vector<StepRule> rules;
@@ -183,8 +182,8 @@ class BeamSearch : public Search {
       const HostView<int32_t> top_ids = to_host<int32_t>(top.ids);  // (rows, k)
       masks.end();
       const HostView<float> attn_h = to_host<float>(attn);  // (rows, S), empty without
-      const float* ad = o_.return_attention ? attn_h.data() : nullptr;
-      const int64_t S = o_.return_attention ? attn.size(1) : 0;
+      const float* ad = attention() ? attn_h.data() : nullptr;
+      const int64_t S = attention() ? attn.size(1) : 0;
       // h extended by token t of row `row`: its attention gains that row's (the padding cut).
       auto extend = [&](const Live& h, int64_t row, int32_t t, double log_prob, int64_t width) {
         Live nh{h.tokens, log_prob, {}};
@@ -252,14 +251,18 @@ class BeamSearch : public Search {
             continue;
           if (is_end(cd.token)) {  // the end token gets no attention row
             const int64_t len = static_cast<int64_t>(h.tokens.size()) + 1;
-            s.finished.push_back({h.tokens, rank_score(s, cd.log_prob, len, o_), cd.log_prob,
-                                  h.attention, true, cd.token, s.prefix_lp});
+            // The coverage penalty counts the end token's row (CTranslate2's hypotheses hold it).
+            const double cover =
+                coverage(extend(h, r + cd.hyp, cd.token, 0, s.width).attention, s.width);
+            s.finished.push_back({h.tokens, rank_score(s, cd.log_prob, len, o_) + cover,
+                                  cd.log_prob, h.attention, true, cd.token, s.prefix_lp});
             continue;
           }
           next.push_back(extend(h, r + cd.hyp, cd.token, cd.log_prob, s.width));
           if (last) {  // cut without an end token
             Live& c = next.back();
-            const double score = rank_score(s, cd.log_prob, std::ssize(c.tokens), o_);
+            const double score = rank_score(s, cd.log_prob, std::ssize(c.tokens), o_) +
+                                 coverage(c.attention, s.width);
             s.finished.push_back({std::move(c.tokens), score, cd.log_prob, std::move(c.attention),
                                   false, -1, s.prefix_lp});
             next.pop_back();
@@ -289,12 +292,30 @@ class BeamSearch : public Search {
       detail::sort_hypotheses(sent[i].finished);
       NBest& f = sent[i].finished;
       if (static_cast<int64_t>(f.size()) > o_.n_best) f.resize(o_.n_best);
+      if (!o_.return_attention)  // kept for the coverage penalty alone
+        for (Hypothesis& h : f) h.attention.clear();
       out[i] = std::move(f);
     }
     return out;
   }
 
  private:
+  // Whether the steps keep attention rows: asked for, or for the coverage penalty.
+  bool attention() const { return o_.return_attention || o_.coverage_penalty != 0.0; }
+  // CTranslate2's coverage penalty of attention rows (tokens, width): β · Σ over the source
+  // positions attended at all of log(min(their summed attention, 1)); 0 without.
+  double coverage(const std::vector<float>& rows, int64_t width) const {
+    if (o_.coverage_penalty == 0.0 || width == 0) return 0.0;
+    float penalty = 0.0f;  // in f32, as CTranslate2 sums it
+    for (int64_t col = 0; col < width; ++col) {
+      float sum = 0.0f;
+      for (size_t at = static_cast<size_t>(col); at < rows.size(); at += static_cast<size_t>(width))
+        sum += rows[at];
+      if (sum > 0.0f) penalty += std::log(std::min(sum, 1.0f));
+    }
+    return o_.coverage_penalty * penalty;
+  }
+
   SearchOptions o_;
 };
 

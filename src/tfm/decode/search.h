@@ -85,6 +85,10 @@ struct SearchOptions {
   int64_t top_k = 0;
   double top_p = 1.0;
   uint64_t seed = 0;
+  // CTranslate2's coverage penalty β (Wu et al. 2016), greedy and beam search: a finished
+  // hypothesis' score gains β · Σ over the source positions it attends at all of
+  // log(min(attention summed over its rows, 1)), the end token's row counted. 0: none.
+  double coverage_penalty = 0.0;
   // CTranslate2's last step, the tfm rule: a hypothesis that reaches the max length - 1 tokens
   // without an end token ends there (Hypothesis::eos false; scored over its tokens, without the
   // end token), where tfm's rule would force EOS at the max length; beam search finishes the

@@ -208,6 +208,16 @@ const Entry<T> kTranslation[] = {
            << o.max_input_length << ")";
      }},
     {"return_end_token", [](const T&, const Context&) {}},
+    {"coverage_penalty",
+     [](const T& o, const Context& n) {
+       require_in_range(n("coverage_penalty"), o.coverage_penalty, 0.0, 100.0);
+       TFM_CHECK_ARG(o.coverage_penalty == 0.0 || !n.generate(o))
+           << n("coverage_penalty") << ": a converted model decodes by generate()'s rules";
+       TFM_CHECK_ARG(o.coverage_penalty == 0.0 || o.search != Search::sampling)
+           << n("coverage_penalty") << ": greedy and beam search only, not sampling";
+       TFM_CHECK_ARG(o.coverage_penalty == 0.0 || !n.model->decoder_only)
+           << n("coverage_penalty") << ": a decoder-only model has no source to cover";
+     }},
     {"force_end_token",
      [](const T& o, const Context& n) {
        TFM_CHECK_ARG(o.force_end_token || !n.generate(o))
@@ -337,6 +347,7 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.end_ids.assign(t.end_token.begin(), t.end_token.end());
   o.alternatives = t.return_alternatives;
   o.cut_at_max_length = !t.force_end_token;
+  o.coverage_penalty = t.coverage_penalty;
   o.min_alternative_prob = t.min_alternative_expansion_prob;
   o.normalize = t.normalize_scores;
   o.max_length_a = t.max_length_factor;
