@@ -67,6 +67,16 @@ expect_error_input "not a multilingual converted model" "4 5 6 0" translate \
   --model "$tmp/marian_shared" --ids --target-lang de
 expect_error_input "--normalize: a converted model ranks as generate() does" "4 5 6 0" translate \
   --model "$tmp/marian_shared" --ids --normalize
+expect_error_input "--repetition-penalty: a converted model decodes by generate()'s rules" \
+  "4 5 6 0" translate --model "$tmp/marian_shared" --ids --repetition-penalty 1.5
+# --no-repeat-ngram-size over the generation config's: 1 leaves no token twice in a line (the
+# default outputs repeat some).
+repeats() { awk '{ split("", seen); for (i = 1; i <= NF; i++) if (seen[$i]++) { n++; break } }
+                 END { print n + 0 }' "$1"; }
+[[ $(repeats "$tmp/marian_shared.out") -gt 0 ]] && ok || bad "marian_shared's outputs repeat no token"
+"$tfm" translate --model "$tmp/marian_shared" --ids --no-repeat-ngram-size 1 \
+  <"$tmp/marian_shared.src" >"$tmp/norep" 2>"$tmp/err" && [[ $(repeats "$tmp/norep") -eq 0 ]] &&
+  ok || bad "--no-repeat-ngram-size 1 repeats a token: $(cat "$tmp/err")"
 
 # With a tokenizer (tools/make_hf_text_fixtures.py: model/ and a tokenizer fixture's files make
 # the Transformers directory): text in, Transformers' batch_decode(generate(...)) text out, the

@@ -56,6 +56,9 @@ TEST(ServeApi, BadOptionsAreNamedAsTheJsonSpellsThem) {
       {R"({"text": "a", "max_length": 0})", "'max_length' must be between 1 and"},
       {R"({"text": "a", "min_length": 101})", "'min_length' must be between 0 and 100 (got 101)"},
       {R"({"text": "a", "length_penalty": 11})", "'length_penalty' must be in [0, 10] (got 11)"},
+      {R"({"text": "a", "repetition_penalty": 0})",
+       "'repetition_penalty' must be in (0, 1000] (got 0)"},
+      {R"({"text": "a", "no_repeat_ngram_size": -2})", "'no_repeat_ngram_size' must be between"},
   };
   expect_400s(cases);
 }
@@ -76,6 +79,11 @@ TEST(ServeApi, TheJsonLayerChecksTypesAndTheSearchFollowsTheRequest) {
   EXPECT_EQ(s.options.sampling_topk, 5);
   EXPECT_EQ(s.options.seed, 7u);
   EXPECT_EQ(refusal(R"({"text": ["a", "b"], "beam_size": 4, "n_best": 4})").first, 0);
+  const TranslateRequest rep = parse_translate_request(
+      R"({"text": "a", "repetition_penalty": 1.5, "no_repeat_ngram_size": 3})", 8);
+  EXPECT_EQ(rep.options.repetition_penalty, 1.5);
+  EXPECT_EQ(rep.options.no_repeat_ngram_size, 3);
+  EXPECT_EQ(parse_translate_request(R"({"text": "a"})", 8).options.no_repeat_ngram_size, -1);
 }
 
 TEST(ServeApi, UnknownFieldsAndUnrepresentableNumbersNameTheField) {

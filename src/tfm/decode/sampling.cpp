@@ -75,8 +75,7 @@ class SamplingSearch : public Search {
                          const std::vector<Ids>& prefixes) const override {
     profile::Scope scope(profile::Phase::search);
     detail::check_inputs(model, sources, o_, prefixes);
-    TFM_CHECK(ids.empty() || ids.size() == sources.size())
-        << "sampling: " << ids.size() << " ids for " << sources.size() << " sources";
+    TFM_CHECK(ids.size() == sources.size() || ids.empty()) << "sampling: " << ids.size() << " ids";
     const ModelConfig& c = model.config();
     const int64_t V = c.trg_vocab_size;
     NoGradGuard no_grad;
@@ -86,19 +85,19 @@ class SamplingSearch : public Search {
     std::vector<int64_t> max_len, width;
     std::vector<Hypothesis> hyp(sources.size());
     std::vector<double> unscored(sources.size(), 0.0);  // prefix log-probs the score leaves out
-    for (size_t i = 0; i < sources.size(); ++i) {
-      const int64_t src_len = static_cast<int64_t>(sources[i].size());
-      const int64_t prefix_len = static_cast<int64_t>(detail::prefix_of(prefixes, i).size());
-      ptrs.push_back(&sources[i]);
-      max_len.push_back(max_target_length(c, o_, src_len, prefix_len));
-      width.push_back(detail::framed_length(c, src_len));
-    }
     std::vector<size_t> active(sources.size());
-    for (size_t i = 0; i < active.size(); ++i) active[i] = i;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const int64_t src_len = std::ssize(sources[i]);
+      ptrs.push_back(&sources[i]);
+      max_len.push_back(
+          max_target_length(c, o_, src_len, std::ssize(detail::prefix_of(prefixes, i))));
+      width.push_back(detail::framed_length(c, src_len));
+      active[i] = i;
+    }
     DecoderState state =
         detail::start(model, ptrs, *std::max_element(max_len.begin(), max_len.end()));
     std::vector<int32_t> tokens(sources.size(), static_cast<int32_t>(c.bos_id));
-    std::vector<int32_t> order;
+    std::vector<int32_t> order;  // pick()'s buffers
     std::vector<double> p;
     const Ids ends = detail::end_ids(c, o_);
     for (int64_t generated = 0; !active.empty(); ++generated) {
@@ -109,13 +108,12 @@ class SamplingSearch : public Search {
                                          o_.return_attention ? &attn : nullptr, history, &o_);
       std::vector<StepRule> rules;
       for (size_t si : active)
-        rules.push_back(detail::step_rule(
-            generated, static_cast<int64_t>(detail::prefix_of(prefixes, si).size()), o_.min_length,
-            max_len[si]));
+        rules.push_back(detail::step_rule(generated, std::ssize(detail::prefix_of(prefixes, si)),
+                                          o_.min_length, max_len[si]));
       mask_step_rows(lp, rules, detail::special_ids(c, o_));
       // Sampling reads whole distributions: on the host (a copy from a device, a view on the CPU).
-      HostView<float> lph = to_host<float>(lp);  // (rows, V)
-      if (ends.size() > 1) lph = mask_other_ends(lp, rules, ends);
+      const HostView<float> lph =
+          ends.size() > 1 ? mask_other_ends(lp, rules, ends) : to_host<float>(lp);  // (rows, V)
       const HostView<float> attn_h = to_host<float>(attn);  // (rows, S), empty without
       std::vector<int64_t> rows;
       std::vector<int32_t> next_tokens;
@@ -126,31 +124,18 @@ class SamplingSearch : public Search {
         const Ids& prefix = detail::prefix_of(prefixes, si);
         const int32_t t = choose(prefix, generated, ids.empty() ? si : ids[si], row, V, order, p);
         Hypothesis& h = hyp[si];
-        h.log_prob += row[t];
-        if (generated < std::ssize(prefix)) {
-          h.prefix_log_prob += row[t];
-          if (!o_.score_prefix) unscored[si] += row[t];
-        }
         const bool end = std::find(ends.begin(), ends.end(), t) != ends.end();
-        if (!end && o_.return_attention) {  // the end token gets no attention row
-          const float* a = attn_h.data() + static_cast<int64_t>(r) * attn.size(1);
-          h.attention.insert(h.attention.end(), a, a + width[si]);
-        }
-        if (end) {
-          h.end_id = t;
-          // An alternative's continuation (SearchOptions::alternatives) scores after its prefix.
-          const int64_t len = std::ssize(h.tokens) + 1 - (o_.alternatives ? std::ssize(prefix) : 0);
-          h.score = final_score(h.log_prob - (o_.alternatives ? h.prefix_log_prob : unscored[si]),
-                                len, o_);
-          out[si].push_back(std::move(h));
-          continue;
-        }
-        h.tokens.push_back(t);
-        if (o_.cut_at_max_length && generated + 2 >= max_len[si]) {  // cut without an end token
-          h.eos = false;
-          const int64_t len = std::ssize(h.tokens) - (o_.alternatives ? std::ssize(prefix) : 0);
-          h.score = final_score(h.log_prob - (o_.alternatives ? h.prefix_log_prob : unscored[si]),
-                                len, o_);
+        // The end token gets no attention row.
+        const float* a = !end && o_.return_attention
+                             ? attn_h.data() + static_cast<int64_t>(r) * attn.size(1)
+                             : nullptr;
+        record(h, row[t], generated < std::ssize(prefix), unscored[si], a, width[si]);
+        if (end) h.end_id = t;
+        if (!end) h.tokens.push_back(t);
+        const bool cut = !end && o_.cut_at_max_length && generated + 2 >= max_len[si];
+        if (end || cut) {  // cut: CTranslate2's last step, without an end token
+          h.eos = end;
+          h.score = score(h, std::ssize(prefix), unscored[si]);
           out[si].push_back(std::move(h));
           continue;
         }
@@ -167,6 +152,23 @@ class SamplingSearch : public Search {
   }
 
  private:
+  // h takes a token of log-probability lp (a prefix's when in_prefix) and its attention row
+  // `attn` (width values; none when null).
+  void record(Hypothesis& h, float lp, bool in_prefix, double& unscored, const float* attn,
+              int64_t width) const {
+    h.log_prob += lp;
+    if (in_prefix) h.prefix_log_prob += lp;
+    if (in_prefix && !o_.score_prefix) unscored += lp;
+    if (attn) h.attention.insert(h.attention.end(), attn, attn + width);
+  }
+
+  // A finished hypothesis' score: without the prefix's log-probs when score_prefix is off; an
+  // alternative's continuation (SearchOptions::alternatives) scores after its prefix.
+  double score(const Hypothesis& h, int64_t prefix_len, double unscored) const {
+    const int64_t len = std::ssize(h.tokens) + (h.eos ? 1 : 0) - (o_.alternatives ? prefix_len : 0);
+    return final_score(h.log_prob - (o_.alternatives ? h.prefix_log_prob : unscored), len, o_);
+  }
+
   // The prefix's token while it lasts (forced; max_len leaves room for EOS after it), else a
   // draw from the sentence's random stream (keyed by its id).
   int32_t choose(const Ids& prefix, int64_t generated, uint64_t id, const float* row, int64_t V,

@@ -24,7 +24,7 @@ const std::vector<std::string> kTranslateFields = {
     "text",           "target_prefix",    "beam_size",   "n_best",
     "length_penalty", "normalize_scores", "max_length",  "max_new_tokens",
     "min_length",     "source_lang",      "target_lang", "sampling",
-    "return_scores",  "return_attention"};
+    "return_scores",  "return_attention", "repetition_penalty", "no_repeat_ngram_size"};
 const std::vector<std::string> kSamplingFields = {"topk", "topp", "temperature", "seed"};
 const std::vector<std::string> kLibreFields = {"q",      "source",       "target",
                                                "format", "alternatives", "api_key"};
@@ -260,6 +260,8 @@ TranslateRequest parse_translate_request(const std::string& body, int64_t max_se
   o.max_decoding_length = get_int(j, "max_length", o.max_decoding_length);
   o.max_new_tokens = get_int(j, "max_new_tokens", o.max_new_tokens);
   o.min_decoding_length = get_int(j, "min_length", o.min_decoding_length);
+  o.repetition_penalty = get_number(j, "repetition_penalty", defaults.repetition_penalty);
+  o.no_repeat_ngram_size = get_int(j, "no_repeat_ngram_size", defaults.no_repeat_ngram_size);
   o.source_lang = get_string(j, "source_lang", "");
   o.target_lang = get_string(j, "target_lang", "");
   o.return_attention = get_bool(j, "return_attention", false);
