@@ -21,9 +21,9 @@ constexpr size_t kMaxDepth = 32;
 
 // The fields each request may have; any other is a 400 naming the closest of these.
 const std::vector<std::string> kTranslateFields = {
-    "text",           "target_prefix",    "beam_size",   "n_best",
-    "length_penalty", "normalize_scores", "max_length",  "max_new_tokens",
-    "min_length",     "source_lang",      "target_lang", "sampling",
+    "text",           "target_prefix",    "beam_size",          "n_best",
+    "length_penalty", "normalize_scores", "max_length",         "max_new_tokens",
+    "min_length",     "source_lang",      "target_lang",        "sampling",
     "return_scores",  "return_attention", "repetition_penalty", "no_repeat_ngram_size"};
 const std::vector<std::string> kSamplingFields = {"topk", "topp", "temperature", "seed"};
 const std::vector<std::string> kLibreFields = {"q",      "source",       "target",
