@@ -206,9 +206,10 @@ void add_train(CLI::App& app) {
   cmd->add_option("--seed", f.seed, "Seed of initialisation, batching and dropout");
   cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
   cmd->add_option("--device", fl.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
-  cmd->add_option("--precision", fl.precision,
-                  "GEMMs of training: fp32, bf16 mixed precision (f32 master weights), or auto "
-                  "(bf16 where the CPU has AVX512-BF16, fp32 elsewhere)")
+  cmd->add_option(
+         "--precision", fl.precision,
+         "GEMMs of training: fp32, bf16 mixed precision (f32 master weights), or auto "
+         "(bf16 where bf16 GEMMs outrun fp32: AVX512-BF16 on AMD or with AMX; fp32 elsewhere)")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
   cmd->add_option("--save-every", f.save_every, "Checkpoint every N updates (0: at the end)");
   cmd->add_option("--valid-every", f.valid_every, "Validate every N updates (0: at the end)");
