@@ -1,6 +1,6 @@
 // tfm train: flag parsing (and --config files) into tfm::TrainOptions, one tfm::Trainer, and the
 // console: log lines on stderr and, on a terminal, a progress bar they scroll past. A first
-// SIGINT/SIGTERM asks the trainer to stop (it saves a checkpoint); a second one kills.
+// SIGINT/SIGTERM/SIGUSR1 asks the trainer to stop (it saves a checkpoint); a second one kills.
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
@@ -46,6 +46,9 @@ void install_stop_handlers() {
   sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // Open MPI's mpirun forwards SIGUSR1 to the ranks and exits with their status; SIGTERM and
+  // SIGINT it turns into a kill of the job (docs/distributed.md, "Stopping a run").
+  sigaction(SIGUSR1, &sa, nullptr);
 }
 
 // Options from --config the command line did not give.
@@ -144,6 +147,7 @@ void run_train(CLI::App* cmd, Flags& f) {
   const TrainResult r = trainer.train();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGUSR1, SIG_DFL);
   g_trainer = nullptr;
   if (dist::world().rank() != 0) return;  // rank 0 speaks for a data-parallel run
   if (r.interrupted) {
