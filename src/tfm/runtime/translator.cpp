@@ -204,9 +204,10 @@ std::vector<double> Translator::score_batch(const std::vector<std::string>& sour
 
 std::vector<std::vector<float>> Translator::score_batch_per_token(const IdLists& sources,
                                                                   const IdLists& targets,
-                                                                  int64_t max_input_length) const {
+                                                                  int64_t max_input_length,
+                                                                  std::stop_token stop) const {
   return impl_->score(narrowed(*impl_, sources, true), narrowed(*impl_, targets, false),
-                      max_input_length);
+                      max_input_length, stop);
 }
 
 std::vector<int64_t> Translator::tokenize_source(const std::string& text) const {

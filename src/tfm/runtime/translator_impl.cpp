@@ -325,7 +325,8 @@ TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int6
 }
 
 std::vector<std::vector<float>> Translator::Impl::score(std::vector<Ids> src, std::vector<Ids> trg,
-                                                        int64_t max_input_length) const {
+                                                        int64_t max_input_length,
+                                                        const std::stop_token& stop) const {
   const ModelConfig& c = config();
   if (c.has_encoder())
     TFM_CHECK(src.size() == trg.size())
@@ -361,7 +362,7 @@ std::vector<std::vector<float>> Translator::Impl::score(std::vector<Ids> src, st
   // Scoring runs on a worker so it gets the translator's intra_threads, as translation does.
   std::vector<std::vector<float>> out;
   BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
-  pool_->submit([&] { out = score_pairs_per_token(*model_, src, trg, limits); }).get();
+  pool_->submit([&] { out = score_pairs_per_token(*model_, src, trg, limits, stop); }).get();
   for (size_t i = 0; i < out.size(); ++i)
     for (float x : out[i])
       TFM_CHECK(std::isfinite(x))
