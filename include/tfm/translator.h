@@ -310,8 +310,10 @@ class Translator {
       const std::vector<std::vector<int64_t>>& target_prefix,
       const TranslationOptions& options) const;
 
-  // A decoder-only model continues each prompt (target ids without BOS/EOS, or text the target
-  // vocabulary encodes; an empty prompt starts from BOS alone) by the search `options` describe:
+  // A decoder-only model continues each prompt (target ids without EOS, or text the target
+  // vocabulary encodes; an empty prompt starts from BOS alone; a prompt may start with BOS, the
+  // token the decoder reads first, as CTranslate2's start tokens do, which is not part of the
+  // hypotheses) by the search `options` describe:
   // greedy, beam or sampling, up to max_decoding_length tokens with EOS (the prompt counted) and
   // the model's positions (max_length_factor and max_length_extra scale a source, which there is
   // none of). Each hypothesis holds the prompt and its continuation, with log_prob as

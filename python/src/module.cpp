@@ -126,8 +126,8 @@ class PyAsync {
       bool ready = false;
       {
         py::gil_scoped_release release;
-        ready = results_.wait_until(std::chrono::steady_clock::now() +
-                                    std::chrono::milliseconds(50));
+        ready =
+            results_.wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(50));
       }
       if (ready) return;
       if (PyErr_CheckSignals() != 0) {
@@ -209,6 +209,14 @@ class PyTranslator {
     return wrap(kind, return_scores, options,
                 [&] { return translator_->generate_async(prompts, options); })
         .result();
+  }
+
+  // generate_ids without waiting (tfm.Generator's asynchronous calls and per-call batches).
+  PyAsync submit_generate_ids(const std::vector<std::vector<int64_t>>& prompts,
+                              const tfm::TranslationOptions& options, bool return_scores) const {
+    check(options, /*generate=*/true);
+    return wrap(Kind::ids, return_scores, options,
+                [&] { return translator_->generate_async(prompts, options); });
   }
 
   std::vector<double> score_tokens(const std::vector<std::vector<std::string>>& sources,
@@ -505,6 +513,8 @@ void bind_translator(py::module_& m) {
            py::arg("return_scores"))
       .def("generate_ids", &T::generate<std::vector<int64_t>>, py::arg("prompts"),
            py::arg("options"), py::arg("return_scores"))
+      .def("submit_generate_ids", &T::submit_generate_ids, py::arg("prompts"), py::arg("options"),
+           py::arg("return_scores"))
       .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
       .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))
       .def("score_tokens", &T::score_tokens, py::arg("source"), py::arg("target"))

@@ -197,11 +197,12 @@ bool Translator::Impl::prepare_source(Ids& ids, const std::string& where,
 }
 
 void Translator::Impl::check_prefix(const Ids& prefix, const std::string& where,
-                                    const TranslationOptions& o, bool cut) const {
+                                    const TranslationOptions& o, bool cut, bool leading_bos) const {
   const ModelConfig& c = config();
   const bool by_option = o.max_decoding_length < c.max_length;
   const int64_t room = std::min(o.max_decoding_length, c.max_length) - 1;
-  for (int64_t id : prefix) {
+  for (size_t i = leading_bos ? 1 : 0; i < prefix.size(); ++i) {
+    const int64_t id = prefix[i];
     TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
         << where << ": token id " << id << " is outside the target vocabulary [0, "
         << c.trg_vocab_size << ")";
@@ -266,10 +267,19 @@ PreparedRequest Translator::Impl::generation(const std::vector<std::vector<int64
   PreparedRequest p = empty_request(options, batching);
   p.request.sources.resize(prompts.size());
   p.request.prefixes.resize(prompts.size());
+  // A prompt may start with BOS, the token the decoder reads first (CTranslate2's start tokens,
+  // "<|endoftext|>" for GPT-2): a converted model's decoder reads its prompt as given, so the
+  // BOS stays there (outside the output: TransformersSearch); tfm's searches start every row
+  // from BOS themselves, so it is dropped.
+  const bool reads_prompt = info_.search_rule == "transformers";
   for (size_t i = 0; i < prompts.size(); ++i) {
     const std::string where = "prompt " + std::to_string(i + 1);
-    p.request.prefixes[i] = narrow_ids(prompts[i], /*source=*/false, where);
-    check_prefix(p.request.prefixes[i], where, options, i < cut_prompts.size() && cut_prompts[i]);
+    Ids& prompt = p.request.prefixes[i];
+    prompt = narrow_ids(prompts[i], /*source=*/false, where);
+    const bool bos = !prompt.empty() && prompt.front() == config().bos_id;
+    if (bos && !reads_prompt) prompt.erase(prompt.begin());
+    check_prefix(prompt, where, options, i < cut_prompts.size() && cut_prompts[i],
+                 bos && reads_prompt);
   }
   p.truncated.resize(prompts.size());
   p.widths.resize(prompts.size());

@@ -93,8 +93,10 @@ class Translator::Impl {
   bool prepare_source(Ids& ids, const std::string& where, int64_t max_input_length = 0) const;
   // A prefix's ids are target ids other than PAD/BOS/EOS and leave room for EOS; errors start
   // with `where`. `cut`: the ids are of the text's beginning only (encode_enough): too long.
+  // `leading_bos`: its first id is the model's BOS, which the decoder reads first (a
+  // decoder-only prompt's start token, generation()), exempt from the special-id check.
   void check_prefix(const Ids& prefix, const std::string& where, const TranslationOptions& o,
-                    bool cut = false) const;
+                    bool cut = false, bool leading_bos = false) const;
 
   // A request with the checked options and no sentences yet.
   PreparedRequest empty_request(const TranslationOptions& options, Batching batching) const;
