@@ -20,11 +20,12 @@ namespace {
 const std::string kLm = std::string(TFM_FIXTURES_DIR) + "/decoder_only_odd";
 const std::string kSeq2seq = std::string(TFM_FIXTURES_DIR) + "/convert/seed004";
 
-// log P(· | BOS, prefix) from the full forward pass, in double.
-std::vector<double> next_log_probs(const Transformer& m, const std::vector<int64_t>& prefix) {
+// A converted GPT-2 (tools/ct2_generator_diff.py made it).
+const std::string kGpt2 = std::string(TFM_FIXTURES_DIR) + "/ct2_generator/model";
+
+// log P(· | decoder input `in`) from the full forward pass, in double.
+std::vector<double> log_probs_after(const Transformer& m, const std::vector<int32_t>& in) {
   NoGradGuard no_grad;
-  std::vector<int32_t> in = {static_cast<int32_t>(m.config().bos_id)};
-  for (int64_t t : prefix) in.push_back(static_cast<int32_t>(t));
   const auto n = static_cast<int64_t>(in.size());
   const Tensor logits = m.forward(Tensor(), Tensor::from_vector<int32_t>({1, n}, in));  // (1, n, V)
   const HostView<float> h = to_host<float>(logits.contiguous());
@@ -36,6 +37,13 @@ std::vector<double> next_log_probs(const Transformer& m, const std::vector<int64
   std::vector<double> lp(static_cast<size_t>(V));
   for (int64_t v = 0; v < V; ++v) lp[static_cast<size_t>(v)] = row[v] - mx - std::log(sum);
   return lp;
+}
+
+// log P(· | BOS, prefix).
+std::vector<double> next_log_probs(const Transformer& m, const std::vector<int64_t>& prefix) {
+  std::vector<int32_t> in = {static_cast<int32_t>(m.config().bos_id)};
+  for (int64_t t : prefix) in.push_back(static_cast<int32_t>(t));
+  return log_probs_after(m, in);
 }
 
 using Prompts = std::vector<std::vector<int64_t>>;
@@ -86,6 +94,52 @@ TEST(Generate, GreedyTakesTheFullForwardsBestTokenEveryStep) {
   }
   EXPECT_GE(steps, 40);
   EXPECT_GE(ended, 1) << "no continuation chose EOS before the cap: the test sees too little";
+}
+
+// A converted GPT-2 reads its prompt as given: one that starts with BOS (CTranslate2's start
+// tokens) reads BOS first and leaves it out of the output; one without starts the decoder
+// itself. With renormalize_min_length, EOS leaves the softmax while min_length forbids it.
+// Against the full forward pass over exactly those decoder inputs.
+TEST(Generate, ConvertedModelReadsALeadingBosAndRenormalisesMinLength) {
+  Translator t(kGpt2);
+  const auto model = load_model(kGpt2);
+  const ModelConfig& c = model->config();
+  TranslationOptions o = t.default_options();
+  o.search = Search::greedy;
+  o.beam_size = o.num_hypotheses = 1;
+  o.max_decoding_length = 9;
+  o.max_new_tokens = 0;
+  o.min_decoding_length = 6;
+  o.renormalize_min_length = true;
+  const Prompts prompts = {{c.bos_id, 5, 9}, {c.bos_id}, {5, 9}, {c.bos_id, 7}};
+  const auto got = t.generate_batch(prompts, o);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Prompts::value_type& p = prompts[i];
+    const bool bos = p.front() == c.bos_id;
+    const TranslationHypothesis& h = got[i].hypotheses.at(0);
+    const auto shown = static_cast<ptrdiff_t>(p.size()) - (bos ? 1 : 0);
+    ASSERT_GE(static_cast<ptrdiff_t>(h.ids.size()), shown) << "prompt " << i;
+    ASSERT_TRUE(std::equal(p.begin() + (bos ? 1 : 0), p.end(), h.ids.begin())) << "prompt " << i;
+    std::vector<int32_t> in(p.begin(), p.end());  // the decoder's input, BOS included if given
+    double log_prob = 0;
+    const auto total = static_cast<int64_t>(p.size() + h.ids.size()) - shown;
+    for (int64_t k = static_cast<int64_t>(p.size()); k <= total && k < o.max_decoding_length; ++k) {
+      const auto lp = log_probs_after(*model, in);
+      const bool no_eos = k < o.min_decoding_length;
+      const double renorm = no_eos ? std::log1p(-std::exp(lp[static_cast<size_t>(c.eos_id)])) : 0;
+      // The token at position k: the output's (after the BOS read), or EOS once it ended.
+      const int64_t next = k < total ? h.ids[static_cast<size_t>(k - (bos ? 1 : 0))] : c.eos_id;
+      double best = -std::numeric_limits<double>::infinity();
+      for (int64_t v = 0; v < c.trg_vocab_size; ++v)
+        if (v != c.eos_id || !no_eos) best = std::max(best, lp[static_cast<size_t>(v)]);
+      EXPECT_GE(lp[static_cast<size_t>(next)], best - 1e-4) << "prompt " << i << " step " << k;
+      log_prob += lp[static_cast<size_t>(next)] - renorm;
+      in.push_back(static_cast<int32_t>(next));
+    }
+    EXPECT_NEAR(h.log_prob, log_prob, 1e-4 * (1 + std::abs(log_prob))) << "prompt " << i;
+    EXPECT_LE(total, o.max_decoding_length) << "prompt " << i;
+    EXPECT_GE(total, o.min_decoding_length) << "prompt " << i;
+  }
 }
 
 TEST(Generate, BeamAndSamplingAreScoredAsScoreBatchWhateverTheBatching) {
