@@ -135,3 +135,32 @@ def test_scoring_needs_the_start_token(generator):
 def test_an_encoder_decoder_model_is_refused(source_dir):
     with pytest.raises(tfm.Error, match="encoder-decoder"):
         tfm.Generator(os.path.join(source_dir, "tests", "fixtures", "ct2", "model"))
+
+
+def test_tfm_models_generate_with_ctranslate2s_meanings(source_dir):
+    """One of tfm's own decoder-only models (ids, no vocabulary) through the Generator: start
+    sequences begin with BOS, max_length counts the returned tokens (the end token forced at
+    the cap, tfm's rule), and the hypotheses and scores are Translator.generate_batch's under
+    CTranslate2's search options (power length penalty, patience 1, the prompt outside the
+    score)."""
+    d = os.path.join(source_dir, "tests", "fixtures", "decoder_only_odd")
+    g, t = ct2.Generator(d, intra_threads=1), tfm.Translator(d, intra_threads=1)
+    bos = g.model_info.bos_id
+    prompts = [[3, 4, 5], [7], [9, 10, 11, 12]]
+    got = g.generate_batch([[bos] + p for p in prompts], max_length=6, beam_size=2,
+                           return_scores=True)
+    want = t.generate_batch(prompts, beam_size=2, max_decoding_length=7, length_penalty=1.0,
+                            length_penalty_form="power", patience=1.0, score_prefix=False,
+                            renormalize_min_length=True, min_decoding_length=0,
+                            return_scores=True)
+    for p, a, b in zip(prompts, got, want):
+        assert a.sequences_ids[0] == list(b.hypotheses[0]) and a.sequences_ids[0][:len(p)] == p
+        assert len(a.sequences_ids[0]) <= 6
+        assert a.scores[0] == pytest.approx(b.scores[0], abs=1e-6)
+    alone = g.generate_batch([[bos] + p for p in prompts], max_length=3,
+                             include_prompt_in_result=False)
+    for p, a in zip(prompts, alone):
+        full = g.generate_batch([[bos] + p], max_length=len(p) + 3)[0]
+        assert a.sequences_ids[0] == full.sequences_ids[0][len(p):]
+    with pytest.raises(NotImplementedError, match="BOS"):
+        g.generate_batch([[3, 4]])

@@ -383,8 +383,10 @@ class Generator:
                 t["max_new_tokens"] = max_length + (0 if lead else 1)
         if o["min_length"] is not None:
             min_length = _int("min_length", o["min_length"])
-            t["min_decoding_length"] = min_length + (lead + static if returns_prompt else
-                                                     prompt_len - 1 + lead)
+            if returns_prompt:
+                t["min_decoding_length"] = min_length + lead + static
+            else:  # after each prompt: _groups gives each prompt length its own options
+                t["min_decoding_length"] = min_length + prompt_len - 1 + lead if min_length else 0
         t["max_length_factor"], t["max_length_extra"] = 0.0, 1_000_000
         # CTranslate2 removes EOS from the softmax while min_length forbids it.
         t["renormalize_min_length"] = o["min_length"] is not None
