@@ -30,7 +30,7 @@ from .translator import Translator
 
 __all__ = ["AsyncGenerationResult", "AsyncScoringResult", "AsyncTranslationResult",
            "ExecutionStats", "GenerationResult", "GenerationStepResult", "Generator",
-           "ScoringResult", "Error", "InvalidArgumentError", "ModelInfo", "TrainResult", "TrainStatsEvent",
-           "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
+           "ScoringResult", "Error", "InvalidArgumentError", "ModelInfo", "TrainResult",
+           "TrainStatsEvent", "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
            "Translator", "build_commit", "convert", "convert_transformers", "read_model_info",
            "train", "__version__"]
