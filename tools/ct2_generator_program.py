@@ -87,7 +87,8 @@ def _tokens(g, prompts):
 
 
 def _score(g, prompts):
-    seqs = [p for p in prompts if p and p[0] == BOS and len(p) > 1]
+    # With and without the start token, and one ending with the end token.
+    seqs = [p for p in prompts if len(p) > 1] + [[BOS, "e", "n", "d", BOS]]
     out = {"score_batch": [_scoring(r) for r in g.score_batch(seqs)],
            "score_max_input3": [_scoring(r) for r in g.score_batch(seqs, max_input_length=3)],
            "score_chunks": [_scoring(r) for r in g.score_batch(seqs, max_batch_size=2)]}

@@ -197,6 +197,13 @@ struct TranslationHypothesis {
   std::vector<std::vector<float>> attention;
 };
 
+// One sequence's Translator::score_sequences: the tokens scored (the sequence after its first
+// token, as cut by max_input_length) and each one's log-probability.
+struct SequenceScore {
+  std::vector<int64_t> tokens;
+  std::vector<float> log_probs;
+};
+
 struct TranslationResult {
   std::vector<TranslationHypothesis> hypotheses;  // best first; none for an empty source
   bool source_truncated = false;  // the source was longer than the model's positions and cut
@@ -359,6 +366,15 @@ class Translator {
   std::vector<std::vector<float>> score_batch_per_token(
       const std::vector<std::vector<int64_t>>& sources,
       const std::vector<std::vector<int64_t>>& targets, int64_t max_input_length = 0) const;
+
+  // A decoder-only model's sequences scored as the decoder reads them (CTranslate2's
+  // Generator.score_batch): each sequence's first token is read first, and each later token t
+  // gets log P(seq[t] | seq[<t]), so seq.size() - 1 values (none for a sequence of one token or
+  // none); no end token is added. max_input_length > 0 cuts each sequence to that many tokens
+  // first, as CTranslate2 cuts (an end token that ended it stays last); 0 cuts nothing (a
+  // sequence longer than the model's positions is an error).
+  std::vector<SequenceScore> score_sequences(const std::vector<std::vector<int64_t>>& sequences,
+                                             int64_t max_input_length = 0) const;
 
   // The model's vocabularies on one text (what the text methods do before translating or
   // scoring), for callers that check or store ids. Require has_vocabularies().

@@ -233,6 +233,20 @@ class PyTranslator {
     return translator_->score_batch_per_token(sources, targets, max_input_length);
   }
 
+  // A decoder-only model's sequences as the decoder reads them (tfm.Generator.score_batch).
+  // (tokens scored, log-probs) per sequence.
+  std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> score_sequences(
+      const std::vector<std::vector<int64_t>>& seqs, int64_t max_input_length) const {
+    std::vector<tfm::SequenceScore> scored;
+    {
+      py::gil_scoped_release release;
+      scored = translator_->score_sequences(seqs, max_input_length);
+    }
+    std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> out;
+    for (auto& s : scored) out.emplace_back(std::move(s.tokens), std::move(s.log_probs));
+    return out;
+  }
+
   std::vector<std::vector<float>> score_per_token_tokens(
       const std::vector<std::vector<std::string>>& sources,
       const std::vector<std::vector<std::string>>& targets, int64_t max_input_length) const {
@@ -515,6 +529,8 @@ void bind_translator(py::module_& m) {
            py::arg("options"), py::arg("return_scores"))
       .def("submit_generate_ids", &T::submit_generate_ids, py::arg("prompts"), py::arg("options"),
            py::arg("return_scores"))
+      .def("score_sequences", &T::score_sequences, py::arg("sequences"),
+           py::arg("max_input_length"))
       .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
       .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))
       .def("score_tokens", &T::score_tokens, py::arg("source"), py::arg("target"))

@@ -62,18 +62,16 @@ def test_compare_sees_a_difference(fixture):
 
 def test_scores_are_score_batchs(generator, fixture):
     """A greedy continuation's score (length_penalty 0) is the sum of score_batch's
-    log-probabilities of what was generated, the end token included when it ended there: the
-    search and the teacher-forced scoring agree (two paths of the library)."""
+    log-probabilities of what was generated, the end token included when it ended there, with
+    and without a start token: the search and the teacher-forced scoring agree (two paths of
+    the library)."""
     for prompt in fixture["prompts"]:
-        if prompt[0] != BOS:
-            continue
         r = generator.generate_batch([prompt], length_penalty=0.0, max_length=12,
                                      return_scores=True, return_end_token=True)[0]
-        seq = r.sequences[0]
-        scored = generator.score_batch([[BOS] + seq])[0]
-        generated = scored.log_probs[len(prompt) - 1:]
-        assert scored.tokens == seq
-        assert r.scores[0] == pytest.approx(sum(generated), abs=1e-4)
+        seq = ([BOS] if prompt[0] == BOS else []) + r.sequences[0]
+        scored = generator.score_batch([seq])[0]
+        assert scored.tokens == seq[1:]
+        assert r.scores[0] == pytest.approx(sum(scored.log_probs[len(prompt) - 1:]), abs=1e-4)
 
 
 def test_length_penalty_divides_by_ctranslate2s_length(generator, fixture):
@@ -127,9 +125,14 @@ def test_unimplemented_options_raise(generator):
         generator.generate_batch([[BOS]], max_decoding_length=3)
 
 
-def test_scoring_needs_the_start_token(generator):
-    with pytest.raises(NotImplementedError, match="BOS"):
-        generator.score_batch([["a", "b"]])
+def test_scoring_reads_the_first_token_first(generator):
+    """A sequence is scored as the decoder reads it: after "x", "y" is scored as in any
+    sequence that starts with "x" (the same prefix), and differently after BOS, "x"."""
+    a, b, c = generator.score_batch([["x", "y"], ["x", "y", "z"], [BOS, "x", "y"]])
+    assert a.tokens == ["y"] and b.tokens == ["y", "z"] and c.tokens == ["x", "y"]
+    assert a.log_probs[0] == pytest.approx(b.log_probs[0], abs=1e-6)
+    assert abs(a.log_probs[0] - c.log_probs[1]) > 1e-3
+    assert generator.score_batch([["x"], []])[0].log_probs == []
 
 
 def test_an_encoder_decoder_model_is_refused(source_dir):

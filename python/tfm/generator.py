@@ -17,10 +17,9 @@ import threading
 from typing import Any, Iterable, Iterator, List, Optional, Union
 
 from . import _options, _tfm
-from ._inputs import _TOKENS
 from ._options import _bool, _int
-from ._results import length_chunks
-from .translator import Translator
+from ._results import AsyncScoringResult, ScoringResult, length_chunks
+from .translator import Translator, _Future
 
 
 class GenerationResult:
@@ -247,36 +246,32 @@ class Generator:
     def score_batch(self, tokens: Any, *, max_batch_size: int = 0, batch_type: str = "examples",
                     max_input_length: int = 1024, offset: int = 0,
                     asynchronous: bool = False) -> List[Any]:
-        """Scores each sequence, teacher-forced: one ScoringResult per sequence, whose tokens
-        are the sequence after its first token and log_probs each one's log-probability given
-        those before it (CTranslate2's). A sequence starts with the model's BOS (the decoder's
-        start: "<|endoftext|>" for GPT-2); max_input_length cuts each sequence to that many
-        tokens (0: no cut); offset drops the first log-probabilities."""
+        """Scores each sequence as the decoder reads it (the library's score_sequences): one
+        ScoringResult per sequence, whose tokens are the sequence after its first token and
+        log_probs each one's log-probability given those before it (CTranslate2's; no end token
+        is added: end a sequence with it to score it). max_input_length cuts each sequence to
+        that many tokens (0: no cut); offset (tfm's) drops the first log-probabilities;
+        max_batch_size / batch_type: sorted by length and scored in such chunks;
+        asynchronous=True: AsyncScoringResults, scored on a worker thread."""
         seqs = self._ids_of("tokens", tokens)
-        bos = self.model_info.bos_id
-        for i, s in enumerate(seqs):
-            if s and s[0] != bos:
-                raise NotImplementedError(
-                    f"score_batch: sequence {i + 1} does not start with the model's BOS "
-                    f"({self._names([bos])[0]!r}); tfm scores a decoder-only sequence from its "
-                    "start token (prepend it)")
-        limit = _int("max_input_length", max_input_length)
-        kind = _TOKENS if self._token_input(tokens) else "ids"
-        # As CTranslate2 reads them: the start token, then the scored tokens.
-        targets = [s[1:limit] if limit else s[1:] for s in seqs]
-        scored = self._t.score_batch(None, targets, max_batch_size=max_batch_size,
-                                     batch_type=batch_type, max_input_length=0,
-                                     offset=0, asynchronous=asynchronous)
-        off = _int("offset", offset)
+        as_tokens = self._token_input(tokens)
+        limit, off = _int("max_input_length", max_input_length), _int("offset", offset)
+        size, kind_b = _options.batching(dict(max_batch_size=max_batch_size,
+                                              batch_type=batch_type))
 
-        def cut(i: int, r: Any) -> Any:
-            n = len(targets[i])  # the library scores an EOS after the sequence too: not asked
-            toks = self._names(targets[i]) if kind == _TOKENS else list(targets[i])
-            return type(r)(toks[off:], list(r.log_probs[:n])[off:])
+        def score() -> List[ScoringResult]:
+            out: List[Any] = [None] * len(seqs)
+            for idx in length_chunks([len(s) for s in seqs], size, kind_b):
+                scored = self._t._impl.score_sequences([seqs[i] for i in idx], limit)
+                for i, (ids, lp) in zip(idx, scored):
+                    names = self._names(ids) if as_tokens else list(ids)
+                    out[i] = ScoringResult(names[off:], list(lp)[off:])
+            return out
 
-        if _bool("asynchronous", asynchronous):
-            return [_Mapped(a, lambda r, i=i: cut(i, r)) for i, a in enumerate(scored)]
-        return [cut(i, r) for i, r in enumerate(scored)]
+        if not _bool("asynchronous", asynchronous):
+            return score()
+        future = self._t._scorer.submit(score)
+        return [AsyncScoringResult(_Future(future), i) for i in range(len(seqs))]
 
     # --------------------------------------------------------------------- helpers
     def _token_input(self, batch: Any) -> bool:
@@ -452,20 +447,3 @@ class _Finished:
 
     def done(self) -> bool:
         return self._call.done()
-
-
-class _Mapped:
-    """An asynchronous result with a conversion applied to it."""
-
-    def __init__(self, inner: Any, convert: Any):
-        self._inner = inner
-        self._convert = convert
-
-    def result(self) -> Any:
-        return self._convert(self._inner.result())
-
-    def done(self) -> bool:
-        return self._inner.done()
-
-    def __repr__(self) -> str:
-        return f"{type(self._inner).__name__}(done={self.done()})"

@@ -142,6 +142,35 @@ TEST(Generate, ConvertedModelReadsALeadingBosAndRenormalisesMinLength) {
   }
 }
 
+// score_sequences reads each sequence as given (its first token first, BOS or not): each later
+// token's log-probability is the full forward pass's over the tokens before it.
+TEST(Generate, ScoreSequencesReadTheFirstTokenFirst) {
+  Translator t(kGpt2, {.max_batch_size = 2});
+  const auto model = load_model(kGpt2);
+  const int64_t bos = model->config().bos_id;
+  const Prompts seqs = {{5, 9, 7, 3}, {bos, 5, 9}, {9}, {}, {7, 7, bos}, {9, 5}};
+  const auto got = t.score_sequences(seqs);
+  ASSERT_EQ(got.size(), seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ASSERT_EQ(got[i].log_probs.size(), seqs[i].empty() ? 0 : seqs[i].size() - 1)
+        << "sequence " << i;
+    EXPECT_TRUE(seqs[i].empty() || std::equal(seqs[i].begin() + 1, seqs[i].end(),
+                                              got[i].tokens.begin(), got[i].tokens.end()));
+    for (size_t k = 1; k < seqs[i].size(); ++k) {
+      const std::vector<int32_t> in(seqs[i].begin(), seqs[i].begin() + static_cast<ptrdiff_t>(k));
+      const auto lp = log_probs_after(*model, in);
+      EXPECT_NEAR(got[i].log_probs[k - 1], lp[static_cast<size_t>(seqs[i][k])], 1e-4)
+          << "sequence " << i << " token " << k;
+    }
+  }
+  // Cut to 2 tokens first, an end token that ended a sequence kept last (CTranslate2's cut).
+  const auto cut = t.score_sequences(seqs, 2);
+  EXPECT_EQ(cut[0].tokens, (std::vector<int64_t>{9}));
+  EXPECT_NEAR(cut[0].log_probs.at(0), got[0].log_probs[0], 1e-6);
+  EXPECT_EQ(cut[4].tokens, (std::vector<int64_t>{bos}));
+  EXPECT_NEAR(cut[4].log_probs.at(0), log_probs_after(*model, {7})[static_cast<size_t>(bos)], 1e-4);
+}
+
 TEST(Generate, BeamAndSamplingAreScoredAsScoreBatchWhateverTheBatching) {
   Translator t(kLm, {.max_batch_size = 4});
   Translator other(kLm, {.intra_threads = 2, .inter_threads = 2, .max_batch_size = 1});
