@@ -28,6 +28,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -229,6 +230,9 @@ struct StreamOptions {
   // lines is an error naming target_prefix_name. Null: no prefixes.
   std::istream* target_prefix = nullptr;
   std::string target_prefix_name = "<target prefix>";
+  // Gives up when requested (a caller's Ctrl-C): no further window is read, the windows not yet
+  // decoded leave the queue, and the method throws tfm::Error; the lines already written stay.
+  std::stop_token stop;
 };
 
 // read_ahead in range, named through `name` (tfm::InvalidArgument otherwise).
@@ -362,19 +366,22 @@ class Translator {
   // is score_batch's. max_input_length > 0 cuts each source as translate_batch's option does
   // (framing counted, its end kept) and each target to max_input_length - 1 ids (room for BOS
   // and EOS), as CTranslate2's score_batch does; 0 cuts nothing (a target too long for the
-  // model's positions is an error, as in score_batch).
+  // model's positions is an error, as in score_batch). `stop` gives up (a caller's Ctrl-C): the
+  // batches not yet scored are skipped and the call throws tfm::Error.
   std::vector<std::vector<float>> score_batch_per_token(
       const std::vector<std::vector<int64_t>>& sources,
-      const std::vector<std::vector<int64_t>>& targets, int64_t max_input_length = 0) const;
+      const std::vector<std::vector<int64_t>>& targets, int64_t max_input_length = 0,
+      std::stop_token stop = {}) const;
 
   // A decoder-only model's sequences scored as the decoder reads them (CTranslate2's
   // Generator.score_batch): each sequence's first token is read first, and each later token t
   // gets log P(seq[t] | seq[<t]), so seq.size() - 1 values (none for a sequence of one token or
   // none); no end token is added. max_input_length > 0 cuts each sequence to that many tokens
   // first, as CTranslate2 cuts (an end token that ended it stays last); 0 cuts nothing (a
-  // sequence longer than the model's positions is an error).
+  // sequence longer than the model's positions is an error). `stop` as score_batch_per_token's.
   std::vector<SequenceScore> score_sequences(const std::vector<std::vector<int64_t>>& sequences,
-                                             int64_t max_input_length = 0) const;
+                                             int64_t max_input_length = 0,
+                                             std::stop_token stop = {}) const;
 
   // The model's vocabularies on one text (what the text methods do before translating or
   // scoring), for callers that check or store ids. Require has_vocabularies().

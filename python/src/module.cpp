@@ -15,9 +15,11 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +76,49 @@ std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&&
   throw py::error_already_set();
 }
 
+// How every long call waits (translate_batch's results, scoring, the file methods): with the GIL
+// released, in 50 ms slices, running Python's signal handlers between them. When a handler
+// raises (Ctrl-C's KeyboardInterrupt), give_up() cancels the call's remaining work (the GIL
+// released: it may wait for a batch in progress) and the exception propagates at once, instead
+// of after the whole call. ready(deadline): whether the call is done, waiting until deadline.
+template <typename Ready, typename GiveUp>
+void tfm_wait_interruptibly(Ready ready, GiveUp give_up) {
+  for (;;) {
+    bool done = false;
+    {
+      py::gil_scoped_release release;
+      done = ready(std::chrono::steady_clock::now() + std::chrono::milliseconds(50));
+    }
+    if (done) return;
+    if (PyErr_CheckSignals() != 0) {
+      {
+        py::gil_scoped_release release;
+        give_up();
+      }
+      throw py::error_already_set();
+    }
+  }
+}
+
+// A synchronous library call, work(stop_token), run on a thread of its own and waited for as
+// above: Ctrl-C requests `stop`, which the library honours before its next batch (score
+// batches, stream windows), and returns once the call has ended. Its result, or its error.
+// `stop` may also be requested from elsewhere (tfm.Translator's asynchronous scoring, whose
+// caller waits in Python and gives up there).
+template <typename Work>
+auto run_interruptibly(Work work, std::stop_source stop = {}) {
+  auto call = std::async(std::launch::async, [&] { return work(stop.get_token()); });
+  tfm_wait_interruptibly(
+      [&](std::chrono::steady_clock::time_point deadline) {
+        return call.wait_until(deadline) == std::future_status::ready;
+      },
+      [&] {
+        stop.request_stop();
+        call.wait();
+      });
+  return call.get();
+}
+
 // What a call's hypotheses are for Python: text, id lists, or SentencePiece token lists.
 enum class Kind { text, ids, tokens };
 
@@ -91,6 +136,7 @@ class PyAsync {
         return_attention_(return_attention) {}
 
   bool done() const { return converted_.has_value() || results_.ready(); }
+  void cancel() { results_.cancel(); }
 
   std::vector<PyTranslationResult> result() {
     if (converted_) return *converted_;
@@ -118,23 +164,13 @@ class PyAsync {
   }
 
  private:
-  // Waits with the GIL released in slices, running Python's signal handlers between them: Ctrl-C
-  // cancels the call (the sources not yet in a batch leave the queue) and raises
-  // KeyboardInterrupt at once, instead of after the whole batch.
+  // Ctrl-C cancels the call: the sources not yet in a batch leave the queue.
   void wait_interruptibly() {
-    for (;;) {
-      bool ready = false;
-      {
-        py::gil_scoped_release release;
-        ready =
-            results_.wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(50));
-      }
-      if (ready) return;
-      if (PyErr_CheckSignals() != 0) {
-        results_.cancel();
-        throw py::error_already_set();
-      }
-    }
+    tfm_wait_interruptibly(
+        [this](std::chrono::steady_clock::time_point deadline) {
+          return results_.wait_until(deadline);
+        },
+        [this] { results_.cancel(); });
   }
 
   tfm::AsyncResults results_;
@@ -219,29 +255,29 @@ class PyTranslator {
                 [&] { return translator_->generate_async(prompts, options); });
   }
 
-  std::vector<double> score_tokens(const std::vector<std::vector<std::string>>& sources,
-                                   const std::vector<std::vector<std::string>>& targets) const {
-    py::gil_scoped_release release;
-    return translator_->score_batch(to_ids(sources, true), to_ids(targets, false));
-  }
-
-  // Per token (CTranslate2's ScoringResult.log_probs), for ids, token lists or texts.
+  // Per token (CTranslate2's ScoringResult.log_probs), for ids, token lists or texts; Ctrl-C
+  // stops before the next batch (run_interruptibly).
   std::vector<std::vector<float>> score_per_token_ids(
       const std::vector<std::vector<int64_t>>& sources,
-      const std::vector<std::vector<int64_t>>& targets, int64_t max_input_length) const {
-    py::gil_scoped_release release;
-    return translator_->score_batch_per_token(sources, targets, max_input_length);
+      const std::vector<std::vector<int64_t>>& targets, int64_t max_input_length,
+      std::stop_source stop) const {
+    return run_interruptibly(
+        [&](std::stop_token token) {
+          return translator_->score_batch_per_token(sources, targets, max_input_length, token);
+        },
+        stop);
   }
 
   // A decoder-only model's sequences as the decoder reads them (tfm.Generator.score_batch).
   // (tokens scored, log-probs) per sequence.
   std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> score_sequences(
-      const std::vector<std::vector<int64_t>>& seqs, int64_t max_input_length) const {
-    std::vector<tfm::SequenceScore> scored;
-    {
-      py::gil_scoped_release release;
-      scored = translator_->score_sequences(seqs, max_input_length);
-    }
+      const std::vector<std::vector<int64_t>>& seqs, int64_t max_input_length,
+      std::stop_source stop) const {
+    std::vector<tfm::SequenceScore> scored = run_interruptibly(
+        [&](std::stop_token token) {
+          return translator_->score_sequences(seqs, max_input_length, token);
+        },
+        stop);
     std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> out;
     for (auto& s : scored) out.emplace_back(std::move(s.tokens), std::move(s.log_probs));
     return out;
@@ -249,26 +285,28 @@ class PyTranslator {
 
   std::vector<std::vector<float>> score_per_token_tokens(
       const std::vector<std::vector<std::string>>& sources,
-      const std::vector<std::vector<std::string>>& targets, int64_t max_input_length) const {
-    py::gil_scoped_release release;
-    return translator_->score_batch_per_token(to_ids(sources, true), to_ids(targets, false),
-                                              max_input_length);
+      const std::vector<std::vector<std::string>>& targets, int64_t max_input_length,
+      std::stop_source stop) const {
+    return run_interruptibly(
+        [&](std::stop_token token) {
+          return translator_->score_batch_per_token(to_ids(sources, true), to_ids(targets, false),
+                                                    max_input_length, token);
+        },
+        stop);
   }
 
   std::vector<std::vector<float>> score_per_token_text(const std::vector<std::string>& sources,
                                                        const std::vector<std::string>& targets,
-                                                       int64_t max_input_length) const {
-    py::gil_scoped_release release;
-    std::vector<std::vector<int64_t>> s, t;
-    for (const std::string& x : sources) s.push_back(translator_->tokenize_source(x));
-    for (const std::string& y : targets) t.push_back(translator_->tokenize_target(y));
-    return translator_->score_batch_per_token(s, t, max_input_length);
-  }
-
-  template <typename Batch>
-  std::vector<double> score(const Batch& sources, const Batch& targets) const {
-    py::gil_scoped_release release;
-    return translator_->score_batch(sources, targets);
+                                                       int64_t max_input_length,
+                                                       std::stop_source stop) const {
+    return run_interruptibly(
+        [&](std::stop_token token) {
+          std::vector<std::vector<int64_t>> s, t;
+          for (const std::string& x : sources) s.push_back(translator_->tokenize_source(x));
+          for (const std::string& y : targets) t.push_back(translator_->tokenize_target(y));
+          return translator_->score_batch_per_token(s, t, max_input_length, token);
+        },
+        stop);
   }
 
   // Returns the warnings (sources cut to the model's positions), for Python's warnings module.
@@ -325,16 +363,18 @@ class PyTranslator {
     }
     std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
     if (!out.is_open()) raise_os_error(errno, out_path);
-    {
-      py::gil_scoped_release release;
+    // Ctrl-C stops reading and cancels the windows in flight (run_interruptibly).
+    const int close_errno = run_interruptibly([&](std::stop_token stop) {
+      so.stop = stop;
       if (generate)
         translator_->generate_stream(in, out, options, so, in_path);
       else
         translator_->translate_stream(in, out, options, so, in_path);
       errno = 0;
       out.close();
-    }
-    if (out.fail()) raise_os_error(errno ? errno : EIO, out_path);
+      return errno;
+    });
+    if (out.fail()) raise_os_error(close_errno ? close_errno : EIO, out_path);
     return warnings.str();
   }
 
@@ -504,13 +544,16 @@ void bind_async(py::module_& m) {
   py::class_<PyAsync>(m, "AsyncTranslation",
                       "The results of one submitted call (Translator.submit_*): result() waits.")
       .def("done", &PyAsync::done, "whether every result is in")
-      .def("result", &PyAsync::result, "waits, then the TranslationResults in input order");
+      .def("result", &PyAsync::result, "waits, then the TranslationResults in input order")
+      .def("cancel", &PyAsync::cancel, "gives up: the sources not yet in a batch leave the queue");
+  // One scoring call's stop: requested when its caller gives up (run_interruptibly).
+  py::class_<std::stop_source>(m, "StopSource", "A std::stop_source: stops a scoring call.")
+      .def(py::init<>())
+      .def("request_stop", [](std::stop_source& s) { s.request_stop(); });
 }
 
 void bind_translator(py::module_& m) {
   using T = PyTranslator;
-  using Ids = std::vector<std::vector<int64_t>>;
-  using Texts = std::vector<std::string>;
   py::class_<T>(m, "Translator", "The C++ tfm::Translator (use tfm.Translator).")
       .def(py::init<const std::string&, const std::string&, const std::string&, int, int, int64_t,
                     int64_t>(),
@@ -530,16 +573,13 @@ void bind_translator(py::module_& m) {
       .def("submit_generate_ids", &T::submit_generate_ids, py::arg("prompts"), py::arg("options"),
            py::arg("return_scores"))
       .def("score_sequences", &T::score_sequences, py::arg("sequences"),
-           py::arg("max_input_length"))
-      .def("score_text", &T::score<Texts>, py::arg("source"), py::arg("target"))
-      .def("score_ids", &T::score<Ids>, py::arg("source"), py::arg("target"))
-      .def("score_tokens", &T::score_tokens, py::arg("source"), py::arg("target"))
+           py::arg("max_input_length"), py::arg("stop"))
       .def("score_per_token_ids", &T::score_per_token_ids, py::arg("source"), py::arg("target"),
-           py::arg("max_input_length"))
+           py::arg("max_input_length"), py::arg("stop"))
       .def("score_per_token_tokens", &T::score_per_token_tokens, py::arg("source"),
-           py::arg("target"), py::arg("max_input_length"))
+           py::arg("target"), py::arg("max_input_length"), py::arg("stop"))
       .def("score_per_token_text", &T::score_per_token_text, py::arg("source"), py::arg("target"),
-           py::arg("max_input_length"))
+           py::arg("max_input_length"), py::arg("stop"))
       .def(
           "tokenize_target",
           [](const T& t, const std::string& text) { return t.get().tokenize_target(text); },

@@ -177,25 +177,108 @@ def test_ids_are_checked_as_64_bit_ints_and_never_specials(ids_model_dir):
     assert len(t.translate_batch(ok)) == 1
 
 
-def test_ctrl_c_interrupts_translate_batch(ids_model_dir):
-    # KeyboardInterrupt comes while the batch is still decoding (it came only after the whole
-    # batch before): the call is cancelled and the Translator stays usable.
-    t = tfm.Translator(ids_model_dir, intra_threads=1, inter_threads=1, max_batch_size=1)
-    sources = [[5 + i % 20, 6, 7, 8] * 4 for i in range(20000)]
-    timer = threading.Timer(0.3, _thread.interrupt_main)
+def interrupted_within(call, bound=5.0):
+    """Runs call() with Ctrl-C (SIGINT as the main thread sees it) 1 s in, once the call is in
+    the library: it must raise KeyboardInterrupt within `bound` seconds."""
+    timer = threading.Timer(1.0, _thread.interrupt_main)
     start = time.monotonic()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        t.translate_batch(sources, beam_size=4, max_decoding_length=60)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
     elapsed = time.monotonic() - start
-    timer.cancel()
-    # 20000 sentences one at a time take minutes; the interrupt is seen within the 50 ms slices.
-    assert elapsed < 5, elapsed
-    # The cancelled sentences are not decoded behind the caller's back: the next call is not
-    # queued behind them (it waited the whole batch's time before).
+    assert elapsed < bound, elapsed
+
+
+def quick(call, bound=5.0):
+    """call()'s result, which must come within `bound` seconds (not queued behind a call
+    that was given up)."""
     start = time.monotonic()
-    assert len(t.translate_batch([[5, 6]])) == 1
-    assert time.monotonic() - start < 5
+    out = call()
+    elapsed = time.monotonic() - start
+    assert elapsed < bound, elapsed
+    return out
+
+
+# Each call below takes minutes on one thread; Ctrl-C must end it within the 50 ms slices the
+# binding waits in plus the batch in progress (it came only after the whole call before). The
+# cancelled work is not done behind the caller's back: the next call is not queued behind it.
+_LONG = [[5 + i % 20, 6, 7, 8] * 4 for i in range(20000)]
+
+
+def _long_translator(ids_model_dir):
+    return tfm.Translator(ids_model_dir, intra_threads=1, inter_threads=1, max_batch_size=1)
+
+
+def test_ctrl_c_interrupts_translate_batch(ids_model_dir):
+    t = _long_translator(ids_model_dir)
+    interrupted_within(lambda: t.translate_batch(_LONG, beam_size=4, min_decoding_length=50,
+                                                 max_decoding_length=60))
+    assert len(quick(lambda: t.translate_batch([[5, 6]]))) == 1
+
+
+def test_ctrl_c_interrupts_translate_iterable(ids_model_dir):
+    # The window being read is cancelled by its result(), and the one submitted after it by the
+    # iterable: neither is decoded behind the caller's back.
+    t = _long_translator(ids_model_dir)
+
+    def consume():
+        for _ in t.translate_iterable(iter(_LONG), max_batch_size=2000, read_ahead=1,
+                                      beam_size=4, min_decoding_length=50,
+                                      max_decoding_length=60):
+            pass
+
+    interrupted_within(consume)
+    assert len(quick(lambda: t.translate_batch([[5, 6]]))) == 1
+
+
+def test_ctrl_c_interrupts_score_batch(ids_model_dir):
+    t = _long_translator(ids_model_dir)
+    # 120-token pairs one at a time: about 5 ms each, 15 s in all.
+    sources = [[5 + (i + j) % 20 for j in range(120)] for i in range(3000)]
+    targets = [list(reversed(s)) for s in sources]
+    interrupted_within(lambda: t.score_batch(sources, targets))
+    interrupted_within(lambda: t.score_batch(sources, targets, max_batch_size=3000))
+    want = t.score_batch(sources[:2], targets[:2])
+    got = quick(lambda: t.score_batch(sources[:2], targets[:2]))
+    assert [r.log_probs for r in got] == [r.log_probs for r in want]
+    assert len(want[0].log_probs) == 121
+
+
+def test_ctrl_c_interrupts_translate_file(ids_model_dir, work):
+    t = _long_translator(ids_model_dir)
+    src = work / "long.ids"
+    src.write_text("".join(" ".join(map(str, s)) + "\n" for s in _LONG))
+    interrupted_within(lambda: t.translate_file(src, work / "long.out", ids=True, beam_size=4,
+                                                min_decoding_length=50, max_decoding_length=60))
+    (work / "two.ids").write_text("5 6\n7 8\n")
+    quick(lambda: t.translate_file(work / "two.ids", work / "two.out", ids=True))
+    assert len((work / "two.out").read_text().splitlines()) == 2
+
+
+def test_ctrl_c_interrupts_score_file(model_dir, work):
+    # score_file (CTranslate2's form) scores its windows through asynchronous score_batch
+    # calls: the one in flight stops too, so the next call does not wait behind it.
+    t = tfm.Translator(model_dir, intra_threads=1, inter_threads=1)
+    pieces = " ".join(t.tokenize("hund katze kind mann frau sieht spielt der haus baum"))
+    (work / "long.tok").write_text((pieces + "\n") * 100000)
+    interrupted_within(lambda: t.score_file(work / "long.tok", work / "long.tok",
+                                            work / "long.scores", read_batch_size=100000))
+    assert len(quick(lambda: t.score_batch(["hund"], ["dog"]))) == 1
+
+
+def test_ctrl_c_interrupts_generate(source_dir, work):
+    lm = tfm.Translator(os.path.join(source_dir, "tests", "fixtures", "decoder_only_odd"),
+                        intra_threads=1, inter_threads=1, max_batch_size=1)
+    prompts = work / "lm.ids"
+    prompts.write_text("3 4\n" * 20000)
+    interrupted_within(lambda: lm.generate_file(prompts, work / "lm.out", ids=True, beam_size=4,
+                                                min_decoding_length=25, max_decoding_length=30))
+    interrupted_within(lambda: lm.generate_batch([[3, 4]] * 20000, beam_size=4,
+                                                 min_decoding_length=25, max_decoding_length=30))
+    assert len(quick(lambda: lm.generate_batch([[3, 4]], max_decoding_length=30))) == 1
 
 
 def test_translate_file_with_target_path(tfm_bin, model_dir, translator, lines, work):

@@ -50,6 +50,10 @@ class _AsyncResult:
     def done(self) -> bool:
         return self._call.done()
 
+    def _cancel(self) -> None:
+        """Gives up the call this result belongs to (its work not yet done is dropped)."""
+        self._call.cancel()
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(done={self.done()})"
 

@@ -259,10 +259,12 @@ class Generator:
         size, kind_b = _options.batching(dict(max_batch_size=max_batch_size,
                                               batch_type=batch_type))
 
+        stop = _tfm.StopSource()  # a caller giving up (Ctrl-C) stops before the next batch
+
         def score() -> List[ScoringResult]:
             out: List[Any] = [None] * len(seqs)
             for idx in length_chunks([len(s) for s in seqs], size, kind_b):
-                scored = self._t._impl.score_sequences([seqs[i] for i in idx], limit)
+                scored = self._t._impl.score_sequences([seqs[i] for i in idx], limit, stop)
                 for i, (ids, lp) in zip(idx, scored):
                     names = self._names(ids) if as_tokens else list(ids)
                     out[i] = ScoringResult(names[off:], list(lp)[off:])
@@ -271,7 +273,7 @@ class Generator:
         if not _bool("asynchronous", asynchronous):
             return score()
         future = self._t._scorer.submit(score)
-        return [AsyncScoringResult(_Future(future), i) for i in range(len(seqs))]
+        return [AsyncScoringResult(_Future(future, stop), i) for i in range(len(seqs))]
 
     # --------------------------------------------------------------------- helpers
     def _token_input(self, batch: Any) -> bool:

@@ -339,10 +339,11 @@ class Translator:
                                               batch_type=batch_type))
         args = (source, target, _int("max_input_length", max_input_length),
                 _int("offset", offset), size, kind_b)
+        stop = _tfm.StopSource()
         if not _bool("asynchronous", asynchronous):
-            return self._score(*args)
-        future = self._scorer.submit(self._score, *args)
-        return [AsyncScoringResult(_Future(future), i) for i in range(_count(target))]
+            return self._score(*args, stop)
+        future = self._scorer.submit(self._score, *args, stop)
+        return [AsyncScoringResult(_Future(future, stop), i) for i in range(_count(target))]
 
     def score_iterable(self, source: Optional[Iterable[Any]], target: Iterable[Any],
                        max_batch_size: int = 64, batch_type: str = "examples",
@@ -442,7 +443,8 @@ class Translator:
                                      return_scores)))
         return calls, len(items)
 
-    def _score(self, source, target, max_input_length, offset, size, batch_type) -> List[Any]:
+    def _score(self, source, target, max_input_length, offset, size, batch_type,
+               stop: _tfm.StopSource) -> List[Any]:
         skind, sitems = _batch("source", source, allow_none=True)
         tkind, titems = _batch("target", target)
         # An empty token list reads as ids; it matches tokens on the other side too.
@@ -459,13 +461,13 @@ class Translator:
         if not size or (sitems and len(sitems) != len(titems)):  # one call (the library checks)
             return [ScoringResult(self._scored_tokens(kind, t, len(lp))[offset:], lp[offset:])
                     for t, lp in zip(titems, _call("target", kind, fn, sitems, titems,
-                                                   max_input_length))]
+                                                   max_input_length, stop))]
         lengths = [len(t) for t in titems]
         out: List[Any] = [None] * len(titems)
         for idx in length_chunks(lengths, size, batch_type):
             s = [sitems[i] for i in idx] if sitems else []
             t = [titems[i] for i in idx]
-            for i, lp in zip(idx, _call("target", kind, fn, s, t, max_input_length)):
+            for i, lp in zip(idx, _call("target", kind, fn, s, t, max_input_length, stop)):
                 out[i] = ScoringResult(self._scored_tokens(kind, titems[i], len(lp))[offset:],
                                        lp[offset:])
         return out
@@ -489,11 +491,25 @@ class Translator:
             raise TypeError(f"{beside_name} must be an iterable, one per source, not a single "
                             f"{type(beside).__name__}")
         others = None if beside is None else iter(beside)
+        in_flight: collections.deque = collections.deque()
+        try:
+            yield from self._fill_windows(submit, items, others, window, batch_type,
+                                          beside_name, in_flight)
+        except BaseException:
+            # Ctrl-C, an error, or the caller dropping the iterator: the windows still in
+            # flight are given up, not decoded or scored behind the caller's back.
+            for results in in_flight:
+                for r in results:
+                    r._cancel()
+            raise
+
+    def _fill_windows(self, submit: Callable, items: Iterable[Any], others: Optional[Iterator],
+                      window: int, batch_type: str, beside_name: str,
+                      in_flight: collections.deque) -> Iterator[Any]:
         missing = object()
         chunk: list = []
         chunk_beside: list = []
         filled = 0
-        in_flight: collections.deque = collections.deque()
         for item in items:
             chunk.append(item)
             filled += len(item) if batch_type == "tokens" else 1
@@ -521,16 +537,28 @@ _CT2_FILE_KEYWORDS = ("with_scores", "max_batch_size", "read_batch_size", "batch
 
 
 class _Future:
-    """A concurrent.futures.Future as the asynchronous results read a call."""
+    """A scoring call on the Translator's scoring thread, as the asynchronous results read a
+    call: result() waits in Python, and a caller giving up there (Ctrl-C) stops the call before
+    its next batch, as the synchronous score_batch does."""
 
-    def __init__(self, future: concurrent.futures.Future):
+    def __init__(self, future: concurrent.futures.Future, stop: _tfm.StopSource):
         self._future = future
+        self._stop = stop
 
     def result(self) -> Any:
-        return self._future.result()
+        try:
+            return self._future.result()
+        except BaseException:
+            if not self._future.done():
+                self._stop.request_stop()
+            raise
 
     def done(self) -> bool:
         return self._future.done()
+
+    def cancel(self) -> None:
+        self._future.cancel()
+        self._stop.request_stop()
 
 
 def _not_here(where: str, options: dict, names: tuple) -> None:

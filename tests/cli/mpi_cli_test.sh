@@ -2,9 +2,10 @@
 # Data-parallel `tfm train` under mpirun (docs/distributed.md): 2 ranks × update-freq 1 against
 # 1 process × update-freq 2 (weights within a stated tolerance, losses and validation perplexity
 # to the printed digits), reproducibility for a given rank count, exact resume after SIGKILL of
-# the whole job, SIGKILL of one rank ending the job (bounded time), and resuming with another
-# rank count; rank 0 alone writes TensorBoard events.
-# Usage: mpi_cli_test.sh TFM_BINARY MPI_ENABLED(ON|OFF)
+# the whole job, SIGKILL of one rank ending the job (bounded time), a stopped rank named by the
+# abort, a stop request (SIGUSR1 to mpirun, SIGTERM to the ranks) saving a checkpoint with exit
+# status 0, and resuming with another rank count; rank 0 alone writes TensorBoard events.
+# Usage: mpi_cli_test.sh TFM_BINARY MPI_ENABLED(ON|OFF) [--only=faults]
 set -u
 tfm=$1
 source "$(dirname "$0")/lib.sh"
@@ -41,6 +42,74 @@ args() {
 }
 train() { args "$@"; "$tfm" "${A[@]}"; }
 train2() { args "$@"; "${mpi[@]}" "$tfm" "${A[@]}"; }
+# rank_pids DIR: the pids of the ranks training DIR, as "pid rank" lines.
+rank_pids() {
+  local pid
+  for pid in $(pgrep -f -- "^$tfm train --model $1 "); do
+    echo "$pid $(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')"
+  done
+}
+# wait_update DIR N: until DIR's log has update N (at most 30 s).
+wait_update() {
+  for _ in $(seq 1 600); do
+    grep -q "| update $2 |" "$1/train.log" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+# ended JOB SECONDS: whether the background job ended within SECONDS (killed otherwise).
+ended() {
+  local i
+  for ((i = 0; i < $2 * 10; ++i)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  return 1
+}
+
+# faults: a stop request saves a checkpoint and ends the job with status 0, under mpirun (SIGUSR1,
+# which it forwards) and as srun or a scheduler delivers SIGTERM (to the ranks); a stopped rank
+# is named by the abort. (Open MPI's mpirun turns a SIGTERM or SIGINT of its own into a kill of
+# the job and exit status 1 whatever the ranks do: docs/distributed.md, "Stopping a run".)
+faults() {
+  local job status victim rank start sig
+  for sig in USR1 TERM; do
+    train2 "$tmp/stop_$sig" 100000 1 --save-every 0 >"$tmp/stop_$sig.out" 2>"$tmp/stop_$sig.err" &
+    job=$!
+    wait_update "$tmp/stop_$sig" 3 || bad "SIG$sig run: no update 3: $(tail -3 "$tmp/stop_$sig.err")"
+    if [[ $sig == USR1 ]]; then
+      pkill -USR1 -f -- "^mpirun .* --model $tmp/stop_$sig " || bad "no mpirun to signal"
+    else
+      for victim in $(rank_pids "$tmp/stop_$sig" | cut -d' ' -f1); do kill -TERM "$victim"; done
+    fi
+    ended "$job" 60 || { bad "SIG$sig: the job still runs 60 s later"; kill -KILL "$job"; }
+    wait "$job"
+    status=$?
+    [[ $status == 0 ]] && ok || bad "SIG$sig: exit status $status: $(tail -5 "$tmp/stop_$sig.err")"
+    grep -q "interrupted: checkpoint saved" "$tmp/stop_$sig.err" && ok ||
+      bad "SIG$sig: no 'checkpoint saved': $(tail -5 "$tmp/stop_$sig.err")"
+    [[ -n $(updates_in_state "$tmp/stop_$sig") ]] && ok || bad "SIG$sig: no checkpoint"
+  done
+
+  # A stopped rank (SIGSTOP): the others' collective times out, and the abort names it.
+  TFM_COLLECTIVE_TIMEOUT=4 train2 "$tmp/s" 100000 1 --save-every 0 >/dev/null 2>"$tmp/s.err" &
+  job=$!
+  wait_update "$tmp/s" 3 || bad "SIGSTOP run: no update 3"
+  read -r victim rank <<<"$(rank_pids "$tmp/s" | tail -1)"
+  start=$SECONDS
+  [[ -n $victim ]] && kill -STOP "$victim"
+  ended "$job" 40 || { bad "the job still runs 40 s after a rank stopped"; kill -KILL "$job"; }
+  [[ -n $victim ]] && kill -CONT "$victim" 2>/dev/null
+  wait "$job"
+  status=$?
+  [[ $status -ne 0 ]] && ok || bad "the job exited 0 after a rank stopped"
+  grep -q "no answer from rank $rank for 4 s" "$tmp/s.err" && ok ||
+    bad "the abort does not name rank $rank: $(grep -i 'error' "$tmp/s.err" | head -3)"
+  echo "mpi_cli: job ended $((SECONDS - start)) s after SIGSTOP of rank $rank: $(grep -m1 'no answer' "$tmp/s.err")"
+  for _ in $(seq 1 100); do pgrep -f -- "--model $tmp/s " >/dev/null || break; sleep 0.1; done
+}
+if [[ ${3:-} == --only=faults ]]; then
+  faults
+  finish mpi_cli
+  exit
+fi
 valid_ppl() { sed -n 's/^valid | update \([0-9]*\) | .* | ppl \([0-9.]*\) .*/\1 \2/p' "$1"; }
 # max |a - b| / max |b| over the tensors of two model.safetensors, but the attention key biases:
 # softmax ignores them (they add the same q·b to a row's every score), so their gradient is zero
@@ -149,6 +218,8 @@ status=$?
 grep -qiE "rank [0-9]|signal 9|killed" "$tmp/r.err" && ok || bad "no message naming the rank: $(tail -5 "$tmp/r.err")"
 echo "mpi_cli: job ended $((SECONDS - start)) s after SIGKILL of rank pid $victim"
 for _ in $(seq 1 100); do pgrep -f -- "--model $tmp/r " >/dev/null || break; sleep 0.1; done
+
+faults
 
 # Another rank count on resume works, goes on in the same batch stream, and says so.
 cp -r "$tmp/two" "$tmp/w"

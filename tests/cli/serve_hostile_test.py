@@ -7,8 +7,8 @@ Each check is a function below, on a server of its own: compressed and chunked b
 against --max-request-bytes as they are decoded (gzip, deflate and brotli bombs); memory a
 request costs, bounded and given back; slow clients (a byte a second) that must not block
 /health or translation, the read timeout and the cap on connections waiting for a request;
-pipelined requests answered in order; half-closed clients answered; a client that resets its
-connection mid-request cancels it; SIGTERM draining what was
+pipelined requests answered in order; half-closed clients answered; a client that resets or
+closes its connection mid-request cancels it; SIGTERM draining what was
 read while trickling clients are dropped, and a second signal that ends the process; the
 LibreTranslate form (duplicate q, the URL's q); numbers JSON cannot hold; the metrics' request
 durations and bucket labels; unknown fields; malformed framing. Every wait is bounded.
@@ -243,8 +243,10 @@ def test_pipelining():
 
 
 def test_half_close():
-    """A client that shuts down its sending side after the request still gets the answer."""
-    s = server()
+    """A client that shuts down its sending side after the request still gets the answer: at
+    once, and while the request waits for its batch (the server's probe of the closed side, an
+    interim 100, is read past)."""
+    s = server("--max-batch-delay-ms", "1500")
     try:
         ref = sl.reference(TFM, MODEL, POOL[:2])
         with connect(s.port) as c:
@@ -253,6 +255,13 @@ def test_half_close():
             r = read_response(c)
         check(r is not None and r.status == 200 and r.json()["translations"] == ref,
               f"half-closed client: {r}")
+        with connect(s.port) as c:  # the half-close while the request waits in the queue
+            c.sendall(translate_json(s.port, POOL[:2]))
+            check(sl.wait_for(lambda: in_flight(s) == 1, 10), "the request was not admitted")
+            c.shutdown(socket.SHUT_WR)
+            r = read_response(c)
+        check(r is not None and r.status == 200 and r.json()["translations"] == ref,
+              f"client half-closed while queued: {r}")
         with connect(s.port) as c:  # two pipelined, then the half-close
             c.sendall(raw_request("GET", "/health", port=s.port) * 2)
             c.shutdown(socket.SHUT_WR)
@@ -275,9 +284,16 @@ def open_fds(s: Server) -> int:
 
 
 def test_disconnect():
-    """A client that resets its connection while its request waits for a batch: the request is
-    cancelled at once (its place in the queue free again long before its batch would run),
-    logged as 499, its descriptor closed; the next request takes the place and is answered."""
+    """A client that resets its connection while its request waits for a batch, and one that
+    closes it normally (FIN): the request is cancelled at once (its place in the queue free again
+    long before its batch would run), logged as 499, its descriptor closed; the next request
+    takes the place and is answered."""
+    disconnect(reset=True)
+    disconnect(reset=False)
+
+
+def disconnect(reset: bool):
+    how = "reset" if reset else "closed"
     s = server("--max-queue", "1", "--max-batch-delay-ms", "20000")
     signalled = False
     try:
@@ -286,14 +302,15 @@ def test_disconnect():
         a = connect(s.port)
         a.sendall(translate_json(s.port, POOL[1:3]))
         check(sl.wait_for(lambda: in_flight(s) == 1, 10), "the first request was not admitted")
-        a.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        a.close()  # a reset, as from a client killed or timed out
+        if reset:  # as from a client killed or timed out
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        a.close()  # else a FIN, as from a client that gave up (curl --max-time, Ctrl-C)
         t0 = time.time()
         freed = sl.wait_for(lambda: in_flight(s) == 0, 5)
-        check(freed, f"the reset client's request still held after {time.time() - t0:.1f} s "
+        check(freed, f"the {how} client's request still held after {time.time() - t0:.1f} s "
               "(its batch waits 20 s)")
         check(sl.wait_for(lambda: open_fds(s) == base, 5),
-              f"descriptors: {open_fds(s)} after the reset, {base} before")
+              f"descriptors: {open_fds(s)} after the client {how}, {base} before")
         b = connect(s.port, timeout=30)
         b.sendall(translate_json(s.port, POOL[3:5]))
         check(sl.wait_for(lambda: in_flight(s) == 1, 10), "the next request was not admitted")
@@ -303,12 +320,12 @@ def test_disconnect():
         r = read_response(b)
         b.close()
         check(r is not None and r.status == 200 and r.json()["translations"] == ref,
-              f"the request after the reset: {r}")
+              f"the request after the client {how}: {r}")
     finally:
         rc = s.wait(30) if signalled else s.stop()
         check(rc == 0, f"disconnect server: SIGTERM exit status {rc}")
     check(any('"POST /v1/translate" 499' in l for l in s.lines),
-          "the access log lacks the reset client's 499")
+          f"the access log lacks the {how} client's 499")
 
 
 def test_sigterm():

@@ -5,6 +5,9 @@
 // TFM_CPU_ISA=avx2, so an AVX-512 machine checks the AVX2 paths too.
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "support/test_util.h"
 #include "tfm/autograd/grad_mode.h"
@@ -40,6 +43,29 @@ TEST(CpuLevels, NamesParseAndOrder) {
   const std::string summary = cpu_isa_summary();
   EXPECT_EQ(summary.rfind(cpu_isa_name(cpu_isa()), 0), 0u) << summary;
   EXPECT_EQ(summary.find("detected") != std::string::npos, cpu_isa() != detected_cpu_isa());
+}
+
+// The kernel's reading of /proc/cpuinfo, an independent source for what CPUID says.
+bool cpuinfo_has(const std::string& line_start, const std::string& word) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(line_start, 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;)
+      if (w == word) return true;
+    return false;
+  }
+  return false;
+}
+
+// auto precision picks bf16 where bf16 GEMMs outrun f32 ones: AVX512-BF16 in use, and an AMD core
+// or AMX (Intel's vdpbf16ps alone multiplies no more a cycle than its two FMA ports).
+TEST(CpuLevels, Bf16OutrunsFp32OnAmdOrAmx) {
+  if (!std::ifstream("/proc/cpuinfo")) GTEST_SKIP() << "no /proc/cpuinfo to compare with";
+  const bool amd = cpuinfo_has("vendor_id", "AuthenticAMD");
+  const bool amx = cpuinfo_has("flags", "amx_bf16");
+  EXPECT_EQ(cpu_bf16_outruns_fp32(), cpu_has_bf16_dot() && (amd || amx))
+      << "AMD " << amd << ", AMX-BF16 " << amx << ", level " << cpu_isa_summary();
 }
 
 // Every level's f32 tile adds the same fused multiply-adds in the same order: bit for bit the

@@ -272,9 +272,10 @@ TEST(LinearLowp, ParsesComputeTypeNamesAndRejectsOthers) {
     EXPECT_EQ(parse_compute_type(compute_type_name(t)), t);
   EXPECT_TFM_ERROR(parse_compute_type("fp16"),
                    "unknown compute type 'fp16' (expected fp32, bf16, int8 or auto)");
-  // auto: bf16 only where the CPU multiplies bf16; never int8 (it changes results).
+  // auto: bf16 only where the CPU multiplies bf16 faster than f32; never int8 (it changes
+  // results).
   EXPECT_EQ(resolve_compute_type(ComputeType::automatic),
-            cpu_has_bf16_dot() ? ComputeType::bfloat16 : ComputeType::float32);
+            cpu_bf16_outruns_fp32() ? ComputeType::bfloat16 : ComputeType::float32);
   EXPECT_EQ(resolve_compute_type(ComputeType::int8), ComputeType::int8);
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 
 #include "support/attention_reference.h"
@@ -424,6 +425,53 @@ TEST(Translator, AFailingOutputIsAnError) {
               std::string::npos)
         << e.message();
   }
+}
+
+// A stop request (a Python caller's Ctrl-C) ends scoring before its next batch and a stream before
+// its next window (the windows in flight leave the queue); the translator then serves the next
+// call as before.
+TEST(Translator, AStopRequestEndsScoringAndStreams) {
+  Translator t(kModel, {.max_batch_size = 1});
+  const auto src = fixture_sources();
+  std::stop_source stop;
+  stop.request_stop();
+  EXPECT_TFM_ERROR(t.score_batch_per_token(src, src, 0, stop.get_token()), "cancelled");
+  std::string lines;
+  for (const auto& s : src) {
+    for (size_t i = 0; i < s.size(); ++i) lines += (i ? " " : "") + std::to_string(s[i]);
+    lines += "\n";
+  }
+  std::string many;  // long enough to be stopped in the middle
+  for (int i = 0; i < 50; ++i) many += lines;
+  for (int run = 0; run < 2; ++run) {
+    std::istringstream in(run == 0 ? lines : many);
+    std::ostringstream out;
+    StreamOptions so{.ids = true, .read_ahead = 2};
+    std::stop_source mid;
+    std::thread stopper;
+    if (run == 0) {
+      so.stop = stop.get_token();
+    } else {  // while it runs, from another thread
+      so.stop = mid.get_token();
+      stopper = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        mid.request_stop();
+      });
+    }
+    EXPECT_TFM_ERROR(t.translate_stream(in, out, {}, so, "in.ids"), "cancelled");
+    if (stopper.joinable()) stopper.join();
+    if (run == 0) EXPECT_EQ(out.str(), "");
+    const std::string written = out.str();
+    EXPECT_LT(std::count(written.begin(), written.end(), '\n'),
+              static_cast<std::ptrdiff_t>(50 * src.size()));
+  }
+  EXPECT_EQ(t.score_batch_per_token(src, src).size(), src.size());
+  std::istringstream in(lines);
+  std::ostringstream out;
+  t.translate_stream(in, out, {}, {.ids = true});
+  const std::string written = out.str();
+  EXPECT_EQ(std::count(written.begin(), written.end(), '\n'),
+            static_cast<std::ptrdiff_t>(src.size()));
 }
 
 // PAD, BOS and EOS are never a source of a model that frames its sources itself (seed004: BOS x

@@ -1,6 +1,6 @@
 // tfm train: flag parsing (and --config files) into tfm::TrainOptions, one tfm::Trainer, and the
 // console: log lines on stderr and, on a terminal, a progress bar they scroll past. A first
-// SIGINT/SIGTERM asks the trainer to stop (it saves a checkpoint); a second one kills.
+// SIGINT/SIGTERM/SIGUSR1 asks the trainer to stop (it saves a checkpoint); a second one kills.
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
@@ -46,6 +46,9 @@ void install_stop_handlers() {
   sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // Open MPI's mpirun forwards SIGUSR1 to the ranks and exits with their status; SIGTERM and
+  // SIGINT it turns into a kill of the job (docs/distributed.md, "Stopping a run").
+  sigaction(SIGUSR1, &sa, nullptr);
 }
 
 // Options from --config the command line did not give.
@@ -144,6 +147,7 @@ void run_train(CLI::App* cmd, Flags& f) {
   const TrainResult r = trainer.train();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGUSR1, SIG_DFL);
   g_trainer = nullptr;
   if (dist::world().rank() != 0) return;  // rank 0 speaks for a data-parallel run
   if (r.interrupted) {
@@ -206,9 +210,10 @@ void add_train(CLI::App& app) {
   cmd->add_option("--seed", f.seed, "Seed of initialisation, batching and dropout");
   cmd->add_option("--threads", f.threads, "Threads (0: all cores)");
   cmd->add_option("--device", fl.device, "cpu, or cuda (a CUDA build on a GPU machine; fp32)");
-  cmd->add_option("--precision", fl.precision,
-                  "GEMMs of training: fp32, bf16 mixed precision (f32 master weights), or auto "
-                  "(bf16 where the CPU has AVX512-BF16, fp32 elsewhere)")
+  cmd->add_option(
+         "--precision", fl.precision,
+         "GEMMs of training: fp32, bf16 mixed precision (f32 master weights), or auto "
+         "(bf16 where bf16 GEMMs outrun fp32: AVX512-BF16 on AMD or with AMX; fp32 elsewhere)")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
   cmd->add_option("--save-every", f.save_every, "Checkpoint every N updates (0: at the end)");
   cmd->add_option("--valid-every", f.valid_every, "Validate every N updates (0: at the end)");

@@ -15,6 +15,8 @@ namespace {
 
 struct Features {
   bool avx2 = false, fma = false, avx512 = false, vnni = false, bf16 = false;
+  bool amd = false;       // AuthenticAMD
+  bool amx_bf16 = false;  // AMX-BF16 with the tile state enabled by the OS
 };
 
 uint64_t xgetbv0() {
@@ -26,6 +28,8 @@ uint64_t xgetbv0() {
 Features read_features() {
   Features f;
   unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  f.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "Auth" "enti" "cAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = c & (1u << 27), avx = c & (1u << 28);
   f.fma = c & (1u << 12);
@@ -40,6 +44,8 @@ Features read_features() {
   f.avx512 = zmm_state && f512 && dq && bw && vl;
   f.vnni = f.avx512 && (c & (1u << 11));
   const unsigned max_sub = a;
+  const bool tile_state = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
+  f.amx_bf16 = tile_state && (d & (1u << 22));
   if (max_sub >= 1) {
     __cpuid_count(7, 1, a, b, c, d);
     f.bf16 = f.avx512 && (a & (1u << 5));
@@ -125,8 +131,17 @@ CpuIsa parse_cpu_isa(std::string_view name) {
   return CpuIsa::avx2;
 }
 
-CpuIsa detected_cpu_isa() {
+namespace {
+
+const Features& features() {
   static const Features f = read_features();
+  return f;
+}
+
+}  // namespace
+
+CpuIsa detected_cpu_isa() {
+  const Features& f = features();
   TFM_CHECK(f.avx2 && f.fma) << "this CPU lacks AVX2 and FMA, which tfm needs (x86-64-v3: Intel "
                                 "Haswell, AMD Excavator or later)";
   if (f.bf16 && f.vnni) return CpuIsa::avx512_bf16;
@@ -137,6 +152,16 @@ CpuIsa detected_cpu_isa() {
 
 CpuIsa cpu_isa() {
   return level().used;
+}
+
+bool cpu_bf16_outruns_fp32() {
+  // Measured (docs/benchmarks.md): training `quick` in bf16 ran 1.5x fp32 on a Zen 4, whose
+  // vdpbf16ps does twice an FMA's multiply-adds a cycle; on a Sapphire Rapids core without AMX it
+  // ran 0.65x (translation 0.89x): there vdpbf16ps issues on one port where FMAs issue on two,
+  // so the products per cycle are equal and bf16's conversions are pure cost. With AMX, oneDNN's
+  // bf16 GEMMs run on the tiles.
+  const Features& f = features();
+  return cpu_has_bf16_dot() && (f.amd || f.amx_bf16);
 }
 
 std::string cpu_isa_summary() {

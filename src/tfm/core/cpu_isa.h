@@ -44,6 +44,11 @@ inline bool cpu_has_vnni() {
   return cpu_isa() >= CpuIsa::avx512_vnni;
 }
 
+// Whether bf16 GEMMs beat fp32 ones here, which `auto` precision asks: AVX512-BF16 at the
+// current level, on an AMD CPU (Zen 4 and later) or with AMX-BF16. Intel's AVX512-BF16 without
+// AMX multiplies no more per cycle than its FMAs do, so bf16 only adds conversions there.
+bool cpu_bf16_outruns_fp32();
+
 // One line for --version, logs and benchmark records: "avx2 (detected avx512_bf16; TFM_CPU_ISA)".
 std::string cpu_isa_summary();
 

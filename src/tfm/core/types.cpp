@@ -70,8 +70,9 @@ ComputeType resolve_compute_type(ComputeType requested, Device device, bool trai
   TFM_CHECK(!(training && requested == ComputeType::int8))
       << "int8 is an inference compute type; training takes fp32, bf16 or auto";
   if (requested != ComputeType::automatic) return requested;
-  // bf16 pays where the CPU multiplies bf16; elsewhere it would be emulated, so fp32.
-  return cpu_has_bf16_dot() ? ComputeType::bfloat16 : ComputeType::float32;
+  // bf16 where it is faster than fp32: emulated below AVX512-BF16, and no faster on Intel cores
+  // without AMX (cpu_bf16_outruns_fp32).
+  return cpu_bf16_outruns_fp32() ? ComputeType::bfloat16 : ComputeType::float32;
 }
 
 const char* search_name(Search s) {

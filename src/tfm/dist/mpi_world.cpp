@@ -1,7 +1,7 @@
 // World over Open MPI: the plugin libtfm_mpi.so (dist/mpi_plugin.h), built where CMake finds MPI
 // and opened by dist::world() when several processes were launched. Collectives are nonblocking
 // calls waited on with a deadline, so a rank that died or hung ends the job (MPI_Abort) instead of
-// leaving the others in a collective forever.
+// leaving the others in a collective forever, naming the ranks that did not answer.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -55,6 +55,7 @@ class MpiWorld final : public World {
     // of collectives per communicator on all ranks).
     MPI_Comm_dup(MPI_COMM_WORLD, &scatter_comm_);
     MPI_Comm_dup(MPI_COMM_WORLD, &gather_comm_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &probe_comm_);
     bucket_ = bucket_floats_from_env();
   }
 
@@ -118,13 +119,8 @@ class MpiWorld final : public World {
       if (std::all_of(pending_.begin(), pending_.end(),
                       [](const auto& b) { return b->phase == 2; }))
         break;
-      if (now() > deadline) {
-        abort("gradient sum: no answer from the other ranks for " +
-              std::to_string(static_cast<int64_t>(timeout_)) +
-              " s (TFM_COLLECTIVE_TIMEOUT); a rank has died or hung");
-      }
-      // Spin briefly (a collective usually completes in microseconds), then yield the core.
-      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (now() > deadline) timed_out("gradient sum");
+      idle(spins);
     }
     pending_.clear();
   }
@@ -174,14 +170,74 @@ class MpiWorld final : public World {
       int done = 0;
       MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
       if (done) return;
-      if (now() > deadline) {
-        abort(std::string(what) + ": no answer from the other ranks for " +
-              std::to_string(static_cast<int64_t>(timeout_)) +
-              " s (TFM_COLLECTIVE_TIMEOUT); a rank has died or hung");
-      }
-      // Spin briefly (a collective usually completes in microseconds), then yield the core.
-      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (now() > deadline) timed_out(what);
+      idle(spins);
     }
+  }
+
+  // Between tests of a collective: spin briefly (one usually completes in microseconds), then
+  // yield the core and answer the other ranks' liveness probes.
+  void idle(int spins) {
+    if (spins <= 1000) return;
+    answer_probes();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+
+  // Another rank's collective timed out and asks who is alive (timed_out): a rank waiting in a
+  // collective answers; one stopped, hung, or busy outside the collectives does not.
+  void answer_probes() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status st;
+      MPI_Iprobe(MPI_ANY_SOURCE, kProbeTag, probe_comm_, &flag, &st);
+      if (!flag) return;
+      int ask = 0, alive = 1;
+      MPI_Recv(&ask, 1, MPI_INT, st.MPI_SOURCE, kProbeTag, probe_comm_, MPI_STATUS_IGNORE);
+      // 4 bytes go out eagerly: this returns without the asker receiving them.
+      MPI_Send(&alive, 1, MPI_INT, st.MPI_SOURCE, kAliveTag, probe_comm_);
+    }
+  }
+
+  // A collective's deadline passed. Which ranks did not come cannot be read from the
+  // collective, so every other rank is asked on a communicator of its own and given a grace of
+  // a few seconds (answering the others' questions meanwhile); the abort names those silent.
+  [[noreturn]] void timed_out(const std::string& what) {
+    std::vector<int> asks(size_, 1), answers(size_, 0);
+    std::vector<MPI_Request> reqs;
+    std::vector<int> peers;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      MPI_Request s, a;
+      MPI_Isend(&asks[r], 1, MPI_INT, r, kProbeTag, probe_comm_, &s);
+      MPI_Request_free(&s);
+      MPI_Irecv(&answers[r], 1, MPI_INT, r, kAliveTag, probe_comm_, &a);
+      reqs.push_back(a);
+      peers.push_back(r);
+    }
+    const double grace = std::clamp(timeout_ / 10, 1.0, 10.0);
+    for (const double until = now() + grace; now() < until;) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
+      if (done) break;
+      answer_probes();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::string silent;
+    int count = 0;
+    for (size_t i = 0; i < peers.size(); ++i) {
+      int done = 0;
+      if (reqs[i] != MPI_REQUEST_NULL) MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE);
+      if (answers[peers[i]] != 0) continue;
+      silent += (count++ ? ", " : "") + std::to_string(peers[i]);
+    }
+    const std::string waited =
+        " for " + std::to_string(static_cast<int64_t>(timeout_)) + " s (TFM_COLLECTIVE_TIMEOUT)";
+    if (count == 0)  // every rank answered: they wait on each other in different collectives
+      abort(what + ": no answer" + waited + ", though every rank is alive: they wait in " +
+            "different collectives (a bug: please report it)");
+    abort(what + ": no answer from rank" + (count > 1 ? "s " : " ") + silent + waited +
+          " (nor to a liveness probe within " + std::to_string(static_cast<int64_t>(grace)) +
+          " s: stopped, hung, or busy outside the collectives)");
   }
 
   int rank_ = 0, size_ = 1;
@@ -189,6 +245,8 @@ class MpiWorld final : public World {
   int64_t bucket_ = 1;
   std::vector<std::unique_ptr<Bucket>> pending_;
   MPI_Comm scatter_comm_ = MPI_COMM_NULL, gather_comm_ = MPI_COMM_NULL;
+  MPI_Comm probe_comm_ = MPI_COMM_NULL;  // timed_out's questions and their answers
+  static constexpr int kProbeTag = 1, kAliveTag = 2;
 };
 
 }  // namespace

@@ -8,10 +8,9 @@
 
 namespace tfm {
 
-std::vector<std::vector<float>> score_pairs_per_token(const Transformer& model,
-                                                      const std::vector<Ids>& src,
-                                                      const std::vector<Ids>& trg,
-                                                      const BatchLimits& limits, int64_t start_id) {
+std::vector<std::vector<float>> score_pairs_per_token(
+    const Transformer& model, const std::vector<Ids>& src, const std::vector<Ids>& trg,
+    const BatchLimits& limits, const std::stop_token& stop, int64_t start_id) {
   const ModelConfig& c = model.config();
   SeqFormat format = c.seq_format();
   if (start_id >= 0) format.bos_id = start_id;
@@ -31,6 +30,7 @@ std::vector<std::vector<float>> score_pairs_per_token(const Transformer& model,
     lengths[i] = static_cast<int64_t>(trg[i].size() + (with_src ? src[i].size() : 0));
   std::vector<std::vector<float>> scores(trg.size());
   for (const std::vector<size_t>& batch : length_batches(lengths, limits)) {
+    TFM_CHECK(!stop.stop_requested()) << "score: cancelled";
     std::vector<const Ids*> bs, bt;
     for (size_t i : batch) {
       if (with_src) bs.push_back(&src[i]);

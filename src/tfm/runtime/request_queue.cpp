@@ -40,8 +40,8 @@ bool Pending::has(size_t i) const {
 
 bool Pending::wait_for(size_t i) const {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_[i] || error_; });
-  return done_[i] && !error_;
+  cv_.wait(lock, [&] { return done_[i] || error_ || cancelled_; });
+  return done_[i] && !error_ && !cancelled_;
 }
 
 std::vector<decode::NBest> Pending::take() {
@@ -54,6 +54,7 @@ std::vector<decode::NBest> Pending::take() {
 
 decode::NBest Pending::take(size_t i) {
   std::lock_guard<std::mutex> lock(mu_);
+  TFM_CHECK(!cancelled_) << "the translation was cancelled";
   if (error_) std::rethrow_exception(error_);
   return std::move(results_[i]);
 }

@@ -58,12 +58,14 @@ class Pending {
   bool wait_until(Clock::time_point deadline) const;
   // Whether sentence i's result is in (or the request failed).
   bool has(size_t i) const;
-  // Waits until sentence i's result is in (or the request failed); true when it is there.
+  // Waits until sentence i's result is in (or the request failed or was cancelled); true when
+  // it is there.
   bool wait_for(size_t i) const;
   // The results, once ready: moved out; rethrows the search's error, or a tfm::Error once
   // cancelled.
   std::vector<decode::NBest> take();
-  // Sentence i's result once wait_for(i) returned true: moved out.
+  // Sentence i's result once wait_for(i) returned: moved out; rethrows the search's error, or a
+  // tfm::Error once cancelled.
   decode::NBest take(size_t i);
   // Gives up: the queue drops the sentences not yet in a batch and frees the request's slot.
   void cancel();

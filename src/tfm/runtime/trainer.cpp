@@ -384,8 +384,11 @@ void Trainer::Impl::prepare_directory(ComputeType asked, const runtime::OptionSp
   if (!o_.tensorboard.empty()) log.write_events_to(o_.tensorboard);
   if (asked == ComputeType::automatic)
     log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) +
-             (o_.device == Device::cpu ? " (CPU level " + cpu_isa_summary() + ")"
-                                       : std::string(" (the GPU's tensor cores)")));
+             (o_.device != Device::cpu ? std::string(" (the GPU's tensor cores)")
+              : o_.compute_type == ComputeType::float32 && cpu_has_bf16_dot()
+                  ? " (CPU level " + cpu_isa_summary() +
+                        ": bf16 GEMMs run no faster than f32 on an Intel CPU without AMX)"
+                  : " (CPU level " + cpu_isa_summary() + ")"));
   if (!stale.empty())
     log.line("removed " + std::to_string(stale.size()) +
              " temporary file(s) of an interrupted run");

@@ -12,6 +12,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 #include <utility>
 
@@ -117,9 +118,18 @@ class OrderedWriter {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return windows_.size() < kWindows || error_; });
     if (error_) return false;
+    if (cancelled_) w.pending->cancel();  // submitted as the caller gave up
     windows_.push_back(std::move(w));
     cv_.notify_all();
     return true;
+  }
+
+  // The caller gave up (StreamOptions::stop): every window in flight leaves the queue, and the
+  // writer stops at the first line not yet decoded (its error: "cancelled").
+  void cancel() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    for (InFlight& w : windows_) w.pending->cancel();
   }
 
   // Writes what was queued, then joins; rethrows a write error.
@@ -196,6 +206,7 @@ class OrderedWriter {
   std::condition_variable cv_;
   std::deque<InFlight> windows_;
   bool closing_ = false;
+  bool cancelled_ = false;
   std::exception_ptr error_;
   std::thread thread_;  // last: starts once the rest is built
 };
@@ -252,13 +263,15 @@ void Translator::Impl::stream(std::istream& in, std::ostream& out,
   search.return_attention = false;  // lines of text have no place for it
   LineWindowReader reader(in, so, source_name);
   OrderedWriter writer(*this, out, so, source_name);
-  for (;;) {
+  const std::stop_callback on_stop(so.stop, [&writer] { writer.cancel(); });
+  while (!so.stop.stop_requested()) {
     const Window w = reader.next();
     if (w.lines.empty()) break;
     runtime::Request r = window_request(*this, w, options, search, so, source_name, prompts);
     if (!writer.push({w.base, w.lines.size(), submit(std::move(r), /*refusable=*/false)})) break;
   }
   writer.close();
+  TFM_CHECK(!so.stop.stop_requested()) << source_name << ": cancelled";
 }
 
 }  // namespace tfm

@@ -204,14 +204,16 @@ std::vector<double> Translator::score_batch(const std::vector<std::string>& sour
 
 std::vector<std::vector<float>> Translator::score_batch_per_token(const IdLists& sources,
                                                                   const IdLists& targets,
-                                                                  int64_t max_input_length) const {
+                                                                  int64_t max_input_length,
+                                                                  std::stop_token stop) const {
   return impl_->score(narrowed(*impl_, sources, true), narrowed(*impl_, targets, false),
-                      max_input_length);
+                      max_input_length, stop);
 }
 
 std::vector<SequenceScore> Translator::score_sequences(const IdLists& sequences,
-                                                       int64_t max_input_length) const {
-  return impl_->score_sequences(narrowed(*impl_, sequences, false), max_input_length);
+                                                       int64_t max_input_length,
+                                                       std::stop_token stop) const {
+  return impl_->score_sequences(narrowed(*impl_, sequences, false), max_input_length, stop);
 }
 
 std::vector<int64_t> Translator::tokenize_source(const std::string& text) const {

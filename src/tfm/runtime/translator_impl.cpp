@@ -335,6 +335,7 @@ TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int6
 
 std::vector<std::vector<float>> Translator::Impl::score(std::vector<Ids> src, std::vector<Ids> trg,
                                                         int64_t max_input_length,
+                                                        const std::stop_token& stop,
                                                         int64_t start_id) const {
   const ModelConfig& c = config();
   if (c.has_encoder())
@@ -371,7 +372,8 @@ std::vector<std::vector<float>> Translator::Impl::score(std::vector<Ids> src, st
   // Scoring runs on a worker so it gets the translator's intra_threads, as translation does.
   std::vector<std::vector<float>> out;
   BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
-  pool_->submit([&] { out = score_pairs_per_token(*model_, src, trg, limits, start_id); }).get();
+  pool_->submit([&] { out = score_pairs_per_token(*model_, src, trg, limits, stop, start_id); })
+      .get();
   for (size_t i = 0; i < out.size(); ++i)
     for (float x : out[i])
       TFM_CHECK(std::isfinite(x))
@@ -397,7 +399,8 @@ void cut_keeping_end(Ids& seq, size_t n, int64_t eos) {
 }  // namespace
 
 std::vector<SequenceScore> Translator::Impl::score_sequences(std::vector<Ids> seqs,
-                                                             int64_t max_input_length) const {
+                                                             int64_t max_input_length,
+                                                             const std::stop_token& stop) const {
   require_decoder_only();
   TranslationOptions cut;  // the one validator says what max_input_length may be
   cut.max_input_length = max_input_length;
@@ -418,7 +421,7 @@ std::vector<SequenceScore> Translator::Impl::score_sequences(std::vector<Ids> se
     std::vector<Ids> rest;
     for (size_t i : members) rest.emplace_back(seqs[i].begin() + 1, seqs[i].end());
     // score() checks each rest and adds an end token, whose log-probability is not asked for.
-    std::vector<std::vector<float>> lp = score({}, rest, 0, start);
+    std::vector<std::vector<float>> lp = score({}, rest, 0, stop, start);
     for (size_t k = 0; k < members.size(); ++k) {
       lp[k].pop_back();
       out[members[k]].log_probs = std::move(lp[k]);

@@ -131,14 +131,17 @@ class Translator::Impl {
                               bool framing = true) const;
 
   // Per pair, the log-probability of each target token, then EOS's (score_pairs_per_token),
-  // every input checked; max_input_length as score_batch_per_token takes it.
+  // every input checked; max_input_length and stop as score_batch_per_token takes them.
   // start_id: the decoder's first input (-1: BOS).
   std::vector<std::vector<float>> score(std::vector<Ids> src, std::vector<Ids> trg,
-                                        int64_t max_input_length = 0, int64_t start_id = -1) const;
+                                        int64_t max_input_length = 0,
+                                        const std::stop_token& stop = {},
+                                        int64_t start_id = -1) const;
 
   // Translator::score_sequences: by the sequences' first tokens, each group one scoring call
   // whose decoder starts from that token.
-  std::vector<SequenceScore> score_sequences(std::vector<Ids> seqs, int64_t max_input_length) const;
+  std::vector<SequenceScore> score_sequences(std::vector<Ids> seqs, int64_t max_input_length,
+                                             const std::stop_token& stop = {}) const;
 
   // Lines in, lines out (translate_stream.cpp): each input line a source, or a prompt.
   void stream(std::istream& in, std::ostream& out, const TranslationOptions& options,

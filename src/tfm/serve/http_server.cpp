@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -30,6 +31,9 @@ constexpr size_t kMaxReadPerEvent = 256 * 1024;  // then the other connections g
 constexpr auto kLinger = std::chrono::seconds(2);
 constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// What the server sends a client whose side ends (FIN) while its request waits or is
+// translated, to tell a half-close from a close: see HttpServer::Impl::probe.
+constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // waiting: no byte of a request yet (new or kept alive); reading: a request arriving;
 // handling: a complete request with a route; writing: its answer going out; lingering: our
@@ -55,6 +59,7 @@ struct Connection {
   Clock::time_point deadline;  // of the phase (none while handling)
   Clock::time_point arrived;   // the request's first byte
   bool peer_eof = false;
+  bool probed = false;  // this request's client sent kProbe (or cannot be sent one: HTTP/1.0)
   bool keep_alive = true;
   bool continue_sent = false;
   bool head_only = false;  // a HEAD request: the answer without its body
@@ -142,6 +147,7 @@ class HttpServer::Impl {
   void accept_all();
   void evict_oldest_pending();
   void on_readable(Connection& c);
+  void probe(Connection& c);
   void process(Connection& c);
   void dispatch(Connection& c);
   void refuse(Connection& c, const HttpError& e);
@@ -261,6 +267,10 @@ void HttpServer::Impl::on_event(uint64_t id, uint32_t events) {
   if (it == conns_.end()) return;
   Connection& c = *it->second;
   if (events & EPOLLERR) return close(c);
+  if ((events & EPOLLRDHUP) && c.phase == Phase::handling && !c.probed) {
+    probe(c);
+    if (!conns_.count(id)) return;
+  }
   if (events & EPOLLIN) {
     on_readable(c);
     if (!conns_.count(id)) return;
@@ -338,6 +348,19 @@ void HttpServer::Impl::on_readable(Connection& c) {
   update_interest(c);
 }
 
+// The client's side ended (FIN) while its request waits or is translated: a client that only
+// half-closed still reads, one that closed does not, and the reading side cannot tell them apart.
+// Sending shows it: an interim 100 (Continue), which every HTTP/1.1 client reads past (RFC 9110,
+// 15.2: a client must parse 1xx answers it did not expect), reaches a half-closed client, and a
+// closed one's system answers it with a reset: EPOLLERR closes the connection, `gone` is set,
+// and the request leaves the queue (499) at once instead of after its batch. HTTP/1.0 clients
+// may not be sent a 1xx: theirs is taken as a half-close and answered.
+void HttpServer::Impl::probe(Connection& c) {
+  c.probed = true;
+  c.out.append(kProbe);
+  flush(c);  // a failed send (the reset already in) closes the connection
+}
+
 void HttpServer::Impl::process(Connection& c) {
   while (c.pending() && !c.in.empty()) {
     if (c.phase == Phase::waiting) {
@@ -376,6 +399,7 @@ void HttpServer::Impl::dispatch(Connection& c) {
   c.keep_alive = req.keep_alive() && c.served + 1 < o_.max_requests_per_connection;
   c.head_only = req.method == "HEAD";
   c.continue_sent = false;
+  c.probed = req.minor_version == 0;
   set_phase(c, Phase::handling);
   ++in_progress_;
   std::optional<HttpResponse> quick;
@@ -471,8 +495,8 @@ void HttpServer::Impl::update_interest(Connection& c) {
     case Phase::reading:
       want = (c.peer_eof ? 0u : uint32_t{EPOLLIN}) | (c.out.empty() ? 0u : uint32_t{EPOLLOUT});
       break;
-    case Phase::handling:
-      want = c.out.empty() ? 0u : uint32_t{EPOLLOUT};
+    case Phase::handling:  // a FIN from the client is probed (probe)
+      want = (c.out.empty() ? 0u : uint32_t{EPOLLOUT}) | (c.probed ? 0u : uint32_t{EPOLLRDHUP});
       break;
     case Phase::writing:
       want = EPOLLOUT;

@@ -5,7 +5,8 @@
 // head and body from its first byte (a client sending a byte a second is answered 408 at the
 // deadline and costs nothing meanwhile), a cap on connections waiting for a request (the oldest
 // is closed to make room), pipelined requests answered one after another in order, half-closed
-// clients answered, and a drain that answers every request already read and closes the rest.
+// clients answered while a client that closed (reset or FIN) cancels its request at once, and a
+// drain that answers every request already read and closes the rest.
 // It knows nothing of routes or JSON: HttpHandlers are the server's (server.cpp).
 #pragma once
 
