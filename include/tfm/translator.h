@@ -238,6 +238,13 @@ struct TranslationHypothesis {
   std::vector<std::vector<float>> attention;
 };
 
+// One sequence's Translator::score_sequences: the tokens scored (the sequence after its first
+// token, as cut by max_input_length) and each one's log-probability.
+struct SequenceScore {
+  std::vector<int64_t> tokens;
+  std::vector<float> log_probs;
+};
+
 struct TranslationResult {
   std::vector<TranslationHypothesis> hypotheses;  // best first; none for an empty source
   bool source_truncated = false;  // the source was longer than the model's positions and cut
@@ -354,8 +361,10 @@ class Translator {
       const std::vector<std::vector<int64_t>>& target_prefix,
       const TranslationOptions& options) const;
 
-  // A decoder-only model continues each prompt (target ids without BOS/EOS, or text the target
-  // vocabulary encodes; an empty prompt starts from BOS alone) by the search `options` describe:
+  // A decoder-only model continues each prompt (target ids without EOS, or text the target
+  // vocabulary encodes; an empty prompt starts from BOS alone; a prompt may start with BOS, the
+  // token the decoder reads first, as CTranslate2's start tokens do, which is not part of the
+  // hypotheses) by the search `options` describe:
   // greedy, beam or sampling, up to max_decoding_length tokens with EOS (the prompt counted) and
   // the model's positions (max_length_factor and max_length_extra scale a source, which there is
   // none of). Each hypothesis holds the prompt and its continuation, with log_prob as
@@ -403,6 +412,16 @@ class Translator {
       const std::vector<std::vector<int64_t>>& sources,
       const std::vector<std::vector<int64_t>>& targets, int64_t max_input_length = 0,
       std::stop_token stop = {}) const;
+
+  // A decoder-only model's sequences scored as the decoder reads them (CTranslate2's
+  // Generator.score_batch): each sequence's first token is read first, and each later token t
+  // gets log P(seq[t] | seq[<t]), so seq.size() - 1 values (none for a sequence of one token or
+  // none); no end token is added. max_input_length > 0 cuts each sequence to that many tokens
+  // first, as CTranslate2 cuts (an end token that ended it stays last); 0 cuts nothing (a
+  // sequence longer than the model's positions is an error). `stop` as score_batch_per_token's.
+  std::vector<SequenceScore> score_sequences(const std::vector<std::vector<int64_t>>& sequences,
+                                             int64_t max_input_length = 0,
+                                             std::stop_token stop = {}) const;
 
   // The model's vocabularies on one text (what the text methods do before translating or
   // scoring), for callers that check or store ids. Require has_vocabularies().

@@ -247,6 +247,14 @@ class PyTranslator {
         .result();
   }
 
+  // generate_ids without waiting (tfm.Generator's asynchronous calls and per-call batches).
+  PyAsync submit_generate_ids(const std::vector<std::vector<int64_t>>& prompts,
+                              const tfm::TranslationOptions& options, bool return_scores) const {
+    check(options, /*generate=*/true);
+    return wrap(Kind::ids, return_scores, options,
+                [&] { return translator_->generate_async(prompts, options); });
+  }
+
   // Per token (CTranslate2's ScoringResult.log_probs), for ids, token lists or texts; Ctrl-C
   // stops before the next batch (run_interruptibly).
   std::vector<std::vector<float>> score_per_token_ids(
@@ -258,6 +266,21 @@ class PyTranslator {
           return translator_->score_batch_per_token(sources, targets, max_input_length, token);
         },
         stop);
+  }
+
+  // A decoder-only model's sequences as the decoder reads them (tfm.Generator.score_batch).
+  // (tokens scored, log-probs) per sequence.
+  std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> score_sequences(
+      const std::vector<std::vector<int64_t>>& seqs, int64_t max_input_length,
+      std::stop_source stop) const {
+    std::vector<tfm::SequenceScore> scored = run_interruptibly(
+        [&](std::stop_token token) {
+          return translator_->score_sequences(seqs, max_input_length, token);
+        },
+        stop);
+    std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> out;
+    for (auto& s : scored) out.emplace_back(std::move(s.tokens), std::move(s.log_probs));
+    return out;
   }
 
   std::vector<std::vector<float>> score_per_token_tokens(
@@ -556,6 +579,10 @@ void bind_translator(py::module_& m) {
            py::arg("return_scores"))
       .def("generate_ids", &T::generate<std::vector<int64_t>>, py::arg("prompts"),
            py::arg("options"), py::arg("return_scores"))
+      .def("submit_generate_ids", &T::submit_generate_ids, py::arg("prompts"), py::arg("options"),
+           py::arg("return_scores"))
+      .def("score_sequences", &T::score_sequences, py::arg("sequences"),
+           py::arg("max_input_length"), py::arg("stop"))
       .def("score_per_token_ids", &T::score_per_token_ids, py::arg("source"), py::arg("target"),
            py::arg("max_input_length"), py::arg("stop"))
       .def("score_per_token_tokens", &T::score_per_token_tokens, py::arg("source"),

@@ -9,7 +9,8 @@ The API follows CTranslate2's names where the concepts match:
 
 Translator (translate_batch, translate_iterable, translate_file, score_batch, score_iterable,
 score_file, model_info; CTranslate2's arguments and result types, tfm.ctranslate2 with its
-defaults too),
+defaults too), Generator (decoder-only models: generate_batch, generate_iterable,
+generate_tokens, score_batch, as CTranslate2's Generator),
 Trainer and train (`tfm train` from Python, with progress callbacks), read_model_info, convert
 (PyTorch checkpoints to a model directory), convert_transformers (Hugging Face Transformers
 models: Marian/OPUS-MT, M2M100/NLLB, BART/mBART, GPT-2), and the exceptions Error (a RuntimeError)
@@ -22,11 +23,14 @@ from ._tfm import (Error, InvalidArgumentError, ModelInfo, TrainResult, TrainSta
 from ._results import (AsyncScoringResult, AsyncTranslationResult, ExecutionStats,
                        ScoringResult)
 from .convert import convert, convert_transformers
+from .generator import (AsyncGenerationResult, GenerationResult, GenerationStepResult,
+                        Generator)
 from .trainer import Trainer, train
 from .translator import Translator
 
-__all__ = ["AsyncScoringResult", "AsyncTranslationResult", "ExecutionStats", "ScoringResult",
-           "Error", "InvalidArgumentError", "ModelInfo", "TrainResult", "TrainStatsEvent",
-           "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
+__all__ = ["AsyncGenerationResult", "AsyncScoringResult", "AsyncTranslationResult",
+           "ExecutionStats", "GenerationResult", "GenerationStepResult", "Generator",
+           "ScoringResult", "Error", "InvalidArgumentError", "ModelInfo", "TrainResult",
+           "TrainStatsEvent", "TrainUpdateEvent", "TrainValidationEvent", "Trainer", "TranslationResult",
            "Translator", "build_commit", "convert", "convert_transformers", "read_model_info",
            "train", "__version__"]

@@ -1,5 +1,5 @@
 """Type stubs of tfm._tfm, the pybind11 layer over libtfm (python/src/module.cpp)."""
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 class Error(RuntimeError):
     """Every failure of the library, with its message (tfm::Error::message())."""
@@ -138,6 +138,10 @@ class Translator:
                       return_scores: bool) -> List[TranslationResult]: ...
     def generate_ids(self, prompts: Sequence[Sequence[int]], options: TranslationOptions,
                      return_scores: bool) -> List[TranslationResult]: ...
+    def submit_generate_ids(self, prompts: Sequence[Sequence[int]], options: TranslationOptions,
+                            return_scores: bool) -> AsyncTranslation: ...
+    def score_sequences(self, sequences: Sequence[Sequence[int]], max_input_length: int,
+                        stop: StopSource) -> List[Tuple[List[int], List[float]]]: ...
     def source_tokens(self, text: str) -> List[str]: ...
     def score_per_token_ids(self, source: Sequence[Sequence[int]],
                             target: Sequence[Sequence[int]],

@@ -20,11 +20,12 @@ namespace {
 const std::string kLm = std::string(TFM_FIXTURES_DIR) + "/decoder_only_odd";
 const std::string kSeq2seq = std::string(TFM_FIXTURES_DIR) + "/convert/seed004";
 
-// log P(· | BOS, prefix) from the full forward pass, in double.
-std::vector<double> next_log_probs(const Transformer& m, const std::vector<int64_t>& prefix) {
+// A converted GPT-2 (tools/ct2_generator_diff.py made it).
+const std::string kGpt2 = std::string(TFM_FIXTURES_DIR) + "/ct2_generator/model";
+
+// log P(· | decoder input `in`) from the full forward pass, in double.
+std::vector<double> log_probs_after(const Transformer& m, const std::vector<int32_t>& in) {
   NoGradGuard no_grad;
-  std::vector<int32_t> in = {static_cast<int32_t>(m.config().bos_id)};
-  for (int64_t t : prefix) in.push_back(static_cast<int32_t>(t));
   const auto n = static_cast<int64_t>(in.size());
   const Tensor logits = m.forward(Tensor(), Tensor::from_vector<int32_t>({1, n}, in));  // (1, n, V)
   const HostView<float> h = to_host<float>(logits.contiguous());
@@ -36,6 +37,13 @@ std::vector<double> next_log_probs(const Transformer& m, const std::vector<int64
   std::vector<double> lp(static_cast<size_t>(V));
   for (int64_t v = 0; v < V; ++v) lp[static_cast<size_t>(v)] = row[v] - mx - std::log(sum);
   return lp;
+}
+
+// log P(· | BOS, prefix).
+std::vector<double> next_log_probs(const Transformer& m, const std::vector<int64_t>& prefix) {
+  std::vector<int32_t> in = {static_cast<int32_t>(m.config().bos_id)};
+  for (int64_t t : prefix) in.push_back(static_cast<int32_t>(t));
+  return log_probs_after(m, in);
 }
 
 using Prompts = std::vector<std::vector<int64_t>>;
@@ -86,6 +94,81 @@ TEST(Generate, GreedyTakesTheFullForwardsBestTokenEveryStep) {
   }
   EXPECT_GE(steps, 40);
   EXPECT_GE(ended, 1) << "no continuation chose EOS before the cap: the test sees too little";
+}
+
+// A converted GPT-2 reads its prompt as given: one that starts with BOS (CTranslate2's start
+// tokens) reads BOS first and leaves it out of the output; one without starts the decoder
+// itself. With renormalize_min_length, EOS leaves the softmax while min_length forbids it.
+// Against the full forward pass over exactly those decoder inputs.
+TEST(Generate, ConvertedModelReadsALeadingBosAndRenormalisesMinLength) {
+  Translator t(kGpt2);
+  const auto model = load_model(kGpt2);
+  const ModelConfig& c = model->config();
+  TranslationOptions o = t.default_options();
+  o.search = Search::greedy;
+  o.beam_size = o.num_hypotheses = 1;
+  o.max_decoding_length = 9;
+  o.max_new_tokens = 0;
+  o.min_decoding_length = 6;
+  o.renormalize_min_length = true;
+  const Prompts prompts = {{c.bos_id, 5, 9}, {c.bos_id}, {5, 9}, {c.bos_id, 7}};
+  const auto got = t.generate_batch(prompts, o);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Prompts::value_type& p = prompts[i];
+    const bool bos = p.front() == c.bos_id;
+    const TranslationHypothesis& h = got[i].hypotheses.at(0);
+    const auto shown = static_cast<ptrdiff_t>(p.size()) - (bos ? 1 : 0);
+    ASSERT_GE(static_cast<ptrdiff_t>(h.ids.size()), shown) << "prompt " << i;
+    ASSERT_TRUE(std::equal(p.begin() + (bos ? 1 : 0), p.end(), h.ids.begin())) << "prompt " << i;
+    std::vector<int32_t> in(p.begin(), p.end());  // the decoder's input, BOS included if given
+    double log_prob = 0;
+    const auto total = static_cast<int64_t>(p.size() + h.ids.size()) - shown;
+    for (int64_t k = static_cast<int64_t>(p.size()); k <= total && k < o.max_decoding_length; ++k) {
+      const auto lp = log_probs_after(*model, in);
+      const bool no_eos = k < o.min_decoding_length;
+      const double renorm = no_eos ? std::log1p(-std::exp(lp[static_cast<size_t>(c.eos_id)])) : 0;
+      // The token at position k: the output's (after the BOS read), or EOS once it ended.
+      const int64_t next = k < total ? h.ids[static_cast<size_t>(k - (bos ? 1 : 0))] : c.eos_id;
+      double best = -std::numeric_limits<double>::infinity();
+      for (int64_t v = 0; v < c.trg_vocab_size; ++v)
+        if (v != c.eos_id || !no_eos) best = std::max(best, lp[static_cast<size_t>(v)]);
+      EXPECT_GE(lp[static_cast<size_t>(next)], best - 1e-4) << "prompt " << i << " step " << k;
+      log_prob += lp[static_cast<size_t>(next)] - renorm;
+      in.push_back(static_cast<int32_t>(next));
+    }
+    EXPECT_NEAR(h.log_prob, log_prob, 1e-4 * (1 + std::abs(log_prob))) << "prompt " << i;
+    EXPECT_LE(total, o.max_decoding_length) << "prompt " << i;
+    EXPECT_GE(total, o.min_decoding_length) << "prompt " << i;
+  }
+}
+
+// score_sequences reads each sequence as given (its first token first, BOS or not): each later
+// token's log-probability is the full forward pass's over the tokens before it.
+TEST(Generate, ScoreSequencesReadTheFirstTokenFirst) {
+  Translator t(kGpt2, {.max_batch_size = 2});
+  const auto model = load_model(kGpt2);
+  const int64_t bos = model->config().bos_id;
+  const Prompts seqs = {{5, 9, 7, 3}, {bos, 5, 9}, {9}, {}, {7, 7, bos}, {9, 5}};
+  const auto got = t.score_sequences(seqs);
+  ASSERT_EQ(got.size(), seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ASSERT_EQ(got[i].log_probs.size(), seqs[i].empty() ? 0 : seqs[i].size() - 1)
+        << "sequence " << i;
+    EXPECT_TRUE(seqs[i].empty() || std::equal(seqs[i].begin() + 1, seqs[i].end(),
+                                              got[i].tokens.begin(), got[i].tokens.end()));
+    for (size_t k = 1; k < seqs[i].size(); ++k) {
+      const std::vector<int32_t> in(seqs[i].begin(), seqs[i].begin() + static_cast<ptrdiff_t>(k));
+      const auto lp = log_probs_after(*model, in);
+      EXPECT_NEAR(got[i].log_probs[k - 1], lp[static_cast<size_t>(seqs[i][k])], 1e-4)
+          << "sequence " << i << " token " << k;
+    }
+  }
+  // Cut to 2 tokens first, an end token that ended a sequence kept last (CTranslate2's cut).
+  const auto cut = t.score_sequences(seqs, 2);
+  EXPECT_EQ(cut[0].tokens, (std::vector<int64_t>{9}));
+  EXPECT_NEAR(cut[0].log_probs.at(0), got[0].log_probs[0], 1e-6);
+  EXPECT_EQ(cut[4].tokens, (std::vector<int64_t>{bos}));
+  EXPECT_NEAR(cut[4].log_probs.at(0), log_probs_after(*model, {7})[static_cast<size_t>(bos)], 1e-4);
 }
 
 TEST(Generate, BeamAndSamplingAreScoredAsScoreBatchWhateverTheBatching) {

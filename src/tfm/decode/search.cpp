@@ -150,14 +150,19 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources, con
   TFM_CHECK(prefixes.empty() || prefixes.size() == sources.size())
       << "search: " << prefixes.size() << " prefixes for " << sources.size() << " sources";
   const int64_t cap = std::min(o.max_length, c.max_length);
+  // The transformers rule's decoder reads a decoder-only prompt as given: it may start with BOS.
+  const bool leading_bos = !c.has_encoder() && o.rule == SearchRule::transformers;
   for (size_t i = 0; i < prefixes.size(); ++i) {
     TFM_CHECK(static_cast<int64_t>(prefixes[i].size()) < cap)
         << "search: prefix " << i << " has " << prefixes[i].size() << " tokens; the max length "
         << cap << " leaves room for " << cap - 1 << " before EOS";
-    for (int32_t t : prefixes[i])
+    for (size_t j = 0; j < prefixes[i].size(); ++j) {
+      const int32_t t = prefixes[i][j];
+      if (j == 0 && leading_bos && t == c.bos_id) continue;
       TFM_CHECK(t >= 0 && t < c.trg_vocab_size && t != c.pad_id && t != c.bos_id && t != c.eos_id)
           << "search: prefix " << i << " has id " << t << ", outside [0, " << c.trg_vocab_size
           << ") or PAD/BOS/EOS";
+    }
   }
 }
 

@@ -13,9 +13,12 @@
 #include <cmath>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/core/device_copy.h"
 #include "tfm/core/profile.h"
 #include "tfm/decode/detail.h"
 #include "tfm/ops/host.h"
+#include "tfm/ops/index.h"
+#include "tfm/ops/softmax.h"
 
 namespace tfm::decode {
 namespace {
@@ -55,7 +58,17 @@ struct StepView {
   int64_t keep;  // candidates a row keeps after the bans (2 · beam; 1 for greedy)
   const float* attn;
   int64_t stride;
+  // With renormalize_min_length: each row's log-probability of EOS (rows), else null.
+  const float* eos_log_probs;
 };
+
+// Each row's log-probability of `eos` (rows), from the step's logits (rows, V).
+Tensor eos_log_probs(const Tensor& logits, int64_t eos) {
+  const std::vector<int32_t> cols(static_cast<size_t>(logits.size(0)), static_cast<int32_t>(eos));
+  return pick_columns(
+      log_softmax(logits),
+      to_device(Tensor::from_vector<int32_t>({logits.size(0)}, cols), logits.device()));
+}
 
 struct Candidate {
   float value;
@@ -87,9 +100,10 @@ class TransformersSearch : public Search {
   NBest results(Sentence& s) const;
   // What generate()'s logits processors leave of row r's candidates at this step: the best
   // `keep` (log-prob, token) pairs, banned tokens dropped; a forced token alone at 0.
+  // eos_lp: the row's log-probability of EOS, for renormalize_min_length (NaN: not known).
   std::vector<std::pair<float, int32_t>> candidates(const Sentence& s, const Ids& seq,
                                                     const float* vals, const int32_t* ids,
-                                                    int64_t k, int64_t keep) const;
+                                                    int64_t k, int64_t keep, float eos_lp) const;
   // The tokens generate()'s processors ban after input_ids `seq` (D and what was generated).
   std::vector<int32_t> banned(const Sentence& s, const Ids& seq) const;
   // One generate() step of sentence s: its beams' candidates -> its new beams and finished list.
@@ -117,11 +131,9 @@ std::vector<int32_t> TransformersSearch::banned(const Sentence& s, const Ids& se
   return out;
 }
 
-std::vector<std::pair<float, int32_t>> TransformersSearch::candidates(const Sentence& s,
-                                                                      const Ids& seq,
-                                                                      const float* vals,
-                                                                      const int32_t* ids, int64_t k,
-                                                                      int64_t keep) const {
+std::vector<std::pair<float, int32_t>> TransformersSearch::candidates(
+    const Sentence& s, const Ids& seq, const float* vals, const int32_t* ids, int64_t k,
+    int64_t keep, float eos_lp) const {
   const int64_t cur_len = static_cast<int64_t>(seq.size());
   // ForcedEOSTokenLogitsProcessor runs after ForcedBOS: at max_length - 1 it wins.
   if (o_.forced_eos_id >= 0 && cur_len == s.max_length - 1)
@@ -129,10 +141,16 @@ std::vector<std::pair<float, int32_t>> TransformersSearch::candidates(const Sent
   if (o_.forced_bos_id >= 0 && cur_len == 1)
     return {{0.0f, static_cast<int32_t>(o_.forced_bos_id)}};
   const std::vector<int32_t> ban = banned(s, seq);
+  // CTranslate2's min length (renormalize_min_length): EOS leaves the softmax while it is
+  // banned, so the others' log-probabilities are over the allowed tokens: log p - log(1 - p_eos).
+  const float shift = o_.renormalize_min_length && cur_len < s.min_length && !std::isnan(eos_lp)
+                          ? -std::log1p(-std::exp(eos_lp))
+                          : 0.0f;
   std::vector<std::pair<float, int32_t>> out;
   for (int64_t i = 0; i < k && static_cast<int64_t>(out.size()) < keep; ++i) {
     if (vals[i] == detail::kNegInf) break;
-    if (std::find(ban.begin(), ban.end(), ids[i]) == ban.end()) out.emplace_back(vals[i], ids[i]);
+    if (std::find(ban.begin(), ban.end(), ids[i]) == ban.end())
+      out.emplace_back(vals[i] + shift, ids[i]);
   }
   TFM_CHECK(!out.empty()) << "search: every token is banned at step " << cur_len
                           << " (bad_words_ids, no_repeat_ngram_size and min_length leave none)";
@@ -240,6 +258,8 @@ Sentence TransformersSearch::make_sentence(const ModelConfig& c, const Ids& sour
         static_cast<int32_t>(o_.decoder_start_id >= 0 ? o_.decoder_start_id : c.bos_id));
   s.output_from = static_cast<int64_t>(s.prompt.size());
   s.prompt.insert(s.prompt.end(), prefix.begin(), prefix.end());
+  // A decoder-only prompt that starts with BOS (CTranslate2's start token): read, not output.
+  if (!c.has_encoder() && !prefix.empty() && prefix[0] == c.bos_id) s.output_from = 1;
   // tfm's max_length and min_length count an encoder-decoder model's output (not its start
   // token), and a decoder-only model's prompt (BOS standing in for an empty one): what
   // generate()'s count less the start token, and exactly generate()'s input_ids.
@@ -293,7 +313,9 @@ bool TransformersSearch::advance(Sentence& s, int64_t t, int64_t r, const StepVi
   std::vector<std::vector<std::pair<float, int32_t>>> rows;
   for (int64_t j = 0; j < static_cast<int64_t>(s.live.size()); ++j) {
     const size_t at = static_cast<size_t>((r + j) * v.k);
-    rows.push_back(candidates(s, input_ids(s, s.live[j]), v.vals + at, v.ids + at, v.k, v.keep));
+    const float eos_lp = v.eos_log_probs ? v.eos_log_probs[r + j] : std::nanf("");
+    rows.push_back(
+        candidates(s, input_ids(s, s.live[j]), v.vals + at, v.ids + at, v.k, v.keep, eos_lp));
   }
   if (o_.beam_size == 1) {
     greedy_step(s, rows[0], cur_len, v.attn ? v.attn + r * v.stride : nullptr);
@@ -362,12 +384,16 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
     const HostView<int32_t> ids = to_host<int32_t>(best.ids);
     top.end();
     const HostView<float> attn_h = to_host<float>(attn);
+    const HostView<float> eos_h = o_.renormalize_min_length
+                                      ? to_host<float>(eos_log_probs(logits, c.eos_id))
+                                      : HostView<float>{};
     const StepView view{vals.data(),
                         ids.data(),
                         k,
                         k_base,
                         o_.return_attention ? attn_h.data() : nullptr,
-                        o_.return_attention ? attn.size(1) : 0};
+                        o_.return_attention ? attn.size(1) : 0,
+                        o_.renormalize_min_length ? eos_h.data() : nullptr};
     std::vector<int64_t> parents;
     std::vector<int32_t> next_tokens;
     std::vector<size_t> still;

@@ -8,12 +8,12 @@
 
 namespace tfm {
 
-std::vector<std::vector<float>> score_pairs_per_token(const Transformer& model,
-                                                      const std::vector<Ids>& src,
-                                                      const std::vector<Ids>& trg,
-                                                      const BatchLimits& limits,
-                                                      const std::stop_token& stop) {
+std::vector<std::vector<float>> score_pairs_per_token(
+    const Transformer& model, const std::vector<Ids>& src, const std::vector<Ids>& trg,
+    const BatchLimits& limits, const std::stop_token& stop, int64_t start_id) {
   const ModelConfig& c = model.config();
+  SeqFormat format = c.seq_format();
+  if (start_id >= 0) format.bos_id = start_id;
   const bool with_src = c.has_encoder();
   TFM_CHECK(!with_src || src.size() == trg.size())
       << "score: " << src.size() << " sources for " << trg.size() << " targets";
@@ -36,7 +36,7 @@ std::vector<std::vector<float>> score_pairs_per_token(const Transformer& model,
       if (with_src) bs.push_back(&src[i]);
       bt.push_back(&trg[i]);
     }
-    Batch b = make_batch(bs, bt, c.seq_format());
+    Batch b = make_batch(bs, bt, format);
     const Tensor logp = log_softmax(model.forward(b.src, b.trg_in));  // (B, T, V)
     const int64_t T = b.trg_out.size(1), V = c.trg_vocab_size;
     // log p(reference token) at every position, (B·T): the only numbers the host needs.

@@ -13,12 +13,11 @@ namespace tfm {
 
 // Per pair, in input order: log p of each target token given the source and the tokens before
 // it, then EOS's (target.size() + 1 values). Batched as score_pairs. `stop` is checked before
-// each batch: once requested, a tfm::Error (the caller gave up).
-std::vector<std::vector<float>> score_pairs_per_token(const Transformer& model,
-                                                      const std::vector<Ids>& src,
-                                                      const std::vector<Ids>& trg,
-                                                      const BatchLimits& limits,
-                                                      const std::stop_token& stop = {});
+// each batch: once requested, a tfm::Error (the caller gave up). start_id: the token the decoder
+// reads first (-1: BOS), for a decoder-only sequence read as given.
+std::vector<std::vector<float>> score_pairs_per_token(
+    const Transformer& model, const std::vector<Ids>& src, const std::vector<Ids>& trg,
+    const BatchLimits& limits, const std::stop_token& stop = {}, int64_t start_id = -1);
 
 // One total log-probability per pair (the per-token values summed in double), in input order. Pairs
 // are batched by length (length_batches over source + target lengths) with grad mode off. src is

@@ -141,11 +141,8 @@ const Entry<T> kTranslation[] = {
      [](const T& o, const Context& n) {
        require_in_range(n("min_decoding_length"), o.min_decoding_length, 0, n.model->max_length);
      }},
-    {"renormalize_min_length",
-     [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(!o.renormalize_min_length || !n.generate(o))
-           << n("renormalize_min_length") << ": a converted model decodes by generate()'s rules";
-     }},
+    // A converted model renormalises in its own search too (transformers_search.cpp).
+    {"renormalize_min_length", [](const T&, const Context&) {}},
     {"patience",
      [](const T& o, const Context& n) {
        require_in_range(n("patience"), o.patience, 0.0, 1000.0);

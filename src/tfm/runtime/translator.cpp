@@ -210,6 +210,12 @@ std::vector<std::vector<float>> Translator::score_batch_per_token(const IdLists&
                       max_input_length, stop);
 }
 
+std::vector<SequenceScore> Translator::score_sequences(const IdLists& sequences,
+                                                       int64_t max_input_length,
+                                                       std::stop_token stop) const {
+  return impl_->score_sequences(narrowed(*impl_, sequences, false), max_input_length, stop);
+}
+
 std::vector<int64_t> Translator::tokenize_source(const std::string& text) const {
   impl_->require_vocabs();
   const Ids ids = impl_->encode_src(text);

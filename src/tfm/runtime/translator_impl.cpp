@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -199,11 +200,12 @@ bool Translator::Impl::prepare_source(Ids& ids, const std::string& where,
 }
 
 void Translator::Impl::check_prefix(const Ids& prefix, const std::string& where,
-                                    const TranslationOptions& o, bool cut) const {
+                                    const TranslationOptions& o, bool cut, bool leading_bos) const {
   const ModelConfig& c = config();
   const bool by_option = o.max_decoding_length < c.max_length;
   const int64_t room = std::min(o.max_decoding_length, c.max_length) - 1;
-  for (int64_t id : prefix) {
+  for (size_t i = leading_bos ? 1 : 0; i < prefix.size(); ++i) {
+    const int64_t id = prefix[i];
     TFM_CHECK(id >= 0 && id < c.trg_vocab_size)
         << where << ": token id " << id << " is outside the target vocabulary [0, "
         << c.trg_vocab_size << ")";
@@ -268,10 +270,19 @@ PreparedRequest Translator::Impl::generation(const std::vector<std::vector<int64
   PreparedRequest p = empty_request(options, batching);
   p.request.sources.resize(prompts.size());
   p.request.prefixes.resize(prompts.size());
+  // A prompt may start with BOS, the token the decoder reads first (CTranslate2's start tokens,
+  // "<|endoftext|>" for GPT-2): a converted model's decoder reads its prompt as given, so the
+  // BOS stays there (outside the output: TransformersSearch); tfm's searches start every row
+  // from BOS themselves, so it is dropped.
+  const bool reads_prompt = info_.search_rule == "transformers";
   for (size_t i = 0; i < prompts.size(); ++i) {
     const std::string where = "prompt " + std::to_string(i + 1);
-    p.request.prefixes[i] = narrow_ids(prompts[i], /*source=*/false, where);
-    check_prefix(p.request.prefixes[i], where, options, i < cut_prompts.size() && cut_prompts[i]);
+    Ids& prompt = p.request.prefixes[i];
+    prompt = narrow_ids(prompts[i], /*source=*/false, where);
+    const bool bos = !prompt.empty() && prompt.front() == config().bos_id;
+    if (bos && !reads_prompt) prompt.erase(prompt.begin());
+    check_prefix(prompt, where, options, i < cut_prompts.size() && cut_prompts[i],
+                 bos && reads_prompt);
   }
   p.truncated.resize(prompts.size());
   p.widths.resize(prompts.size());
@@ -326,7 +337,8 @@ TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int6
 
 std::vector<std::vector<float>> Translator::Impl::score(std::vector<Ids> src, std::vector<Ids> trg,
                                                         int64_t max_input_length,
-                                                        const std::stop_token& stop) const {
+                                                        const std::stop_token& stop,
+                                                        int64_t start_id) const {
   const ModelConfig& c = config();
   if (c.has_encoder())
     TFM_CHECK(src.size() == trg.size())
@@ -362,12 +374,61 @@ std::vector<std::vector<float>> Translator::Impl::score(std::vector<Ids> src, st
   // Scoring runs on a worker so it gets the translator's intra_threads, as translation does.
   std::vector<std::vector<float>> out;
   BatchLimits limits{options_.max_batch_size, options_.max_batch_tokens};
-  pool_->submit([&] { out = score_pairs_per_token(*model_, src, trg, limits, stop); }).get();
+  pool_->submit([&] { out = score_pairs_per_token(*model_, src, trg, limits, stop, start_id); })
+      .get();
   for (size_t i = 0; i < out.size(); ++i)
     for (float x : out[i])
       TFM_CHECK(std::isfinite(x))
           << "score_batch: pair " << i + 1 << ": the model's score is not finite (" << x
           << "): its outputs overflowed; the weights are too large for its arithmetic or corrupt";
+  return out;
+}
+
+namespace {
+
+// seq cut to n tokens as CTranslate2 cuts its inputs: an end token that ended it (and a language
+// code after one) stays at the end.
+void cut_keeping_end(Ids& seq, size_t n, int64_t eos) {
+  if (seq.back() == eos) {
+    seq[n - 1] = seq.back();
+  } else if (seq.size() >= 2 && seq[seq.size() - 2] == eos && n >= 2) {
+    seq[n - 2] = seq[seq.size() - 2];
+    seq[n - 1] = seq.back();
+  }
+  seq.resize(n);
+}
+
+}  // namespace
+
+std::vector<SequenceScore> Translator::Impl::score_sequences(std::vector<Ids> seqs,
+                                                             int64_t max_input_length,
+                                                             const std::stop_token& stop) const {
+  require_decoder_only();
+  TranslationOptions cut;  // the one validator says what max_input_length may be
+  cut.max_input_length = max_input_length;
+  validate_translation_options(cut, info_);
+  std::map<int32_t, std::vector<size_t>> by_start;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (max_input_length != 0 && std::ssize(seqs[i]) > max_input_length)
+      cut_keeping_end(seqs[i], static_cast<size_t>(max_input_length), config().eos_id);
+    TFM_CHECK(std::ssize(seqs[i]) <= config().max_length)
+        << "score_sequences: sequence " << i + 1 << " has " << seqs[i].size()
+        << " tokens; the model has " << config().max_length << " positions";
+    if (seqs[i].size() > 1) by_start[seqs[i][0]].push_back(i);
+  }
+  std::vector<SequenceScore> out(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i)
+    if (!seqs[i].empty()) out[i].tokens.assign(seqs[i].begin() + 1, seqs[i].end());
+  for (const auto& [start, members] : by_start) {
+    std::vector<Ids> rest;
+    for (size_t i : members) rest.emplace_back(seqs[i].begin() + 1, seqs[i].end());
+    // score() checks each rest and adds an end token, whose log-probability is not asked for.
+    std::vector<std::vector<float>> lp = score({}, rest, 0, stop, start);
+    for (size_t k = 0; k < members.size(); ++k) {
+      lp[k].pop_back();
+      out[members[k]].log_probs = std::move(lp[k]);
+    }
+  }
   return out;
 }
 

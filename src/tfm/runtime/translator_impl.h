@@ -93,8 +93,10 @@ class Translator::Impl {
   bool prepare_source(Ids& ids, const std::string& where, int64_t max_input_length = 0) const;
   // A prefix's ids are target ids other than PAD/BOS/EOS and leave room for EOS; errors start
   // with `where`. `cut`: the ids are of the text's beginning only (encode_enough): too long.
+  // `leading_bos`: its first id is the model's BOS, which the decoder reads first (a
+  // decoder-only prompt's start token, generation()), exempt from the special-id check.
   void check_prefix(const Ids& prefix, const std::string& where, const TranslationOptions& o,
-                    bool cut = false) const;
+                    bool cut = false, bool leading_bos = false) const;
 
   // A request with the checked options and no sentences yet.
   PreparedRequest empty_request(const TranslationOptions& options, Batching batching) const;
@@ -130,9 +132,16 @@ class Translator::Impl {
 
   // Per pair, the log-probability of each target token, then EOS's (score_pairs_per_token),
   // every input checked; max_input_length and stop as score_batch_per_token takes them.
+  // start_id: the decoder's first input (-1: BOS).
   std::vector<std::vector<float>> score(std::vector<Ids> src, std::vector<Ids> trg,
                                         int64_t max_input_length = 0,
-                                        const std::stop_token& stop = {}) const;
+                                        const std::stop_token& stop = {},
+                                        int64_t start_id = -1) const;
+
+  // Translator::score_sequences: by the sequences' first tokens, each group one scoring call
+  // whose decoder starts from that token.
+  std::vector<SequenceScore> score_sequences(std::vector<Ids> seqs, int64_t max_input_length,
+                                             const std::stop_token& stop = {}) const;
 
   // Lines in, lines out (translate_stream.cpp): each input line a source, or a prompt.
   void stream(std::istream& in, std::ostream& out, const TranslationOptions& options,
