@@ -126,7 +126,8 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources, con
   TFM_CHECK(o.no_repeat_ngram_size >= 0)
       << "search: no_repeat_ngram_size must be >= 0, got " << o.no_repeat_ngram_size;
   TFM_CHECK(o.rule == SearchRule::tfm ||
-            (o.repetition_penalty == 1.0 && o.end_ids.empty() && !o.alternatives))
+            (o.repetition_penalty == 1.0 && !o.alternatives &&
+             (o.end_ids.empty() || o.end_ids == Ids{static_cast<int32_t>(c.eos_id)})))
       << "search: the transformers rule has no repetition penalty, end tokens besides EOS or "
       << "alternatives";
   TFM_CHECK(o.min_alternative_prob >= 0.0 && o.min_alternative_prob <= 1.0)

@@ -186,11 +186,12 @@ const Entry<T> kTranslation[] = {
      }},
     {"end_token",
      [](const T& o, const Context& n) {
-       TFM_CHECK_ARG(o.end_token.empty() || !n.generate(o))
+       const bool eos = o.end_token.size() == 1 && o.end_token[0] == n.model->eos_id;
+       TFM_CHECK_ARG(o.end_token.empty() || eos || !n.generate(o))
            << n("end_token") << ": a converted model ends on its EOS, as generate() does";
        for (int64_t id : o.end_token)
-         TFM_CHECK_ARG(id >= 0 && id < n.model->trg_vocab_size && id != n.model->pad_id &&
-                       id != n.model->bos_id)
+         TFM_CHECK_ARG(id >= 0 && id < n.model->trg_vocab_size &&
+                       (id == n.model->eos_id || (id != n.model->pad_id && id != n.model->bos_id)))
              << n("end_token") << ": token id " << id << " is outside the target vocabulary [0, "
              << n.model->trg_vocab_size << ") or PAD/BOS, which are never generated";
      }},
