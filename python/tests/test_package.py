@@ -82,6 +82,9 @@ def test_library_errors_are_runtime_errors(model_dir, ids_model_dir, translator)
         translator.score_batch(["hund", "katze"], ["dog"])
     with pytest.raises(tfm.Error, match="inter_threads"):
         tfm.Translator(model_dir, inter_threads=0)
+    # A worker per thread, each with its own buffers: 10000 is refused before any is started.
+    with pytest.raises(tfm.InvalidArgumentError, match=r"inter_threads .*10000"):
+        tfm.Translator(model_dir, inter_threads=10000)
 
 
 def test_wrong_types_name_the_argument(model_dir, translator):
