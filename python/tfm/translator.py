@@ -565,7 +565,15 @@ class _Future:
 
     def result(self) -> Any:
         try:
-            return self._future.result()
+            # In 50 ms slices, as the binding waits: a blocked wait wakes for a real SIGINT but
+            # not for one only simulated (_thread.interrupt_main, a host embedding Python); each
+            # slice returns to the interpreter, which runs the pending handler.
+            while True:
+                try:
+                    return self._future.result(timeout=0.05)
+                except concurrent.futures.TimeoutError:
+                    if self._future.done():  # the call itself raised TimeoutError
+                        raise
         except BaseException:
             if not self._future.done():
                 self._stop.request_stop()
