@@ -123,6 +123,9 @@ def test_unimplemented_options_raise(generator):
             generator.generate_batch([[BOS]], max_length=3, **{name: on})
     with pytest.raises(TypeError, match="max_decoding_length"):
         generator.generate_batch([[BOS]], max_decoding_length=3)
+    # generate_tokens streams from that callback: refused as a whole, not replayed.
+    with pytest.raises(NotImplementedError, match="callback"):
+        list(generator.generate_tokens([BOS], max_length=3))
 
 
 def test_scoring_reads_the_first_token_first(generator):

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import queue
-import threading
 from typing import Any, Iterable, Iterator, List, Optional, Union
 
 from . import _options, _tfm
@@ -200,47 +198,13 @@ class Generator:
         GenerationStepResult each, as the library produces them (CTranslate2's: generate_batch
         with beam_size 1, include_prompt_in_result False, return_scores=return_log_prob and a
         per-step callback; options: generate_batch's sampling and length options). The tokens
-        come from the library's per-step callback (generate_batch's callback option): where the
-        library has none, this raises its NotImplementedError for callback. Closing the
-        iterator stops the generation."""
-        if len(prompt) > 0 and isinstance(prompt[0], (str, numbers.Integral)):
-            prompt = [prompt]
-        steps: queue.Queue = queue.Queue()
-        closed = threading.Event()
-
-        def step(result: Any) -> bool:
-            stop = bool(callback(result)) if callback is not None else False
-            steps.put(result)
-            return closed.is_set() or stop
-
-        pending = self.generate_batch(
-            prompt, max_batch_size=max_batch_size, batch_type=batch_type, asynchronous=True,
-            beam_size=1, max_length=max_length, return_scores=_bool("return_log_prob",
-                                                                    return_log_prob),
-            include_prompt_in_result=False, callback=step, **options)
-
-        def wait() -> None:
-            try:
-                for r in pending:
-                    r.result()
-            except Exception as e:  # re-raised in the consumer's thread
-                steps.put(e)
-            steps.put(None)
-
-        worker = threading.Thread(target=wait, name="tfm-generate-tokens", daemon=True)
-        worker.start()
-        while True:
-            item = steps.get()
-            if item is None:
-                break
-            if isinstance(item, Exception):
-                raise item
-            try:
-                yield item
-            except GeneratorExit:
-                closed.set()
-                break
-        worker.join()
+        come from the library's per-step callback (generate_batch's callback option), which the
+        library does not have yet: today this raises NotImplementedError."""
+        # Streaming needs the search's per-step callback, which the library does not have: the
+        # whole call is refused rather than replayed after the fact.
+        raise NotImplementedError(
+            "generate_tokens streams from the search's per-step callback (generate_batch's "
+            "callback option), which tfm's searches do not have yet; use generate_batch")
 
     # --------------------------------------------------------------------- scoring
     def score_batch(self, tokens: Any, *, max_batch_size: int = 0, batch_type: str = "examples",
