@@ -382,13 +382,15 @@ void Trainer::Impl::prepare_directory(ComputeType asked, const runtime::OptionSp
                                     std::move(callbacks));
   TrainLog& log = *log_;
   if (!o_.tensorboard.empty()) log.write_events_to(o_.tensorboard);
-  if (asked == ComputeType::automatic)
-    log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) +
-             (o_.device != Device::cpu ? std::string(" (the GPU's tensor cores)")
-              : o_.compute_type == ComputeType::float32 && cpu_has_bf16_dot()
-                  ? " (CPU level " + cpu_isa_summary() +
-                        ": bf16 GEMMs run no faster than f32 on an Intel CPU without AMX)"
-                  : " (CPU level " + cpu_isa_summary() + ")"));
+  if (asked == ComputeType::automatic) {
+    std::string why = o_.device == Device::cpu ? "CPU level " + cpu_isa_summary()
+                                               : std::string("the GPU's tensor cores");
+    // bf16 dot products present but not chosen: say why, or the choice looks like a bug.
+    if (o_.device == Device::cpu && o_.compute_type == ComputeType::float32 && cpu_has_bf16_dot())
+      why += ": bf16 GEMMs run no faster than f32 on an Intel CPU without AMX";
+    log.line(std::string("precision auto: ") + compute_type_name(o_.compute_type) + " (" + why +
+             ")");
+  }
   if (!stale.empty())
     log.line("removed " + std::to_string(stale.size()) +
              " temporary file(s) of an interrupted run");
