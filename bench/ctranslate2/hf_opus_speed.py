@@ -3,8 +3,8 @@
 and int8, greedy and beam 4, the same model converted by each engine's own converter.
 
   .venv/bin/python bench/ctranslate2/hf_opus_speed.py [--input test.de] [--lines 1000] \
-      [--beam-size 1 4] [--precision fp32 int8] [--threads 2] [--rounds 3] \
-      [--max-new-tokens 24] [--work DIR] [--tiny]
+      [--beam-size 1 4] [--precision fp32 int8] [--threads 1 2] [--isa native avx2] \
+      [--rounds 3] [--max-new-tokens 24] [--work DIR] [--tiny]
 
 The model is MarianMTModel as OPUS-MT's config builds it (6 + 6 layers, d 512, 8 heads, FFN
 2048, swish, a shared vocabulary of 58101 with pad 58100 and EOS 0, √d scale, sinusoids) with
@@ -16,19 +16,24 @@ engines: the same work, whatever the outputs. The sources are real: the first --
 --input (default Multi30k's test_2016_flickr.de), as ids of a SentencePiece model trained here
 on Multi30k's German (8000 pieces, shifted past EOS), so source lengths are real ones.
 
-For each (precision, beam) it runs, alternating, `tfm translate --ids --profile` and
+For each (CPU level, threads, precision, beam) it runs, alternating, `tfm translate --ids --profile` and
 CTranslate2's translate_batch (in a process of its own, OMP_WAIT_POLICY=active, its fastest),
 --rounds times each, and prints the medians: tfm's whole command (process start to exit) and its
 search (the command less model load and I/O, from its profile); CTranslate2's search (its
 translate_batch calls); the ratios CT2 search / tfm command and CT2 search / tfm search (above 1:
 tfm faster); output lines equal between the two (all, in fp32, when both compute the same
-function; int8's quantisations differ). Batches of 32 sentences in both; --threads for both.
+function; int8's quantisations differ); the peak RSS of each process (tfm's whole command; the
+peer's Python process, interpreter and package included, whose search is the only work it
+does). Batches of 32 sentences in both; --threads for both. CPU levels as bench/translate_real.py
+forces them (`avx2`: TFM_CPU_ISA / ONEDNN_MAX_CPU_ISA for tfm, CT2_FORCE_CPU_ISA and MKL's for
+the peer).
 --tiny: a d-64, 2 + 2 layer, 1000-token model on 40 lines, to check the script, not to time.
 The machine should be idle; the numbers belong in docs/performance.md with the command.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import statistics
@@ -41,7 +46,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import hf_common  # noqa: E402
-from translate_real import parse_profile, run_measured  # noqa: E402
+from translate_real import ISA_ENV, parse_profile, run_measured  # noqa: E402
 
 MULTI30K = "/work/shared/data/multi30k"
 
@@ -123,64 +128,93 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=1000)
     ap.add_argument("--beam-size", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--precision", nargs="+", default=["fp32", "int8"])
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, nargs="+", default=[2])
+    ap.add_argument("--isa", nargs="+", default=["native"], choices=sorted(ISA_ENV))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=24)
     ap.add_argument("--work", help="working directory (default: a temporary one); kept")
     ap.add_argument("--tfm", default=hf_common.tfm_binary())
     ap.add_argument("--tiny", action="store_true", help="a tiny model on 40 lines: a smoke test")
+    ap.add_argument("--prepare-only", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.tiny:
         a.lines = min(a.lines, 40)
-    import ctranslate2
-
     work = a.work or tempfile.mkdtemp(prefix="tfm_opus_speed_")
     os.makedirs(work, exist_ok=True)
+    tfm_dir, ct2_dir, src = (os.path.join(work, d) for d in ("tfm", "ct2", "src.ids"))
+    if a.prepare_only:
+        prepare(a, work)
+        return
+    # The models are made in a process of their own: a child forked from a parent holding torch
+    # and a model would report the parent's pages in its peak RSS (ru_maxrss counts them).
+    subprocess.run([sys.executable, __file__, "--prepare-only", "--work", work, "--tfm", a.tfm,
+                    "--input", a.input, "--lines", str(a.lines)] + (["--tiny"] if a.tiny else []),
+                   check=True)
+    with open(os.path.join(work, "prepared.json"), encoding="utf-8") as f:
+        pad = json.load(f)["pad"]
+    rows = []
+    for isa in a.isa:
+        for threads in a.threads:
+            for prec in a.precision:
+                for beam in a.beam_size:
+                    rows.append(measure(a, isa, threads, prec, beam, work, tfm_dir, ct2_dir, src,
+                                        pad))
+    print(f"\n{'tiny model' if a.tiny else 'OPUS-MT-shaped model'}, {a.lines} lines of "
+          f"{os.path.basename(a.input)}, {a.max_new_tokens} tokens each, medians of {a.rounds}; "
+          f"ctranslate2 {importlib.metadata.version('ctranslate2')}")
+    print("| CPU level | threads | precision | beam | tfm command s | tfm search s | CT2 search s "
+          "| CT2 / tfm command | CT2 / tfm search | peak RSS tfm / CT2 MB | equal lines |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['isa']} | {r['threads']} | {r['prec']} | {r['beam']} | {r['wall']:.2f} "
+              f"| {r['search']:.2f} | {r['ct2']:.2f} | {r['ct2'] / r['wall']:.2f} "
+              f"| {r['ct2'] / r['search']:.2f} | {r['rss']:.0f} / {r['ct2_rss']:.0f} "
+              f"| {r['equal']}/{r['n']} |")
+
+
+def prepare(a, work: str) -> None:
+    """The model, its two conversions and the source ids, in `work`."""
     hf_dir, tfm_dir, ct2_dir = (os.path.join(work, d) for d in ("hf", "tfm", "ct2"))
     cfg = build_model(hf_dir, a.tiny)
     hf_common.tfm_convert(a.tfm, hf_dir, tfm_dir)
     hf_common.ct2_convert(hf_dir, ct2_dir, cfg.vocab_size, 0, cfg.pad_token_id)
-    src = os.path.join(work, "src.ids")
-    hf_common.write_ids(src, source_ids(a.input, a.lines, cfg.vocab_size, work))
-    ct2_env = dict(os.environ, OMP_WAIT_POLICY="active")
-    rows = []
-    for prec in a.precision:
-        for beam in a.beam_size:
-            tfm_runs, ct2_runs = [], []
-            tfm_out = os.path.join(work, f"tfm-{prec}-{beam}.ids")
-            ct2_out = os.path.join(work, f"ct2-{prec}-{beam}.ids")
-            for _ in range(a.rounds):  # alternating, so both see the same load
-                cmd = [a.tfm, "translate", "--model", tfm_dir, "--ids", "--input", src,
-                       "--output", tfm_out, "--beam-size", str(beam), "--precision", prec,
-                       "--threads", str(a.threads), "--batch-size", "32", "--max-new-tokens",
-                       str(a.max_new_tokens), "--profile"]
-                wall, rss, err = run_measured(cmd)
-                _, search, tokens = parse_profile(err)
-                tfm_runs.append((wall, search, tokens))
-                args = {"model": ct2_dir, "compute_type": "float32" if prec == "fp32" else prec,
-                        "threads": a.threads, "input": src, "output": ct2_out, "beam": beam,
-                        "new": a.max_new_tokens, "pad": cfg.pad_token_id}
-                _, _, err = run_measured([sys.executable, "-c", CT2_RUN % {"here": HERE},
-                                          json.dumps(args)], env=ct2_env)
-                ct2_runs.append(json.loads(err.strip().splitlines()[-1])["search_s"])
-            wall = statistics.median(r[0] for r in tfm_runs)
-            search = statistics.median(r[1] for r in tfm_runs)
-            ct2 = statistics.median(ct2_runs)
-            equal, n = same(tfm_out, ct2_out)
-            rows.append((prec, beam, wall, search, ct2, ct2 / wall, ct2 / search, equal, n,
-                         tfm_runs[0][2]))
-            print(f"{prec} beam {beam}: tfm command {wall:.2f} s, search {search:.2f} s; "
-                  f"CT2 search {ct2:.2f} s", flush=True)
-    print(f"\n{'tiny model' if a.tiny else 'OPUS-MT-shaped model'}, {a.lines} lines of "
-          f"{os.path.basename(a.input)}, {a.max_new_tokens} tokens each, {a.threads} threads, "
-          f"medians of {a.rounds}; ctranslate2 {ctranslate2.__version__}")
-    print("| precision | beam | tfm command s | tfm search s | CT2 search s | CT2 / tfm command "
-          "| CT2 / tfm search | equal lines |")
-    print("|---|---|---|---|---|---|---|---|")
-    for prec, beam, wall, search, ct2, r1, r2, equal, n, _ in rows:
-        print(f"| {prec} | {beam} | {wall:.2f} | {search:.2f} | {ct2:.2f} | {r1:.2f} | {r2:.2f} "
-              f"| {equal}/{n} |")
+    hf_common.write_ids(os.path.join(work, "src.ids"),
+                        source_ids(a.input, a.lines, cfg.vocab_size, work))
+    with open(os.path.join(work, "prepared.json"), "w", encoding="utf-8") as f:
+        json.dump({"pad": cfg.pad_token_id}, f)
 
+
+def measure(a, isa, threads, prec, beam, work, tfm_dir, ct2_dir, src, pad):
+    """One row: tfm and CTranslate2 alternating, --rounds times each; medians."""
+    tfm_env, peer_env = ISA_ENV[isa]
+    tfm_env = dict(os.environ, **tfm_env)
+    ct2_env = dict(os.environ, OMP_WAIT_POLICY="active", **peer_env)
+    tag = f"{isa}-{threads}-{prec}-{beam}"
+    tfm_out, ct2_out = (os.path.join(work, f"{e}-{tag}.ids") for e in ("tfm", "ct2"))
+    tfm_runs, ct2_runs = [], []
+    for _ in range(a.rounds):  # alternating, so both see the same load
+        cmd = [a.tfm, "translate", "--model", tfm_dir, "--ids", "--input", src, "--output",
+               tfm_out, "--beam-size", str(beam), "--precision", prec, "--threads",
+               str(threads), "--batch-size", "32", "--max-new-tokens", str(a.max_new_tokens),
+               "--profile"]
+        wall, rss, err = run_measured(cmd, env=tfm_env)
+        tfm_runs.append((wall, parse_profile(err)[1], rss))
+        args = {"model": ct2_dir, "compute_type": "float32" if prec == "fp32" else prec,
+                "threads": threads, "input": src, "output": ct2_out, "beam": beam,
+                "new": a.max_new_tokens, "pad": pad}
+        _, ct2_rss, err = run_measured([sys.executable, "-c", CT2_RUN % {"here": HERE},
+                                        json.dumps(args)], env=ct2_env)
+        ct2_runs.append((json.loads(err.strip().splitlines()[-1])["search_s"], ct2_rss))
+    equal, n = same(tfm_out, ct2_out)
+    row = dict(isa=isa, threads=threads, prec=prec, beam=beam, equal=equal, n=n,
+               wall=statistics.median(r[0] for r in tfm_runs),
+               search=statistics.median(r[1] for r in tfm_runs),
+               rss=max(r[2] for r in tfm_runs),
+               ct2=statistics.median(r[0] for r in ct2_runs),
+               ct2_rss=max(r[1] for r in ct2_runs))
+    print(f"{tag}: tfm command {row['wall']:.2f} s, search {row['search']:.2f} s, "
+          f"{row['rss']:.0f} MB; CT2 search {row['ct2']:.2f} s, {row['ct2_rss']:.0f} MB", flush=True)
+    return row
 
 if __name__ == "__main__":
     main()
