@@ -110,9 +110,10 @@ void expect_steps_are_hypotheses(const std::vector<TranslationResult>& results, 
 }
 
 TEST(StepCallback, SeesGreedysTokensWithTheCallersIndices) {
-  IdLists src = sources(3);
+  IdLists src = sources(4);
   src.insert(src.begin() + 2, std::vector<int64_t>{});  // an empty source: no search, no steps
-  // Sorted batches of 4 on two workers; one batch of every sentence, sharded over 2 threads.
+  // Sorted batches of 4 on two workers; one batch of all 20 sentences, in shards of 16 and 4
+  // (SearchOptions::shard_size) on 2 threads.
   for (const TranslatorOptions& to :
        {TranslatorOptions{.intra_threads = 1, .inter_threads = 2, .max_batch_size = 4},
         TranslatorOptions{.intra_threads = 2, .max_batch_size = 64}}) {
