@@ -105,7 +105,7 @@ def _tokens(g, prompts):
 
     def collect(s):
         seen.append(_step(s))
-        return s.batch_id == 1 and s.step == 2
+        return s.batch_id == 2 and s.step == 2
 
     results = g.generate_batch(long, max_length=9, include_prompt_in_result=False,
                                max_batch_size=2, return_scores=True, callback=collect)

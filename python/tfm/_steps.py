@@ -36,12 +36,16 @@ class GenerationStepResult:
 
 def relay(callback: Optional[Callable[[GenerationStepResult], Any]],
           index: Optional[Sequence[int]], return_scores: bool,
-          step_of: Optional[Callable[[int, Any], Optional[int]]] = None
+          step_of: Optional[Callable[[int, Any], Optional[int]]] = None,
+          score_prefix: bool = True, stopped: Optional[set] = None
           ) -> Optional[Callable[[Any], bool]]:
     """The library's step callback for one call of a chunk of the caller's batch: index[i] is
     the caller's index of the chunk's sentence i (None: the library's index, a file's line);
     step_of(i, step) is CTranslate2's step of the library's StepResult (None: CTranslate2 does
-    not report that token); default: the library's. Returns the callback's truth (True ends that
+    not report that token); default: the library's. score_prefix False (CTranslate2's scores,
+    which leave a target prefix out): a prefix token's log_prob is 0, as CTranslate2 reports it.
+    stopped: gets the caller's index of each sentence the callback ended before its last token
+    (a hypothesis without an end token). Returns the callback's truth (True ends that
     sentence); None without a callback."""
     if callback is None:
         return None
@@ -52,10 +56,14 @@ def relay(callback: Optional[Callable[[GenerationStepResult], Any]],
         step = s.step if step_of is None else step_of(s.index, s)
         if step is None:
             return False
-        return bool(callback(GenerationStepResult(
-            step, s.index if index is None else index[s.index], s.token_id, 0,
-            s.token or str(s.token_id),
-            s.log_prob if return_scores else None, s.is_last)))
+        log_prob = 0.0 if s.in_prefix and not score_prefix else s.log_prob
+        i = s.index if index is None else index[s.index]
+        stop = bool(callback(GenerationStepResult(
+            step, i, s.token_id, 0, s.token or str(s.token_id),
+            log_prob if return_scores else None, s.is_last)))
+        if stop and not s.is_last and stopped is not None:
+            stopped.add(i)
+        return stop
 
     return on_step
 

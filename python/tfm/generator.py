@@ -289,6 +289,7 @@ class Generator:
         return_scores = _bool("return_scores", o["return_scores"])
         end_token = _bool("return_end_token", o["return_end_token"])
         groups = self._groups(prompts, o, len(static), returns_prompt)
+        stopped: set = set()  # the prompts the callback ended (from the decoding threads)
         alpha = groups[0][1].length_penalty if groups else 0.0
 
         def finish(r: Any, i: int, opts: Any) -> GenerationResult:
@@ -299,7 +300,8 @@ class Generator:
             hyps = []
             for k, h in enumerate(r.hypotheses):
                 gen = [int(x) for x in h][shown:]
-                eos = self._ended(len(prompt) + len(gen), opts, len(prompt))
+                # A hypothesis the callback ended has no end token (the library's eos false).
+                eos = i not in stopped and self._ended(len(prompt) + len(gen), opts, len(prompt))
                 # CTranslate2's length: the tokens its loop returned, the end token counted.
                 length = (len(s) - 1 if returns_prompt else 0) + len(gen) + eos
                 score = (float(r.scores[k]) if not self._reads_prompt else
@@ -326,7 +328,8 @@ class Generator:
             first = 1 if include or shortest <= 1 else shortest
             opts.step_callback = _steps.relay(
                 o["callback"], idx, return_scores,
-                lambda k, st, idx=idx, first=first: step_of(idx[k], st, first))
+                lambda k, st, idx=idx, first=first: step_of(idx[k], st, first),
+                score_prefix=opts.score_prefix, stopped=stopped)
             call = self._t._impl.submit_generate_ids([prompts[i] for i in idx], opts, True)
             calls.append((idx, _Finished(call, [
                 (lambda r, i=i, opts=opts: finish(r, i, opts)) for i in idx])))

@@ -243,7 +243,8 @@ class Translator:
             raise TypeError("prompts: give texts or token id lists (target_tokens_to_ids turns "
                             "token lists into ids)")
         fn = self._impl.generate_text if kind == _TEXT else self._impl.generate_ids
-        opts.step_callback = _steps.relay(o["callback"], range(len(items)), return_scores)
+        opts.step_callback = _steps.relay(o["callback"], range(len(items)), return_scores,
+                                          score_prefix=opts.score_prefix)
         return _call("prompts", kind, fn, items, opts, return_scores)
 
     def generate_tokens(self, source: Any, target_prefix: Optional[Any] = None, *,
@@ -476,14 +477,16 @@ class Translator:
         fn = {_TEXT: self._impl.submit_text, _IDS: self._impl.submit_ids,
               _TOKENS: self._impl.submit_tokens}[kind]
         if not size:
-            opts.step_callback = _steps.relay(o["callback"], range(len(items)), return_scores)
+            opts.step_callback = _steps.relay(o["callback"], range(len(items)), return_scores,
+                                              score_prefix=opts.score_prefix)
             return [(range(len(items)), _call("source", kind, fn, items, prefix, opts,
                                                return_scores))], len(items)
         lengths = [len(self.tokenize(x)) if kind == _TEXT else len(x) for x in items]
         calls = []
         for idx in length_chunks(lengths, size, kind_b):
             # Each chunk's step indices mapped back to the caller's (as CTranslate2's are).
-            opts.step_callback = _steps.relay(o["callback"], idx, return_scores)
+            opts.step_callback = _steps.relay(o["callback"], idx, return_scores,
+                                              score_prefix=opts.score_prefix)
             calls.append((idx, _call("source", kind, fn, [items[i] for i in idx],
                                      [prefix[i] for i in idx] if prefix else [], opts,
                                      return_scores)))
