@@ -248,3 +248,44 @@ def test_tfm_models_generate_with_ctranslate2s_meanings(source_dir):
         assert a.sequences_ids[0] == full.sequences_ids[0][len(p):]
     with pytest.raises(NotImplementedError, match="BOS"):
         g.generate_batch([[3, 4]])
+
+
+def test_ctrl_c_stops_a_call_with_a_callback(generator):
+    """Ctrl-C while generate_batch waits, or while generate_tokens streams, raises
+    KeyboardInterrupt at once, and the search stops calling the callback (the call is given up,
+    not decoded behind the caller's back); the generator works afterwards."""
+    import _thread
+    import signal
+    import threading
+    import time
+
+    calls = []
+
+    def slow(s):
+        calls.append(s.step)
+        time.sleep(0.05)
+        return False
+
+    def interrupted(call):
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        timer = threading.Timer(0.5, _thread.interrupt_main)
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                call()
+        finally:
+            timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+        assert time.monotonic() - start < 3.0
+        seen = len(calls)
+        time.sleep(0.3)
+        assert 0 < seen and len(calls) <= seen + 1  # at most the step in progress
+        calls.clear()
+
+    long = dict(max_length=60, min_length=60)  # 60 steps of 50 ms: 3 s
+    interrupted(lambda: generator.generate_batch([[BOS, "a"]], callback=slow, **long))
+    interrupted(lambda: list(generator.generate_tokens([BOS, "a"], callback=slow, **long)))
+    steps = [s.token for s in generator.generate_tokens([BOS, "a"], max_length=5)]
+    assert generator.generate_batch([[BOS, "a"]], max_length=5, include_prompt_in_result=False,
+                                    return_end_token=True)[0].sequences[0] == steps

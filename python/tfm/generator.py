@@ -145,7 +145,9 @@ class Generator:
         include_prompt_in_result, return_scores, return_end_token, end_token (the model's EOS),
         disable_unk, suppress_sequences, sampling_topk/topp/temperature (sampling needs a tfm
         model: a converted model decodes as generate() does), seed (tfm's), max_batch_size,
-        batch_type, asynchronous. CTranslate2 options the library does not implement raise
+        batch_type, asynchronous, callback (beam_size 1: a GenerationStepResult per token as
+        the search chooses it, steps and batch_id as CTranslate2 numbers them; True ends that
+        sequence; docs/python.md). CTranslate2 options the library does not implement raise
         NotImplementedError naming them (_options.UNSUPPORTED).
         """
         o = _options.merged(self._defaults, options, "generate_batch")
