@@ -212,6 +212,37 @@ TEST(StepCallback, SamplingAndGenerationReportTheirTokens) {
       EXPECT_EQ(g.seen.at(i).prefix[k], k < prompts[i].size());
 }
 
+// A stream's windows share the call's callback: each line's steps, keyed by its line, are its
+// output line's ids (then EOS).
+TEST(StepCallback, StreamsReportEachLineByItsIndex) {
+  Translator t(kModel, {.inter_threads = 2, .max_batch_size = 2});
+  const IdLists src = sources(3);
+  std::ostringstream in_text;
+  for (const auto& ids : src) {
+    for (size_t k = 0; k < ids.size(); ++k) in_text << (k ? " " : "") << ids[k];
+    in_text << "\n";
+  }
+  std::istringstream in(in_text.str());
+  std::ostringstream out;
+  Recorder r;
+  TranslationOptions o;
+  o.step_callback = r.callback();
+  t.translate_stream(in, out, o, {.ids = true, .read_ahead = 4});
+  std::istringstream lines(out.str());
+  size_t i = 0;
+  for (std::string line; std::getline(lines, line); ++i) {
+    std::istringstream ids(line);
+    std::vector<int64_t> want;
+    for (int64_t v; ids >> v;) want.push_back(v);
+    want.push_back(t.model_info().eos_id);
+    ASSERT_EQ(r.seen.count(i), 1u) << "line " << i;
+    EXPECT_EQ(r.seen.at(i).tokens, want) << "line " << i;
+  }
+  EXPECT_EQ(i, src.size());
+  EXPECT_EQ(r.seen.size(), src.size());
+  EXPECT_FALSE(r.overlapped);
+}
+
 TEST(StepCallback, ValidatorRefusesSearchesWithoutSteps) {
   Translator t(kModel);
   const IdLists src = sources();
