@@ -1,7 +1,8 @@
 """A program written against CTranslate2's documented Generator API (4.x), run by the
 differential tests with `ctranslate2` bound to the real package, to tfm.ctranslate2 or to tfm:
 generate_batch with the options that change its output, asynchronous calls, generate_iterable,
-generate_tokens and score_batch, on a decoder-only (GPT-2) model.
+generate_tokens and generate_batch's per-step callback, and score_batch, on a decoder-only
+(GPT-2) model.
 
     run(ctranslate2, model_dir, prompts, cases=GENERATE_CASES) -> {case: outputs}
 
@@ -44,8 +45,6 @@ _BEAM = ("a converted model's beam search is Transformers generate()'s (2 x beam
 KNOWN_DIFFERENCES = {
     "beam3_nbest2": _BEAM,
     "beam2_lp0": _BEAM,
-    "generate_tokens": "tfm's library has no per-step callback yet (generate_batch's callback "
-                       "option, which generate_tokens streams from): NotImplementedError",
 }
 
 
@@ -76,14 +75,43 @@ def _generate(g, prompts, cases):
     return out
 
 
+def _step(s, log_prob=True):
+    return [s.step, s.batch_id, s.token_id, s.hypothesis_id, s.token,
+            float(s.log_prob) if log_prob else s.log_prob, bool(s.is_last)]
+
+
+def _sorted_steps(steps):
+    # Each prompt's steps in order; prompts by batch_id (the engines interleave them differently).
+    return sorted(steps, key=lambda x: (x[1], x[0]))
+
+
 def _tokens(g, prompts):
-    try:
-        steps = [[s.step, s.batch_id, s.token_id, s.hypothesis_id, s.token, float(s.log_prob),
-                  bool(s.is_last)]
-                 for s in g.generate_tokens(prompts[0], max_length=6, return_log_prob=True)]
-    except NotImplementedError as e:
-        return {"generate_tokens": f"NotImplementedError: {e}"}
-    return {"generate_tokens": steps}
+    long = _select(prompts, "long")
+    out = {"generate_tokens": [_step(s) for s in g.generate_tokens(prompts[0], max_length=6,
+                                                                   return_log_prob=True)]}
+    out["generate_tokens_batch"] = _sorted_steps(
+        [_step(s) for s in g.generate_tokens(long, max_length=7, return_log_prob=True)])
+    out["generate_tokens_min_length"] = [_step(s) for s in g.generate_tokens(
+        prompts[2], max_length=9, min_length=5, return_log_prob=True)]
+    out["generate_tokens_no_log_prob"] = [_step(s, False) for s in g.generate_tokens(
+        prompts[0], max_length=4)]
+    # Closed after two tokens: what was yielded before.
+    it = g.generate_tokens(prompts[2], max_length=20, min_length=15, return_log_prob=True)
+    out["generate_tokens_closed"] = [_step(next(it)), _step(next(it))]
+    it.close()
+    # generate_batch's callback, the call cut into chunks (batch_id: the caller's index), one
+    # prompt stopped by the callback's True at its third token.
+    seen = []
+
+    def collect(s):
+        seen.append(_step(s))
+        return s.batch_id == 2 and s.step == 2
+
+    results = g.generate_batch(long, max_length=9, include_prompt_in_result=False,
+                               max_batch_size=2, return_scores=True, callback=collect)
+    out["callback_steps"] = _sorted_steps(seen)
+    out["callback_results"] = [_result(r) for r in results]
+    return out
 
 
 def _score(g, prompts):

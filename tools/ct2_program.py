@@ -1,6 +1,7 @@
 """A program written against CTranslate2's documented Python API (4.x), run by the differential
 tests with `ctranslate2` bound to the real package or to tfm.ctranslate2: translation with the
-options that change output, scoring, asynchronous calls, iterables and files.
+options that change output, scoring, asynchronous calls, iterables and files, and the per-step
+callback and generate_tokens.
 
     run(ctranslate2, model_dir, sources, targets, workdir) -> {case: outputs}
 
@@ -132,6 +133,40 @@ def _translate(ct2, t, sources, targets, cases, min_prob):
     return out
 
 
+def _step(s):
+    return [s.step, s.batch_id, s.token_id, s.hypothesis_id, s.token,
+            None if s.log_prob is None else float(s.log_prob), bool(s.is_last)]
+
+
+def _steps(t, sources, targets, more):
+    """translate_batch's callback (greedy, the call cut into chunks: batch_id is the caller's
+    index; a target prefix's tokens are reported too; one sentence stopped by the callback's
+    True) and Translator.generate_tokens."""
+    out = {}
+    seen = []
+
+    def collect(s):
+        seen.append(_step(s))
+        return s.batch_id == 2 and s.step == 1
+
+    prefixes = [tg[:1] if i % 3 == 0 else None for i, tg in enumerate(targets)]
+    results = t.translate_batch(sources, target_prefix=prefixes, beam_size=1, max_batch_size=3,
+                                return_scores=True, callback=collect, **more)
+    # Each sentence's steps in order (the engines interleave the sentences differently).
+    out["callback_steps"] = sorted(seen, key=lambda x: (x[1], x[0]))
+    out["callback_results"] = [_result(r) for r in results]
+    seen.clear()
+    t.translate_batch(sources[:3], beam_size=1, callback=collect, **more)  # no log_prob
+    out["callback_no_scores"] = sorted(seen, key=lambda x: (x[1], x[0]))
+    out["generate_tokens"] = [_step(s) for s in t.generate_tokens(
+        sources[1], max_decoding_length=more.get("max_decoding_length", 256),
+        return_log_prob=True)]
+    it = t.generate_tokens(sources[0], targets[0][:2], return_log_prob=True, **more)
+    out["generate_tokens_closed"] = [_step(next(it)) for _ in range(3)]
+    it.close()
+    return out
+
+
 def _score(ct2, t, sources, targets):
     out = {"score_batch": [_scoring(r) for r in t.score_batch(sources, targets)],
            "score_offset1": [_scoring(r) for r in t.score_batch(sources, targets, offset=1)],
@@ -177,6 +212,7 @@ def run(ct2, model_dir, sources, targets, workdir, tokens=None, max_decoding_len
                           translate_cases(tokens, max_decoding_length), min_prob))
     out.update(_score(ct2, t, sources, targets))
     more = {} if max_decoding_length is None else {"max_decoding_length": max_decoding_length}
+    out.update(_steps(t, sources, targets, more))
     out.update(_files(ct2, t, sources, targets, workdir, more))
     return out
 

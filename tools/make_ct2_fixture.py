@@ -10,6 +10,7 @@ through tfm.ctranslate2 and compares, without CTranslate2 installed).
 --update reruns the program on the committed model and pieces (a new case in ct2_program.py).
 
     .venv/bin/python tools/make_ct2_fixture.py --marian [--out tests/fixtures/ct2_marian]
+    .venv/bin/python tools/make_ct2_fixture.py --marian --update [--out tests/fixtures/ct2_marian]
 
 --marian makes the Transformers side's fixture: a random-weight MarianMTModel (save_pretrained,
 the vocabulary of tests/fixtures/hf_tokenizers/marian_shared, weights drawn wide enough that no
@@ -17,7 +18,9 @@ two tokens tie, EOS's output bias raised so that beams finish early), converted 
 own converter (ctranslate2.converters.TransformersConverter); OUT/model holds the Transformers
 files without the tokenizer's (the tests add them), OUT/expected.json the program's outputs from
 the real package, the pieces (the tokenizer's, EOS framing the sources) and the tokens the cases
-name in this vocabulary. Needs torch and transformers too.
+name in this vocabulary. Needs torch and transformers too. With --update it reruns the
+program on the committed model, pieces and tokens (a new case in ct2_program.py): transformers
+and ctranslate2, no torch model made.
 
 MODEL_DIR: a tfm model directory with its vocab.model (the committed one was trained by
 `tfm vocab --size 36` and `tfm train --preset tiny --batch-tokens 400 --max-updates 1500
@@ -160,6 +163,30 @@ def make_marian(out):
           f"output lengths {lengths} (the bound: {MARIAN_MAX_DECODING})")
 
 
+def update_marian(out):
+    """OUT/expected.json's outputs again from the real ctranslate2 on the committed Marian model
+    (converted by its TransformersConverter), with the fixture's pieces, tokens and bounds."""
+    import ctranslate2
+
+    path = os.path.join(out, "expected.json")
+    with open(path, encoding="utf-8") as f:
+        fixture = json.load(f)
+    with tempfile.TemporaryDirectory() as tmp:
+        hf = hf_marian_dir(os.path.join(out, "model"), os.path.join(tmp, "hf"))
+        ct2_dir = ctranslate2.converters.TransformersConverter(hf).convert(
+            os.path.join(tmp, "ct2"))
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        outputs = ct2_program.run(ctranslate2, ct2_dir, fixture["sources"], fixture["targets"],
+                                  work, fixture["tokens"], fixture["max_decoding_length"],
+                                  fixture["min_prob"])
+    fixture.update(ctranslate2=ctranslate2.__version__, outputs=outputs)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, indent=0, ensure_ascii=False)
+        f.write("\n")
+    print(f"{out}: {len(outputs)} cases from ctranslate2 {ctranslate2.__version__}")
+
+
 def update(out):
     """OUT/expected.json again from the real ctranslate2, on its own model and pieces."""
     path = os.path.join(out, "expected.json")
@@ -188,8 +215,9 @@ def main():
                    help="make the Transformers Marian fixture (tests/fixtures/ct2_marian)")
     a = p.parse_args()
     if a.marian:
-        return make_marian(a.out if a.out != p.get_default("out") else
-                           os.path.join(HERE, "..", "tests", "fixtures", "ct2_marian"))
+        out = (a.out if a.out != p.get_default("out") else
+               os.path.join(HERE, "..", "tests", "fixtures", "ct2_marian"))
+        return update_marian(out) if a.update else make_marian(out)
     if a.update:
         return update(a.out)
     if not (a.model and a.src and a.trg):

@@ -91,6 +91,28 @@ enum class Batching : uint8_t { own, shared };
 void validate_translator_options(const TranslatorOptions& options,
                                  const OptionSpeller& name = field_name);
 
+// One token a search chose, reported to TranslationOptions::step_callback as soon as it is
+// chosen (CTranslate2's GenerationStepResult).
+struct StepResult {
+  // The sentence's index in the call (translate_batch's sources, generate_batch's prompts; a
+  // stream's line, from 0), whatever batches, shards or threads decoded it.
+  size_t index = 0;
+  // The tokens of the sentence before this one, its target prefix (a decoder-only model's
+  // prompt, without BOS) counted: 0 is the first token after BOS.
+  int64_t step = 0;
+  int64_t token_id = 0;
+  std::string token;  // the target vocabulary's piece; "" when the model has none
+  // Its log-probability as the search took it (after the logits processors and, with
+  // renormalize_min_length, renormalised): what the hypothesis' log_prob adds for it.
+  double log_prob = 0.0;
+  bool in_prefix = false;  // forced by the target prefix (the prompt), not chosen
+  // The sentence's last token: an end token, or the last one the max length allows.
+  bool is_last = false;
+};
+// Returns true to end the sentence at this token: its hypothesis ends there, without an end
+// token (as one cut at the max length does), and the search goes on with the others.
+using StepCallback = std::function<bool(const StepResult&)>;
+
 // How length_penalty (α) turns a hypothesis' log-probability into its ranking score.
 // - gnmt: log P / ((5 + len) / 6)^α, len the tokens with EOS (Wu et al. 2016; tfm's default).
 // - power: log P / len^α, len the tokens with EOS (CTranslate2's rule).
@@ -210,6 +232,19 @@ struct TranslationOptions {
   // The source language, for the text methods (the tokenizer frames the source with its code;
   // token ids already hold it). Empty: the tokenizer's default.
   std::string source_lang{};
+  // Called for each token the search chooses, as soon as it has chosen it (CTranslate2's
+  // callback): greedy search and sampling only (beam_size 1, not with return_alternatives;
+  // tfm::InvalidArgument otherwise). A converted model decoded by generate()'s rules reads its
+  // prompt (target prefix) unscored: only the tokens after it are reported. Calls come from the
+  // threads that decode (a dispatcher's or a worker's, never the caller's), one at a time (a mutex
+  // serialises them, so a callback needs no lock of its own), each sentence's in order. Returning
+  // true ends that sentence there (StepResult). With a callback, greedy search ends a sentence at
+  // its first end token, so the reported tokens are the hypothesis (without one, tfm's beam-1
+  // search under a length penalty may continue past it). A call with a callback shares no batch
+  // with another call. An exception it throws ends the call's search and is rethrown to the caller
+  // (AsyncResults::get or the synchronous method); once a call is cancelled, it is not called
+  // again. Empty: none.
+  StepCallback step_callback{};
 };
 
 // Caps a service puts on what its clients may ask, below the model's own limits (0: none).

@@ -35,8 +35,38 @@ namespace {
 std::string python_name(std::string_view field) {
   if (field == "search=sampling") return "sampling (sampling_topk other than 1)";
   if (field == "search=beam") return "a beam_size above 1";
+  if (field == "step_callback") return "callback";
   return tfm::field_name(field);
 }
+
+// A Python callable as a library step callback (TranslationOptions::step_callback): called from
+// the library's decoding threads with the GIL taken; its exception (a py::error_already_set)
+// ends the call's search and reaches the caller through the call's results, where pybind11
+// raises it again. Released under the GIL wherever the last copy of the options goes (a worker
+// thread, once the call is done).
+class PyStepCallback {
+ public:
+  explicit PyStepCallback(py::object fn) : fn_(std::move(fn)) {}
+  ~PyStepCallback() {
+    if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing to release
+    py::gil_scoped_acquire gil;
+    fn_ = py::object();
+  }
+  PyStepCallback(const PyStepCallback&) = delete;
+  PyStepCallback& operator=(const PyStepCallback&) = delete;
+
+  bool operator()(const tfm::StepResult& step) const {
+    py::gil_scoped_acquire gil;
+    // A copy: the callable may keep it (generate_tokens queues it).
+    const py::object out = fn_(py::cast(step, py::return_value_policy::copy));
+    const int truth = PyObject_IsTrue(out.ptr());
+    if (truth < 0) throw py::error_already_set();
+    return truth == 1;
+  }
+
+ private:
+  py::object fn_;
+};
 
 // One result as Python sees it: text hypotheses for text input, id lists for id input; scores,
 // log-probabilities and attention only when asked for (CTranslate2 leaves them empty otherwise).
@@ -206,6 +236,16 @@ class PyTranslator {
     py::gil_scoped_release release;
     translator_ = std::make_unique<tfm::Translator>(model_dir, o);
   }
+
+  // The GIL released while the library stops its queue: a call still decoding may call its
+  // Python step callback (which takes the GIL) before it ends.
+  ~PyTranslator() {
+    if (!translator_ || !Py_IsInitialized() || !PyGILState_Check()) return;
+    py::gil_scoped_release release;
+    translator_.reset();
+  }
+  PyTranslator(const PyTranslator&) = delete;
+  PyTranslator& operator=(const PyTranslator&) = delete;
 
   // target_prefix: one per source, or empty for none (the library checks the count).
   PyAsync submit_text(const std::vector<std::string>& sources,
@@ -460,7 +500,36 @@ void bind_options(py::module_& m) {
       .def_readwrite("return_attention", &tfm::TranslationOptions::return_attention)
       .def_readwrite("max_new_tokens", &tfm::TranslationOptions::max_new_tokens)
       .def_readwrite("target_lang", &tfm::TranslationOptions::target_lang)
-      .def_readwrite("source_lang", &tfm::TranslationOptions::source_lang);
+      .def_readwrite("source_lang", &tfm::TranslationOptions::source_lang)
+      .def_property(
+          "step_callback",
+          [](const tfm::TranslationOptions& o) { return static_cast<bool>(o.step_callback); },
+          [](tfm::TranslationOptions& o, py::object fn) {
+            if (fn.is_none()) {
+              o.step_callback = {};
+              return;
+            }
+            if (!PyCallable_Check(fn.ptr()))
+              throw py::type_error("step_callback must be callable or None");
+            auto callback = std::make_shared<const PyStepCallback>(std::move(fn));
+            o.step_callback = [callback](const tfm::StepResult& s) { return (*callback)(s); };
+          },
+          "a callable(StepResult) -> bool, or None (reads: whether one is set)");
+
+  py::class_<tfm::StepResult>(m, "StepResult",
+                              "One token a search chose (tfm::StepResult, step_callback's).")
+      .def_readonly("index", &tfm::StepResult::index)
+      .def_readonly("step", &tfm::StepResult::step)
+      .def_readonly("token_id", &tfm::StepResult::token_id)
+      .def_readonly("token", &tfm::StepResult::token)
+      .def_readonly("log_prob", &tfm::StepResult::log_prob)
+      .def_readonly("in_prefix", &tfm::StepResult::in_prefix)
+      .def_readonly("is_last", &tfm::StepResult::is_last)
+      .def("__repr__", [](const tfm::StepResult& s) {
+        return "StepResult(index=" + std::to_string(s.index) + ", step=" + std::to_string(s.step) +
+               ", token_id=" + std::to_string(s.token_id) +
+               ", is_last=" + (s.is_last ? "True" : "False") + ")";
+      });
 }
 
 void bind_model_info(py::module_& m) {

@@ -202,10 +202,62 @@ def test_result_reads_as_a_list_of_dicts(translator, fixture):
 
 @pytest.mark.parametrize("option,value", [
     ("prefix_bias_beta", 0.5), ("use_vmap", True),
-    ("return_logits_vocab", True), ("replace_unknowns", True), ("callback", print)])
+    ("return_logits_vocab", True), ("replace_unknowns", True)])
 def test_unimplemented_options_are_refused_by_name(translator, fixture, option, value):
+    # (callback is implemented: test_callback_sees_the_hypotheses_with_the_callers_indices)
     with pytest.raises(NotImplementedError, match=f"^{option}="):
         translator.translate_batch(fixture["sources"][:1], **{option: value})
+
+
+def test_callback_sees_the_hypotheses_with_the_callers_indices(translator, fixture):
+    """translate_batch's callback: each sentence's steps, in order, are its greedy hypothesis
+    (with the end token), log-probabilities summing to its log-probability, is_last on the last
+    alone, batch_id the index in the caller's batch whatever the chunks (sorted by length) and
+    the library's threads; one sentence stopped by True keeps its tokens so far."""
+    src = fixture["sources"]
+    want = translator.translate_batch(src, beam_size=1, return_scores=True,
+                                      return_end_token=True, length_penalty=0.0)
+    for size in (0, 3):
+        seen = {}
+        got = translator.translate_batch(
+            src, beam_size=1, return_scores=True, return_end_token=True, length_penalty=0.0,
+            max_batch_size=size, callback=lambda s: seen.setdefault(s.batch_id, []).append(s))
+        assert sorted(seen) == list(range(len(src)))
+        for i, r in enumerate(got):
+            steps = seen[i]
+            assert r.hypotheses == want[i].hypotheses
+            assert [s.token for s in steps] == r.hypotheses[0]
+            assert [s.step for s in steps] == list(range(len(steps)))
+            assert [s.is_last for s in steps] == [False] * (len(steps) - 1) + [True]
+            assert sum(s.log_prob for s in steps) == pytest.approx(r.scores[0], abs=1e-4)
+    cut = translator.translate_batch(src, beam_size=1, return_end_token=True,
+                                     callback=lambda s: s.batch_id == 1 and s.step == 0)
+    assert cut[1].hypotheses[0] == want[1].hypotheses[0][:1]
+    assert [r.hypotheses for r in cut[2:]] == [r.hypotheses for r in want[2:]]
+    with pytest.raises(tfm.InvalidArgumentError, match="callback"):
+        translator.translate_batch(src, beam_size=4, callback=print)
+
+
+def test_callback_errors_and_generate_tokens(translator, fixture):
+    src = fixture["sources"]
+
+    def boom(s):
+        raise KeyError(f"sentence {s.batch_id}")
+
+    with pytest.raises(KeyError, match="sentence"):
+        translator.translate_batch(src, beam_size=1, callback=boom)
+    with pytest.raises(KeyError, match="sentence"):
+        list(translator.generate_tokens(src[0], callback=boom))
+    # Translator.generate_tokens: one source's greedy tokens, its target prefix's first.
+    prefix = fixture["targets"][0][:2]
+    want = translator.translate_batch(src[:1], [prefix], beam_size=1, return_end_token=True)
+    steps = list(translator.generate_tokens(src[0], prefix, return_log_prob=True))
+    assert [s.token for s in steps] == want[0].hypotheses[0]
+    assert {s.batch_id for s in steps} == {0} and steps[-1].is_last
+    # No log_prob without return_scores.
+    seen = []
+    translator.translate_batch(src[:1], beam_size=1, callback=seen.append)
+    assert seen and {s.log_prob for s in seen} == {None}
 
 
 def test_off_values_and_unknown_keywords(translator, fixture):

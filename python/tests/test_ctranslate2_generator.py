@@ -123,9 +123,87 @@ def test_unimplemented_options_raise(generator):
             generator.generate_batch([[BOS]], max_length=3, **{name: on})
     with pytest.raises(TypeError, match="max_decoding_length"):
         generator.generate_batch([[BOS]], max_decoding_length=3)
-    # generate_tokens streams from that callback: refused as a whole, not replayed.
-    with pytest.raises(NotImplementedError, match="callback"):
-        list(generator.generate_tokens([BOS], max_length=3))
+    assert "callback" not in _options.UNSUPPORTED  # the library's step callback
+
+
+def test_generate_tokens_streams_generate_batchs_tokens(generator, fixture):
+    """generate_tokens yields, prompt by prompt, the tokens generate_batch returns (greedy,
+    without the prompt), each log_prob the one score_batch gives that token after the prompt
+    and the tokens before it (teacher-forced: another path of the library), is_last on the
+    last; the steps count from CTranslate2's first step."""
+    prompts = [p for p in fixture["prompts"] if len(p) > 1]
+    want = generator.generate_batch(prompts, max_length=8, include_prompt_in_result=False,
+                                    return_end_token=True)
+    steps = list(generator.generate_tokens(prompts, max_length=8, return_log_prob=True))
+    shortest = min(len(p) for p in prompts)
+    for i, (p, r) in enumerate(zip(prompts, want)):
+        mine = [s for s in steps if s.batch_id == i]
+        assert [s.token for s in mine] == r.sequences[0]
+        assert [s.step for s in mine] == [len(p) - shortest + k for k in range(len(mine))]
+        assert [s.is_last for s in mine] == [False] * (len(mine) - 1) + [True]
+        assert all(s.hypothesis_id == 0 and s.token_id == generator._t._impl.target_tokens_to_ids(
+            [s.token])[0] for s in mine)
+        scored = generator.score_batch([p + r.sequences[0]])[0].log_probs[len(p) - 1:]
+        assert [s.log_prob for s in mine] == pytest.approx(scored, abs=1e-4)
+    # Without return_log_prob: no log_prob, as CTranslate2.
+    assert {s.log_prob for s in generator.generate_tokens(prompts[0], max_length=3)} == {None}
+
+
+def test_generate_tokens_closed_early_stops_the_search(generator):
+    """Closing the stream ends the search at the next token: the callback (which sees every
+    step first; at step 3 it waits until the consumer has taken three and had time to close)
+    is not called after step 3, where the whole generation takes 30."""
+    import time
+
+    calls, taken = [], []
+
+    def slow(s):
+        calls.append(s.step)
+        if s.step == 3:
+            deadline = time.monotonic() + 10
+            while len(taken) < 3 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(0.5)
+        return False
+
+    it = generator.generate_tokens([BOS, "a"], max_length=30, min_length=30, callback=slow)
+    for _ in range(3):
+        taken.append(next(it).step)
+    it.close()
+    assert taken == [0, 1, 2]
+    assert calls == [0, 1, 2, 3]
+    full = list(generator.generate_tokens([BOS, "a"], max_length=30, min_length=30))
+    assert [s.step for s in full] == list(range(30))
+
+
+def test_callback_exceptions_reach_the_caller(generator):
+    class Boom(Exception):
+        pass
+
+    def boom(s):
+        if s.batch_id == 1 and s.step == 1:
+            raise Boom("at step 1")
+        return False
+
+    prompts = [[BOS, "a"], [BOS, "b"], [BOS, "c"]]
+    with pytest.raises(Boom, match="at step 1"):
+        generator.generate_batch(prompts, max_length=10, callback=boom)
+    with pytest.raises(Boom):
+        list(generator.generate_tokens(prompts, max_length=10, callback=boom))
+    pending = generator.generate_batch(prompts, max_length=10, callback=boom, asynchronous=True)
+    with pytest.raises(Boom):
+        pending[0].result()
+    with pytest.raises(TypeError, match="callable"):
+        generator.generate_batch(prompts, max_length=10, callback=3)
+    # The generator works afterwards; True from the callback ends that prompt only.
+    full = generator.generate_batch(prompts, max_length=10)
+    cut = generator.generate_batch(prompts, max_length=10,
+                                   callback=lambda s: s.batch_id == 2 and s.step == 1)
+    assert [r.sequences for r in cut[:2]] == [r.sequences for r in full[:2]]
+    # Steps 0 ("c", the prompt's, in CTranslate2's count) and 1 (the first generated).
+    assert cut[2].sequences[0] == full[2].sequences[0][:2]
+    with pytest.raises(tfm.InvalidArgumentError, match="callback"):
+        generator.generate_batch(prompts, max_length=10, beam_size=2, callback=print)
 
 
 def test_scoring_reads_the_first_token_first(generator):
@@ -170,3 +248,44 @@ def test_tfm_models_generate_with_ctranslate2s_meanings(source_dir):
         assert a.sequences_ids[0] == full.sequences_ids[0][len(p):]
     with pytest.raises(NotImplementedError, match="BOS"):
         g.generate_batch([[3, 4]])
+
+
+def test_ctrl_c_stops_a_call_with_a_callback(generator):
+    """Ctrl-C while generate_batch waits, or while generate_tokens streams, raises
+    KeyboardInterrupt at once, and the search stops calling the callback (the call is given up,
+    not decoded behind the caller's back); the generator works afterwards."""
+    import _thread
+    import signal
+    import threading
+    import time
+
+    calls = []
+
+    def slow(s):
+        calls.append(s.step)
+        time.sleep(0.05)
+        return False
+
+    def interrupted(call):
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        timer = threading.Timer(0.5, _thread.interrupt_main)
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                call()
+        finally:
+            timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+        assert time.monotonic() - start < 3.0
+        seen = len(calls)
+        time.sleep(0.3)
+        assert 0 < seen and len(calls) <= seen + 1  # at most the step in progress
+        calls.clear()
+
+    long = dict(max_length=60, min_length=60)  # 60 steps of 50 ms: 3 s
+    interrupted(lambda: generator.generate_batch([[BOS, "a"]], callback=slow, **long))
+    interrupted(lambda: list(generator.generate_tokens([BOS, "a"], callback=slow, **long)))
+    steps = [s.token for s in generator.generate_tokens([BOS, "a"], max_length=5)]
+    assert generator.generate_batch([[BOS, "a"]], max_length=5, include_prompt_in_result=False,
+                                    return_end_token=True)[0].sequences[0] == steps

@@ -27,6 +27,8 @@ TFM_DEFAULTS: Dict[str, Any] = dict(
     repetition_penalty=1.0, no_repeat_ngram_size=None, return_alternatives=False,
     min_alternative_expansion_prob=0.0, search_rule="model", force_end_token=True,
     coverage_penalty=0.0,
+    # CTranslate2's per-step callback (_steps.relay: the library's step_callback).
+    callback=None,
     # What a call returns and how it is batched (not search options).
     return_scores=False, max_batch_size=0, batch_type="examples", asynchronous=False)
 
@@ -47,7 +49,6 @@ UNSUPPORTED: Dict[str, Tuple[Any, str]] = {
     "use_vmap": (False, "tfm models have no vocabulary map"),
     "return_logits_vocab": (False, "tfm's searches do not keep each step's logits"),
     "replace_unknowns": (False, "tfm does not replace unknown tokens by attended source tokens"),
-    "callback": (None, "tfm's searches report no per-step results"),
 }
 # Accepted and without effect because the option they qualify is off (as in CTranslate2).
 INERT: set = set()

@@ -81,12 +81,14 @@ class ExecutionStats:
 
 
 def length_chunks(lengths: Sequence[int], max_batch_size: int, batch_type: str) -> List[List[int]]:
-    """A call's examples cut as CTranslate2 cuts them for max_batch_size: sorted by length
-    (stable), then consecutive runs of at most max_batch_size examples, or of at most that many
-    padded tokens (examples x the longest) for batch_type "tokens" (an example longer than that
-    is alone). max_batch_size 0: one chunk. Each chunk goes to the library as one call, which
-    batches it within the translator's own limits."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    """A call's examples cut as CTranslate2 cuts them for max_batch_size (rebatch_input):
+    sorted from the longest to the shortest (stable, as its sort of a small batch), then
+    consecutive runs of at most max_batch_size examples, or of at most that many padded tokens
+    (examples x the longest) for batch_type "tokens" (an example longer than that is alone).
+    max_batch_size 0: one chunk. Each chunk goes to the library as one call, which batches it
+    within the translator's own limits (the results do not depend on the chunks; a callback's
+    steps, which CTranslate2 counts from its batch's shortest prompt, do)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     if not max_batch_size:
         return [order] if order else []
     chunks: List[List[int]] = []

@@ -112,7 +112,18 @@ class TranslationOptions:
     max_new_tokens: int
     target_lang: str
     source_lang: str
+    # Set: a callable(StepResult) -> bool, or None; read: whether one is set.
+    step_callback: Any
     def __init__(self) -> None: ...
+
+class StepResult:
+    index: int
+    step: int
+    token_id: int
+    token: str
+    log_prob: float
+    in_prefix: bool
+    is_last: bool
 
 class AsyncTranslation:
     def done(self) -> bool: ...

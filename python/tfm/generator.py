@@ -14,8 +14,9 @@ import numbers
 import os
 from typing import Any, Iterable, Iterator, List, Optional, Union
 
-from . import _options, _tfm
+from . import _options, _steps, _tfm
 from ._options import _bool, _int
+from ._steps import GenerationStepResult
 from ._results import AsyncScoringResult, ScoringResult, length_chunks
 from .translator import Translator, _Future
 
@@ -35,25 +36,6 @@ class GenerationResult:
     def __repr__(self) -> str:
         return (f"GenerationResult(sequences={self.sequences!r}, "
                 f"sequences_ids={self.sequences_ids!r}, scores={self.scores!r})")
-
-
-class GenerationStepResult:
-    """One generated token of generate_tokens (CTranslate2's)."""
-
-    def __init__(self, step: int, batch_id: int, token_id: int, hypothesis_id: int, token: str,
-                 log_prob: Optional[float], is_last: bool):
-        self.step = step
-        self.batch_id = batch_id
-        self.token_id = token_id
-        self.hypothesis_id = hypothesis_id
-        self.token = token
-        self.log_prob = log_prob
-        self.is_last = is_last
-
-    def __repr__(self) -> str:
-        return (f"GenerationStepResult(step={self.step}, batch_id={self.batch_id}, "
-                f"token_id={self.token_id}, token={self.token!r}, log_prob={self.log_prob}, "
-                f"is_last={self.is_last})")
 
 
 class AsyncGenerationResult:
@@ -91,7 +73,7 @@ CT2_DEFAULTS = dict(TFM_DEFAULTS, beam_size=1, patience=1.0, num_hypotheses=1,
 # The generation options this layer maps itself (the others go to the library as they are).
 _OWN = {"max_length", "min_length", "static_prompt", "cache_static_prompt",
         "include_prompt_in_result", "patience", "return_scores", "return_end_token",
-        "max_batch_size", "batch_type", "asynchronous"}
+        "max_batch_size", "batch_type", "asynchronous", "callback"}
 
 
 class Generator:
@@ -163,7 +145,9 @@ class Generator:
         include_prompt_in_result, return_scores, return_end_token, end_token (the model's EOS),
         disable_unk, suppress_sequences, sampling_topk/topp/temperature (sampling needs a tfm
         model: a converted model decodes as generate() does), seed (tfm's), max_batch_size,
-        batch_type, asynchronous. CTranslate2 options the library does not implement raise
+        batch_type, asynchronous, callback (beam_size 1: a GenerationStepResult per token as
+        the search chooses it, steps and batch_id as CTranslate2 numbers them; True ends that
+        sequence; docs/python.md). CTranslate2 options the library does not implement raise
         NotImplementedError naming them (_options.UNSUPPORTED).
         """
         o = _options.merged(self._defaults, options, "generate_batch")
@@ -192,19 +176,31 @@ class Generator:
 
     def generate_tokens(self, prompt: Any, max_batch_size: int = 0,
                         batch_type: str = "examples", *, max_length: int = 512,
-                        return_log_prob: bool = False, callback: Any = None,
+                        min_length: int = 0, sampling_topk: int = 1, sampling_topp: float = 1,
+                        sampling_temperature: float = 1, return_log_prob: bool = False,
+                        repetition_penalty: float = 1, no_repeat_ngram_size: int = 0,
+                        disable_unk: bool = False, suppress_sequences: Any = None,
+                        end_token: Any = None, static_prompt: Any = None,
+                        cache_static_prompt: bool = True, callback: Any = None,
                         **options: Any) -> Iterator[GenerationStepResult]:
         """Yields the generated tokens of a prompt (a token list) or of a batch of them, one
-        GenerationStepResult each, as the library produces them (CTranslate2's: generate_batch
-        with beam_size 1, include_prompt_in_result False, return_scores=return_log_prob and a
-        per-step callback; options: generate_batch's sampling and length options). The tokens
-        come from the library's per-step callback (generate_batch's callback option), which the
-        library does not have yet: today this raises NotImplementedError."""
-        # Streaming needs the search's per-step callback, which the library does not have: the
-        # whole call is refused rather than replayed after the fact.
-        raise NotImplementedError(
-            "generate_tokens streams from the search's per-step callback (generate_batch's "
-            "callback option), which tfm's searches do not have yet; use generate_batch")
+        GenerationStepResult each, as the library's search chooses them (CTranslate2's:
+        generate_batch with beam_size 1, include_prompt_in_result=False,
+        return_scores=return_log_prob, asynchronous, and a callback that queues each step; a
+        thread waits for the call). callback (optional) sees each step first; True ends that
+        prompt's generation. Closing the generator early ends every prompt at its next token.
+        options: generate_batch's other options (tfm's, such as seed)."""
+        if len(prompt) > 0 and isinstance(prompt[0], (str, numbers.Integral)):
+            prompt = [prompt]  # one prompt (tokens or ids)
+        yield from _steps.generate_tokens(
+            self.generate_batch, prompt, max_batch_size=max_batch_size, batch_type=batch_type,
+            max_length=max_length, min_length=min_length, sampling_topk=sampling_topk,
+            sampling_topp=sampling_topp, sampling_temperature=sampling_temperature,
+            return_scores=return_log_prob, repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size, disable_unk=disable_unk,
+            suppress_sequences=suppress_sequences, end_token=end_token,
+            static_prompt=static_prompt, cache_static_prompt=cache_static_prompt,
+            include_prompt_in_result=False, callback=callback, **options)
 
     # --------------------------------------------------------------------- scoring
     def score_batch(self, tokens: Any, *, max_batch_size: int = 0, batch_type: str = "examples",
@@ -295,6 +291,7 @@ class Generator:
         return_scores = _bool("return_scores", o["return_scores"])
         end_token = _bool("return_end_token", o["return_end_token"])
         groups = self._groups(prompts, o, len(static), returns_prompt)
+        stopped: set = set()  # the prompts the callback ended (from the decoding threads)
         alpha = groups[0][1].length_penalty if groups else 0.0
 
         def finish(r: Any, i: int, opts: Any) -> GenerationResult:
@@ -305,7 +302,8 @@ class Generator:
             hyps = []
             for k, h in enumerate(r.hypotheses):
                 gen = [int(x) for x in h][shown:]
-                eos = self._ended(len(prompt) + len(gen), opts, len(prompt))
+                # A hypothesis the callback ended has no end token (the library's eos false).
+                eos = i not in stopped and self._ended(len(prompt) + len(gen), opts, len(prompt))
                 # CTranslate2's length: the tokens its loop returned, the end token counted.
                 length = (len(s) - 1 if returns_prompt else 0) + len(gen) + eos
                 score = (float(r.scores[k]) if not self._reads_prompt else
@@ -317,8 +315,23 @@ class Generator:
             names = [self._names(x) for x in seqs] if as_tokens else [list(x) for x in seqs]
             return GenerationResult(names, seqs, [x for x, _ in hyps] if return_scores else [])
 
+        def step_of(i: int, st: Any, first: int) -> Optional[int]:
+            # CTranslate2's step of the token at position pos of start sequence s (len(s): the
+            # first generated): its loop starts at position `first`, and reports the prompt's
+            # tokens only when it did not read them at once (first 1).
+            prompt = prompts[i]
+            pos = len(starts[i]) + st.step - (len(prompt) - (1 if prompt[0] == bos else 0))
+            return pos - first if first == 1 or pos >= len(starts[i]) else None
+
         calls = []
         for idx, opts in groups:
+            # CTranslate2 reads the prompts of each of its batches at once, up to the shortest.
+            shortest = min(len(starts[i]) for i in idx)
+            first = 1 if include or shortest <= 1 else shortest
+            opts.step_callback = _steps.relay(
+                o["callback"], idx, return_scores,
+                lambda k, st, idx=idx, first=first: step_of(idx[k], st, first),
+                score_prefix=opts.score_prefix, stopped=stopped)
             call = self._t._impl.submit_generate_ids([prompts[i] for i in idx], opts, True)
             calls.append((idx, _Finished(call, [
                 (lambda r, i=i, opts=opts: finish(r, i, opts)) for i in idx])))

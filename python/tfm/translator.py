@@ -14,7 +14,7 @@ import os
 import warnings
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Union
 
-from . import _options, _tfm
+from . import _options, _steps, _tfm
 from ._inputs import _IDS, _TEXT, _TOKENS, Source, _batch, _call, _path, _prefixes, _str
 from ._options import _bool, _int
 from ._results import AsyncScoringResult, AsyncTranslationResult, ScoringResult, length_chunks
@@ -203,9 +203,14 @@ class Translator:
           coverage_penalty (CTranslate2's β; greedy and beam search), force_end_token (False:
           a hypothesis reaching the max length ends there without the end token, CTranslate2's),
           search_rule ("tfm": CTranslate2's search on a converted model too).
+          callback (CTranslate2's; greedy search and sampling): called with a
+          GenerationStepResult for each token as soon as the search chooses it (the target
+          prefix's too), from the library's decoding thread, one call at a time; True ends
+          that sentence there (its hypothesis without an end token); an exception it raises
+          ends the call and is raised here (or by result()).
           CTranslate2's options tfm does not implement (prefix_bias_beta, use_vmap,
           return_logits_vocab,
-          replace_unknowns, callback) are accepted at their 'off' value
+          replace_unknowns) are accepted at their 'off' value
           and raise NotImplementedError otherwise.
         """
         o = _options.merged(self._defaults, options, "translate_batch")
@@ -238,7 +243,24 @@ class Translator:
             raise TypeError("prompts: give texts or token id lists (target_tokens_to_ids turns "
                             "token lists into ids)")
         fn = self._impl.generate_text if kind == _TEXT else self._impl.generate_ids
+        opts.step_callback = _steps.relay(o["callback"], range(len(items)), return_scores,
+                                          score_prefix=opts.score_prefix)
         return _call("prompts", kind, fn, items, opts, return_scores)
+
+    def generate_tokens(self, source: Any, target_prefix: Optional[Any] = None, *,
+                        return_log_prob: bool = False, **options: Any
+                        ) -> Iterator[_steps.GenerationStepResult]:
+        """Yields the tokens of one source's translation (a sentence, token list or id list),
+        one GenerationStepResult each, as the library's search chooses them (CTranslate2's
+        Translator.generate_tokens: translate_batch with beam_size 1,
+        return_scores=return_log_prob, asynchronous, and a callback that queues each step).
+        target_prefix: that source's prefix (its tokens are reported too, as CTranslate2's
+        are). options: translate_batch's (sampling, lengths, ...; callback sees each step
+        first). Closing the generator early ends the search at the next token."""
+        yield from _steps.generate_tokens(
+            self.translate_batch, [source],
+            [target_prefix] if target_prefix is not None else None,
+            return_scores=return_log_prob, **options)
 
     def translate_iterable(self, source: Iterable[Any],
                            target_prefix: Optional[Iterable[Any]] = None,
@@ -302,9 +324,11 @@ class Translator:
         _not_here("translate_file (tfm's form; read_ahead sets the window)", options,
                   ("max_batch_size", "batch_type"))
         o = _options.merged(self._defaults, options, "translate_file")
+        opts = self._search(o)
+        opts.step_callback = _steps.relay(o["callback"], None, True)  # batch_id: the line's
         text = self._impl.translate_file(
             _path("source_path", source_path), _path("output_path", output_path),
-            self._search(o), _bool("ids", ids), _bool("n_best", n_best),
+            opts, _bool("ids", ids), _bool("n_best", n_best),
             _int("read_ahead", read_ahead),
             "" if target_path is None else _path("target_path", target_path))
         for line in text.splitlines():
@@ -324,9 +348,11 @@ class Translator:
             raise TypeError("generate_file: return_scores does not apply (use n_best=True)")
         _not_here("generate_file", options, ("asynchronous", "max_batch_size", "batch_type"))
         o = _options.merged(self._defaults, options, "generate_file")
+        opts = self._search(o)
+        opts.step_callback = _steps.relay(o["callback"], None, True)  # batch_id: the line's
         self._impl.generate_file(
             _path("prompt_path", prompt_path), _path("output_path", output_path),
-            self._search(o), _bool("ids", ids), _bool("n_best", n_best),
+            opts, _bool("ids", ids), _bool("n_best", n_best),
             _int("read_ahead", read_ahead))
 
     # --------------------------------------------------------------------- scoring
@@ -451,11 +477,16 @@ class Translator:
         fn = {_TEXT: self._impl.submit_text, _IDS: self._impl.submit_ids,
               _TOKENS: self._impl.submit_tokens}[kind]
         if not size:
+            opts.step_callback = _steps.relay(o["callback"], range(len(items)), return_scores,
+                                              score_prefix=opts.score_prefix)
             return [(range(len(items)), _call("source", kind, fn, items, prefix, opts,
                                                return_scores))], len(items)
         lengths = [len(self.tokenize(x)) if kind == _TEXT else len(x) for x in items]
         calls = []
         for idx in length_chunks(lengths, size, kind_b):
+            # Each chunk's step indices mapped back to the caller's (as CTranslate2's are).
+            opts.step_callback = _steps.relay(o["callback"], idx, return_scores,
+                                              score_prefix=opts.score_prefix)
             calls.append((idx, _call("source", kind, fn, [items[i] for i in idx],
                                      [prefix[i] for i in idx] if prefix else [], opts,
                                      return_scores)))

@@ -42,6 +42,7 @@ struct Candidate {
   double log_prob;
   int64_t hyp;
   int32_t token;
+  double step_lp;  // the token's own log-probability (what log_prob added)
 };
 
 // The ranking score of a hypothesis of s with log-probability log_prob and length len (with EOS):
@@ -103,7 +104,7 @@ class BeamSearch : public Search {
   explicit BeamSearch(const SearchOptions& o) : o_(o) {}
 
   std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
-                         const std::vector<uint64_t>& /*ids*/,
+                         const std::vector<uint64_t>& ids,
                          const std::vector<Ids>& prefixes) const override {
     profile::Scope scope(profile::Phase::search);
     detail::check_inputs(model, sources, o_, prefixes);
@@ -211,6 +212,11 @@ class BeamSearch : public Search {
           s.live[0] = extend(s.live[0], r, t, s.live[0].log_prob + lp, s.width);
           if (!o_.score_prefix) s.unscored += lp;
           s.prefix_lp += lp;
+          if (detail::report_step(o_, {id_of(ids, si), generated, t, lp, true, false})) {
+            finish_cut(s, std::move(s.live[0]));
+            r += n;
+            continue;
+          }
           rows.push_back(r);
           next_tokens.push_back(t);
           still_active.push_back(si);
@@ -227,12 +233,38 @@ class BeamSearch : public Search {
                  detail::other_end_allowed(rule)))
               cands.push_back(
                   {s.live[j].log_prob + top_vals[i] + renorm[static_cast<size_t>(r + j)], j,
-                   top_ids[i]});
+                   top_ids[i], top_vals[i] + renorm[static_cast<size_t>(r + j)]});
         }
         std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
           if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
           return a.hyp != b.hyp ? a.hyp < b.hyp : a.token < b.token;
         });
+        // With a step callback (beam 1): the best candidate, reported; it ends the sentence when
+        // it is an end token, the last token or the callback says so, else it goes on alone.
+        if (o_.on_step && !cands.empty()) {
+          const Candidate& cd = cands[0];
+          const bool end = is_end(cd.token);
+          const bool last = o_.cut_at_max_length && generated + 2 >= s.max_len;
+          const bool stop = detail::report_step(
+              o_, {id_of(ids, si), generated, cd.token, cd.step_lp, false, end || last});
+          if (end || last || stop) {
+            Live nh = extend(s.live[cd.hyp], r + cd.hyp, cd.token, cd.log_prob, s.width);
+            if (end) {
+              const double cover = coverage(nh.attention, s.width);  // the end token's row too
+              const Live& h = s.live[cd.hyp];
+              s.finished.push_back(
+                  {h.tokens, rank_score(s, cd.log_prob, std::ssize(h.tokens) + 1, o_) + cover,
+                   cd.log_prob, h.attention, true, cd.token, s.prefix_lp});
+              s.live.clear();
+              s.done = true;
+            } else {
+              finish_cut(s, std::move(nh));
+            }
+            r += n;
+            continue;
+          }
+          cands.resize(1);
+        }
         std::vector<Live> next;
         std::vector<int64_t> parents;
         if (!cands.empty() && is_end(cands[0].token)) s.best_finished = true;
@@ -300,6 +332,20 @@ class BeamSearch : public Search {
   }
 
  private:
+  static uint64_t id_of(const std::vector<uint64_t>& ids, size_t i) {
+    return ids.empty() ? static_cast<uint64_t>(i) : ids[i];
+  }
+
+  // Ends s with its hypothesis h as it is, without an end token (a step callback's stop).
+  void finish_cut(Sentence& s, Live&& h) const {
+    const double score =
+        rank_score(s, h.log_prob, std::ssize(h.tokens), o_) + coverage(h.attention, s.width);
+    s.finished.push_back(
+        {std::move(h.tokens), score, h.log_prob, std::move(h.attention), false, -1, s.prefix_lp});
+    s.live.clear();
+    s.done = true;
+  }
+
   // Whether the steps keep attention rows: asked for, or for the coverage penalty.
   bool attention() const { return o_.return_attention || o_.coverage_penalty != 0.0; }
   // CTranslate2's coverage penalty of attention rows (tokens, width): β · Σ over the source

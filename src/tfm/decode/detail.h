@@ -63,6 +63,10 @@ SpecialIds special_ids(const ModelConfig& config, const SearchOptions& options);
 inline bool other_end_allowed(StepRule rule) {
   return rule == StepRule::normal || rule == StepRule::keep;
 }
+// Reports a chosen token to options.on_step (nothing without one); true: end the sentence there.
+inline bool report_step(const SearchOptions& options, const Step& step) {
+  return options.on_step && (*options.on_step)(step);
+}
 // Sorts best first: score descending, then shorter, then lexicographic (a total order, so the
 // result does not depend on the order hypotheses were found in).
 void sort_hypotheses(NBest& hyps);

@@ -122,18 +122,17 @@ class SamplingSearch : public Search {
         const size_t si = active[r];
         const float* row = lph.data() + static_cast<int64_t>(r) * V;
         const Ids& prefix = detail::prefix_of(prefixes, si);
-        const int32_t t = choose(prefix, generated, ids.empty() ? si : ids[si], row, V, order, p);
+        const uint64_t id = ids.empty() ? si : ids[si];
+        const int32_t t = choose(prefix, generated, id, row, V, order, p);
         Hypothesis& h = hyp[si];
         const bool end = std::find(ends.begin(), ends.end(), t) != ends.end();
-        // The end token gets no attention row.
-        const float* a = !end && o_.return_attention
-                             ? attn_h.data() + static_cast<int64_t>(r) * attn.size(1)
-                             : nullptr;
-        record(h, row[t], generated < std::ssize(prefix), unscored[si], a, width[si]);
-        if (end) h.end_id = t;
-        if (!end) h.tokens.push_back(t);
-        const bool cut = !end && o_.cut_at_max_length && generated + 2 >= max_len[si];
-        if (end || cut) {  // cut: CTranslate2's last step, without an end token
+        const bool in_prefix = generated < std::ssize(prefix);
+        const int64_t at = static_cast<int64_t>(r) * (o_.return_attention ? attn.size(1) : 0);
+        record(h, t, end, row[t], in_prefix, unscored[si], attn_h.data() + at, width[si]);
+        // The last token: an end token, or CTranslate2's last step (cut without an end token);
+        // a step callback's true cuts there too.
+        const bool last = end || (o_.cut_at_max_length && generated + 2 >= max_len[si]);
+        if (detail::report_step(o_, {id, generated, t, row[t], in_prefix, last}) || last) {
           h.eos = end;
           h.score = score(h, std::ssize(prefix), unscored[si]);
           out[si].push_back(std::move(h));
@@ -152,14 +151,19 @@ class SamplingSearch : public Search {
   }
 
  private:
-  // h takes a token of log-probability lp (a prefix's when in_prefix) and its attention row
-  // `attn` (width values; none when null).
-  void record(Hypothesis& h, float lp, bool in_prefix, double& unscored, const float* attn,
-              int64_t width) const {
+  // h takes token t (an end token when `end`: its end_id, else one of its tokens) of
+  // log-probability lp (a prefix's when in_prefix) and its attention row `attn` (width values;
+  // ignored without return_attention; an end token gets none).
+  void record(Hypothesis& h, int32_t t, bool end, float lp, bool in_prefix, double& unscored,
+              const float* attn, int64_t width) const {
+    if (end)
+      h.end_id = t;
+    else
+      h.tokens.push_back(t);
     h.log_prob += lp;
     if (in_prefix) h.prefix_log_prob += lp;
     if (in_prefix && !o_.score_prefix) unscored += lp;
-    if (attn) h.attention.insert(h.attention.end(), attn, attn + width);
+    if (o_.return_attention && !end) h.attention.insert(h.attention.end(), attn, attn + width);
   }
 
   // A finished hypothesis' score: without the prefix's log-probs when score_prefix is off; an

@@ -130,6 +130,8 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources, con
              (o.end_ids.empty() || o.end_ids == Ids{static_cast<int32_t>(c.eos_id)})))
       << "search: the transformers rule has no repetition penalty, end tokens besides EOS or "
       << "alternatives";
+  TFM_CHECK(!o.on_step || (o.beam_size == 1 && !o.alternatives))
+      << "search: a step callback needs greedy search or sampling (beam size 1, no alternatives)";
   TFM_CHECK(o.min_alternative_prob >= 0.0 && o.min_alternative_prob <= 1.0)
       << "search: the minimum alternative probability must be in [0, 1], got "
       << o.min_alternative_prob;

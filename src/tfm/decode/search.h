@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -40,6 +41,18 @@ namespace tfm::decode {
 //    the generated length; log_prob is the sum of the generated tokens' (masked) log-probs and
 //    score generate's sequences_scores. max_length_a and max_length_b are not used.
 enum class SearchRule : uint8_t { tfm, transformers };
+
+// One token greedy search or sampling chose (SearchOptions::on_step).
+struct Step {
+  uint64_t id = 0;   // the sentence's id (Search::run's ids; its index in `sources` if none)
+  int64_t step = 0;  // the sentence's tokens before this one, its prefix counted
+  int32_t token = 0;
+  double log_prob = 0;     // what the hypothesis' log_prob adds for it
+  bool in_prefix = false;  // forced by the sentence's prefix
+  bool is_last = false;    // an end token, or the last token the max length allows
+};
+// Returns true to end the sentence at this token (a hypothesis without an end token).
+using StepCallback = std::function<bool(const Step&)>;
 
 struct SearchOptions {
   int64_t beam_size = 1;
@@ -117,6 +130,16 @@ struct SearchOptions {
   int64_t forced_bos_id = -1;     // generate's forced_bos_token_id; -1: none
   int64_t forced_eos_id = -1;     // generate's forced_eos_token_id; -1: none
   int64_t decoder_start_id = -1;  // the decoder's first token (mBART's target language); -1: BOS
+  // Called with each token greedy search or sampling (beam_size 1, no alternatives:
+  // check_inputs) chooses, as soon as it is chosen, from the thread that searches
+  // (a sharded search's shards call it from several threads at once: the caller serialises).
+  // Returning true ends the sentence there: its hypothesis keeps the token (an end token
+  // excepted) with eos false, scored over its tokens. Greedy search then also ends a sentence at
+  // its first end token (the reported tokens are the hypothesis; without a callback, a length
+  // penalty may let it continue past it). The transformers rule reads a prompt unscored: it
+  // reports the generated tokens only. An exception it throws ends the search. Compared by
+  // identity: searches with different callbacks never share a batch.
+  std::shared_ptr<const StepCallback> on_step;
 
   bool operator==(const SearchOptions&) const = default;
 };

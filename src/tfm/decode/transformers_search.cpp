@@ -94,8 +94,9 @@ class TransformersSearch : public Search {
                       int64_t t, int64_t k_base) const;
   // Step t of sentence s, whose rows start at r: its prompt's next token, or a generate() step.
   // Appends the rows to keep (parents) and their next tokens; false once the sentence is done.
+  // id: the sentence's (SearchOptions::on_step).
   bool advance(Sentence& s, int64_t t, int64_t r, const StepView& v, std::vector<int64_t>& parents,
-               std::vector<int32_t>& next_tokens) const;
+               std::vector<int32_t>& next_tokens, uint64_t id) const;
   // The finished hypotheses, the prefix in front, n_best of them.
   NBest results(Sentence& s) const;
   // What generate()'s logits processors leave of row r's candidates at this step: the best
@@ -110,8 +111,9 @@ class TransformersSearch : public Search {
   void beam_step(Sentence& s, std::vector<std::vector<std::pair<float, int32_t>>>& rows,
                  int64_t cur_len, int64_t first_row, const float* attn, int64_t stride,
                  std::vector<int64_t>& parents) const;
+  // id: the sentence's (SearchOptions::on_step).
   void greedy_step(Sentence& s, const std::vector<std::pair<float, int32_t>>& row, int64_t cur_len,
-                   const float* attn) const;
+                   const float* attn, uint64_t id) const;
 
   SearchOptions o_;
 };
@@ -158,16 +160,21 @@ std::vector<std::pair<float, int32_t>> TransformersSearch::candidates(
 }
 
 void TransformersSearch::greedy_step(Sentence& s, const std::vector<std::pair<float, int32_t>>& row,
-                                     int64_t cur_len, const float* attn) const {
+                                     int64_t cur_len, const float* attn, uint64_t id) const {
   Beam& b = s.live[0];
   const auto [lp, token] = row[0];
   b.score += lp;
   const bool eos = token == s.eos;
+  // The step callback sees the generated tokens only: the prompt is read unscored. Its steps
+  // count the hypothesis' tokens before this one (the prompt's part of the output included).
+  const auto shown = static_cast<int64_t>(s.prompt.size()) - s.output_from;
+  const bool stop = detail::report_step(
+      o_, {id, shown + std::ssize(b.tokens), token, lp, false, eos || cur_len + 1 >= s.max_length});
   if (!eos) {
     b.tokens.push_back(token);
     if (attn) b.attention.insert(b.attention.end(), attn, attn + s.width);
   }
-  if (eos || cur_len + 1 >= s.max_length) {
+  if (eos || stop || cur_len + 1 >= s.max_length) {
     s.finished.push_back({b.tokens, b.score, b.score, eos, b.attention});
     s.done = true;
   }
@@ -296,8 +303,8 @@ int64_t TransformersSearch::top_k_width(const std::vector<Sentence>& sent,
 }
 
 bool TransformersSearch::advance(Sentence& s, int64_t t, int64_t r, const StepView& v,
-                                 std::vector<int64_t>& parents,
-                                 std::vector<int32_t>& next_tokens) const {
+                                 std::vector<int64_t>& parents, std::vector<int32_t>& next_tokens,
+                                 uint64_t id) const {
   const int64_t plen = static_cast<int64_t>(s.prompt.size());
   if (t + 1 < plen) {  // still reading the prompt: its next token is forced, unscored
     if (v.attn && t + 1 >= s.output_from)
@@ -318,7 +325,7 @@ bool TransformersSearch::advance(Sentence& s, int64_t t, int64_t r, const StepVi
         candidates(s, input_ids(s, s.live[j]), v.vals + at, v.ids + at, v.k, v.keep, eos_lp));
   }
   if (o_.beam_size == 1) {
-    greedy_step(s, rows[0], cur_len, v.attn ? v.attn + r * v.stride : nullptr);
+    greedy_step(s, rows[0], cur_len, v.attn ? v.attn + r * v.stride : nullptr, id);
     if (!s.done) parents.push_back(r);
   } else {
     beam_step(s, rows, cur_len, r, v.attn, v.stride, parents);
@@ -347,7 +354,7 @@ NBest TransformersSearch::results(Sentence& s) const {
 
 std::vector<NBest> TransformersSearch::run(const Transformer& model,
                                            const std::vector<Ids>& sources,
-                                           const std::vector<uint64_t>& /*ids*/,
+                                           const std::vector<uint64_t>& keys,
                                            const std::vector<Ids>& prefixes) const {
   profile::Scope scope(profile::Phase::search);
   detail::check_inputs(model, sources, o_, prefixes);
@@ -400,7 +407,8 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
     int64_t r = 0;
     for (size_t si : active) {
       const int64_t n = static_cast<int64_t>(sent[si].live.size());
-      if (advance(sent[si], t, r, view, parents, next_tokens)) still.push_back(si);
+      const uint64_t id = keys.empty() ? si : keys[si];  // (ids: the step's top-k)
+      if (advance(sent[si], t, r, view, parents, next_tokens, id)) still.push_back(si);
       r += n;
     }
     active = std::move(still);

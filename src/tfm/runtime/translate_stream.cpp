@@ -261,9 +261,14 @@ void Translator::Impl::stream(std::istream& in, std::ostream& out,
   validate_stream_options(so);
   decode::SearchOptions search = checked_search(options);
   search.return_attention = false;  // lines of text have no place for it
+  // Every window shares the relay: the step ids are the lines' keys, their index in the input.
+  const std::shared_ptr<runtime::StepRelay> relay = relay_steps(search, options);
   LineWindowReader reader(in, so, source_name);
   OrderedWriter writer(*this, out, so, source_name);
-  const std::stop_callback on_stop(so.stop, [&writer] { writer.cancel(); });
+  const std::stop_callback on_stop(so.stop, [&writer, &relay] {
+    if (relay) relay->cancel();
+    writer.cancel();
+  });
   while (!so.stop.stop_requested()) {
     const Window w = reader.next();
     if (w.lines.empty()) break;

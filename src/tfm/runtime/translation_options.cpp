@@ -240,6 +240,19 @@ const Entry<T> kTranslation[] = {
        TFM_CHECK_ARG(!o.return_attention || !n.model->decoder_only)
            << n("return_attention") << ": a decoder-only model has no cross-attention to return";
      }},
+    // The searches that choose one token at a time report it (decode::SearchOptions::on_step):
+    // greedy search (tfm's and generate()'s) and sampling; beam search only knows its
+    // hypotheses at the end.
+    {"step_callback",
+     [](const T& o, const Context& n) {
+       if (!o.step_callback) return;
+       TFM_CHECK_ARG(o.beam_size == 1)
+           << n("step_callback") << " needs greedy search or sampling (" << n("beam_size")
+           << " 1, got " << o.beam_size << "): beam search knows its hypotheses only at the end";
+       TFM_CHECK_ARG(!o.return_alternatives)
+           << n("step_callback") << " with " << n("return_alternatives")
+           << ": the alternatives are expanded apart";
+     }},
     // The codes themselves are the tokenizer's to resolve (Translator::Impl::language_id).
     {"target_lang",
      [](const T& o, const Context& n) {

@@ -46,6 +46,7 @@ std::vector<TranslationResult> AsyncResults::get() {
 }
 
 void AsyncResults::cancel() {
+  if (state_ && state_->relay) state_->relay->cancel();  // a search in progress stops too
   if (state_) state_->pending->cancel();
 }
 

@@ -133,6 +133,13 @@ decode::SearchOptions Translator::Impl::checked_search(const TranslationOptions&
   return o;
 }
 
+std::shared_ptr<runtime::StepRelay> Translator::Impl::relay_steps(
+    decode::SearchOptions& search, const TranslationOptions& options) const {
+  std::function<std::string(int32_t)> piece;
+  if (has_vocabs()) piece = [this](int32_t id) { return vocabs_.trg->ids_to_pieces({id}).front(); };
+  return runtime::StepRelay::attach(search, options, std::move(piece));
+}
+
 TranslationOptions Translator::Impl::default_options() const {
   return generation_ ? runtime::generation_defaults(*generation_, config()) : TranslationOptions{};
 }
@@ -227,6 +234,7 @@ PreparedRequest Translator::Impl::empty_request(const TranslationOptions& option
                                                 Batching batching) const {
   PreparedRequest p;
   p.request.search = checked_search(options);
+  p.relay = relay_steps(p.request.search, options);
   p.request.own = batching == Batching::own;
   p.return_end_token = options.return_end_token;
   p.attention_framing = options.attention_framing;
@@ -302,6 +310,7 @@ AsyncResults Translator::Impl::submit(PreparedRequest prepared, bool text, bool 
   state->widths = std::move(prepared.widths);
   state->return_end_token = prepared.return_end_token;
   state->attention_framing = prepared.attention_framing;
+  state->relay = std::move(prepared.relay);
   state->pending = submit(std::move(prepared.request), refusable);
   return AsyncResults(std::move(state));
 }

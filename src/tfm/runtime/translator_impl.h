@@ -18,6 +18,7 @@
 #include "tfm/model/generation_config.h"
 #include "tfm/model/transformer.h"
 #include "tfm/runtime/request_queue.h"
+#include "tfm/runtime/step_relay.h"
 #include "tfm/runtime/worker_pool.h"
 #include "tfm/translator.h"
 
@@ -30,6 +31,7 @@ struct PreparedRequest {
   std::vector<int64_t> widths;  // per source: the framed source's positions (attention rows)
   bool return_end_token = false;
   bool attention_framing = true;
+  std::shared_ptr<runtime::StepRelay> relay;  // the call's step callback, if any
 };
 
 // What AsyncResults holds: the queue's Pending and how to finish its results.
@@ -41,6 +43,7 @@ struct AsyncResults::State {
   std::vector<int64_t> widths;
   bool return_end_token = false;
   bool attention_framing = true;
+  std::shared_ptr<runtime::StepRelay> relay;  // cancelled with the call
 };
 
 class Translator::Impl {
@@ -83,6 +86,10 @@ class Translator::Impl {
   // The options checked (in the API's words) and turned into the search's: the transformers
   // rule with its generation config for a converted model.
   decode::SearchOptions checked_search(const TranslationOptions& options) const;
+  // options.step_callback relayed by `search` (runtime::StepRelay::attach), its tokens named by
+  // the target vocabulary when there is one; null without a callback.
+  std::shared_ptr<runtime::StepRelay> relay_steps(decode::SearchOptions& search,
+                                                  const TranslationOptions& options) const;
   // TranslationOptions{}, or a converted model's generation config's settings.
   TranslationOptions default_options() const;
   // A language code's token id, by the model's source (`what` "source_lang") or target
