@@ -203,10 +203,15 @@ class Translator:
           coverage_penalty (CTranslate2's β; greedy and beam search), force_end_token (False:
           a hypothesis reaching the max length ends there without the end token, CTranslate2's),
           search_rule ("tfm": CTranslate2's search on a converted model too).
-          CTranslate2's options tfm does not implement (prefix_bias_beta, use_vmap,
-          return_logits_vocab,
-          replace_unknowns, callback) are accepted at their 'off' value
-          and raise NotImplementedError otherwise.
+          return_logits_vocab (result.logits: per hypothesis, one array.array('f') per decoder
+          step, the prefix's and the end token's included: the vocabulary's logits the search
+          chose from, after the logits processors, before the softmax; numpy.asarray reads
+          each as float32), replace_unknowns (token lists only: each unknown target token
+          becomes the source token it attends most), prefix_bias_beta (β in [0, 1): the target
+          prefix is soft, each step's distribution mixed with it as (1 - β)·p + β·onehot while
+          a beam slot follows it; a beam search), as CTranslate2's.
+          CTranslate2's options tfm does not implement (use_vmap, callback) are accepted at
+          their 'off' value and raise NotImplementedError otherwise.
         """
         o = _options.merged(self._defaults, options, "translate_batch")
         calls, n = self._submit_chunks(source, target_prefix, o)
@@ -447,6 +452,10 @@ class Translator:
         return_scores = _bool("return_scores", o["return_scores"])
         size, kind_b = _options.batching(o)
         kind, items = _batch("source", source)
+        if opts.replace_unknowns and kind == _IDS:
+            raise _tfm.InvalidArgumentError(
+                "replace_unknowns replaces unknown target tokens by source tokens: give token "
+                "lists (ids have no token to put in)")
         prefix = _prefixes(kind, len(items), target_prefix)
         fn = {_TEXT: self._impl.submit_text, _IDS: self._impl.submit_ids,
               _TOKENS: self._impl.submit_tokens}[kind]
