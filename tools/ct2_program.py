@@ -78,9 +78,6 @@ _PAD = ("CTranslate2's converter removes Marian's <pad> from the vocabulary; tfm
         "log-probability differs by log(1 - p(<pad>))")
 _HEADS = ("the coverage penalty reads the attention: CTranslate2's converter keeps the last "
           "layer's first head as the alignment (alignment_heads 1); tfm averages its heads")
-_PAD_ROW = ("CTranslate2's converter removes Marian's <pad> (its last id) from the vocabulary: "
-            "its logits rows have one entry fewer; tfm's hold <pad> at -inf (removed before the "
-            "softmax), the other entries equal")
 _ARGMAX = ("an unknown token becomes the source token its attention weighs most: CTranslate2's "
            "converter keeps the last layer's first head as the alignment (alignment_heads 1); "
            "tfm averages its heads, so the argmax may be another source token")
@@ -97,7 +94,6 @@ KNOWN_MARIAN_DIFFERENCES = {"score_batch": _PAD, "score_offset1": _PAD, "score_m
                                 "(Marian) then skips the embedding scale for the whole call "
                                 "(layers/transformer.cc); tfm scales the prefix as the model "
                                 "does"),
-                            "greedy_logits": _PAD_ROW, "greedy_logits_prefix_min_length": _PAD_ROW,
                             "replace_unknowns": _ARGMAX, "greedy_replace_unknowns": _ARGMAX}
 
 
@@ -114,13 +110,15 @@ def _floats(x):
 
 def _row(x):
     """One step's logits for the comparison: the row itself, or for a vocabulary wider than 64
-    (the fixtures stay small) its size, its -inf entries, its max, argmax and logsumexp."""
+    (the fixtures stay small) its -inf entries, its max, argmax and logsumexp (not its size: a
+    Marian model's rows are one shorter in CTranslate2, whose converter drops <pad>, the last
+    id, which tfm's rows hold disabled)."""
     row = _floats(x)
     if len(row) <= 64:
         return row
     finite = [v for v in row if not math.isinf(v)]
     top = max(finite)
-    return {"size": len(row), "neg_inf": len(row) - len(finite), "max": top,
+    return {"neg_inf": len(row) - len(finite), "max": top,
             "argmax": row.index(top),
             "logsumexp": top + math.log(sum(math.exp(v - top) for v in finite))}
 
