@@ -11,6 +11,7 @@ fixture (tools/make_ct2_fixture.py). Standard library only.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 
@@ -78,6 +79,9 @@ _PAD = ("CTranslate2's converter removes Marian's <pad> from the vocabulary; tfm
         "log-probability differs by log(1 - p(<pad>))")
 _HEADS = ("the coverage penalty reads the attention: CTranslate2's converter keeps the last "
           "layer's first head as the alignment (alignment_heads 1); tfm averages its heads")
+_ARGMAX = ("an unknown token becomes the source token its attention weighs most: CTranslate2's "
+           "converter keeps the last layer's first head as the alignment (alignment_heads 1); "
+           "tfm averages its heads, so the argmax may be another source token")
 KNOWN_MARIAN_DIFFERENCES = {"score_batch": _PAD, "score_offset1": _PAD, "score_max_input3": _PAD,
                             "score_iterable": _PAD, "score_asynchronous": _PAD,
                             "score_file": _PAD,
@@ -90,13 +94,42 @@ KNOWN_MARIAN_DIFFERENCES = {"score_batch": _PAD, "score_offset1": _PAD, "score_m
                                 "call at step 0, and a model that starts from a zero embedding "
                                 "(Marian) then skips the embedding scale for the whole call "
                                 "(layers/transformer.cc); tfm scales the prefix as the model "
-                                "does")}
+                                "does"),
+                            "replace_unknowns": _ARGMAX, "greedy_replace_unknowns": _ARGMAX}
+
+
+def _floats(x):
+    """One step's logits as floats: CTranslate2's StorageView through its __array_interface__
+    (read with ctypes: no numpy here), or any iterable of numbers (tfm's array.array)."""
+    face = getattr(x, "__array_interface__", None)
+    if face is None:
+        return [float(v) for v in x]
+    assert face["typestr"] == "<f4", face
+    n = math.prod(face["shape"])
+    return [float(v) for v in (ctypes.c_float * n).from_address(face["data"][0])] if n else []
+
+
+def _row(x):
+    """One step's logits for the comparison: the row itself, or for a vocabulary wider than 64
+    (the fixtures stay small) its -inf entries, its max, argmax and logsumexp (not its size: a
+    Marian model's rows are one shorter in CTranslate2, whose converter drops <pad>, the last
+    id, which tfm's rows hold disabled)."""
+    row = _floats(x)
+    if len(row) <= 64:
+        return row
+    finite = [v for v in row if not math.isinf(v)]
+    top = max(finite)
+    return {"neg_inf": len(row) - len(finite), "max": top,
+            "argmax": row.index(top),
+            "logsumexp": top + math.log(sum(math.exp(v - top) for v in finite))}
 
 
 def _result(r):
     out = {"hypotheses": [list(h) for h in r.hypotheses], "scores": [float(s) for s in r.scores]}
     if r.attention:
         out["attention"] = [[list(map(float, row)) for row in a] for a in r.attention]
+    if getattr(r, "logits", None):
+        out["logits"] = [[_row(step) for step in h] for h in r.logits]
     return out
 
 
@@ -114,6 +147,7 @@ def _translate(ct2, t, sources, targets, cases, min_prob):
     prefixes = [tg[:1] if i % 2 == 0 else None for i, tg in enumerate(targets)]
     out["target_prefix"] = [_result(r) for r in t.translate_batch(
         sources, target_prefix=prefixes, beam_size=2, return_scores=True, **more)]
+    out.update(_result_options(t, sources, targets, more))
     # CTranslate2's alternatives at the first position after a prefix (or the first position).
     out["alternatives"] = [_result(r) for r in t.translate_batch(
         sources, target_prefix=[tg[:2] for tg in targets], beam_size=2, num_hypotheses=4,
@@ -164,6 +198,37 @@ def _steps(t, sources, targets, more):
     it = t.generate_tokens(sources[0], targets[0][:2], return_log_prob=True, **more)
     out["generate_tokens_closed"] = [_step(next(it)) for _ in range(3)]
     it.close()
+
+
+def _result_options(t, sources, targets, more):
+    """return_logits_vocab (greedy: CTranslate2 4.8.5's beam search returns one empty array per
+    hypothesis), prefix_bias_beta and replace_unknowns."""
+    out = {}
+    few = sources[:3]  # the logits: a vocabulary's worth of floats per step
+    out["greedy_logits"] = [_result(r) for r in t.translate_batch(
+        few, beam_size=1, return_logits_vocab=True, return_scores=True, **more)]
+    out["greedy_logits_prefix_min_length"] = [_result(r) for r in t.translate_batch(
+        few, target_prefix=[tg[:2] for tg in targets[:3]], beam_size=1, min_decoding_length=4,
+        repetition_penalty=1.3, return_logits_vocab=True, return_scores=True, **more)]
+    soft = [tg[:3] for tg in targets]
+    for name, beam, beta in (("prefix_bias", 2, 0.5), ("prefix_bias_strong", 3, 0.95),
+                             ("greedy_prefix_bias", 1, 0.3)):
+        out[name] = [_result(r) for r in t.translate_batch(
+            sources, target_prefix=soft, beam_size=beam, prefix_bias_beta=beta,
+            return_scores=True, **more)]
+    # An unknown token in each prefix, and a source token the vocabulary does not know: the
+    # unknown target tokens become the source tokens they attend most. Beam search one sentence
+    # a call: CTranslate2 4.8.5's beam search takes the first step's attention after a target
+    # prefix from another sentence of the batch (its beam origins index the batch before the
+    # beam is expanded), so its replacements then depend on the batch; greedy search does not.
+    oov = [s + ["QQQ"] for s in sources]
+    unk = [["<unk>"]] * len(oov)
+    out["replace_unknowns"] = [_result(r) for r in t.translate_batch(
+        oov, target_prefix=unk, beam_size=2, replace_unknowns=True, max_batch_size=1,
+        return_scores=True, **more)]
+    out["greedy_replace_unknowns"] = [_result(r) for r in t.translate_batch(
+        oov, target_prefix=unk, beam_size=1, replace_unknowns=True, return_scores=True,
+        **more)]
     return out
 
 

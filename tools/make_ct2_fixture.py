@@ -9,10 +9,10 @@ through tfm.ctranslate2 and compares, without CTranslate2 installed).
 
 --update reruns the program on the committed model and pieces (a new case in ct2_program.py).
 
-    .venv/bin/python tools/make_ct2_fixture.py --marian [--out tests/fixtures/ct2_marian]
-    .venv/bin/python tools/make_ct2_fixture.py --marian --update [--out tests/fixtures/ct2_marian]
+    .venv/bin/python tools/make_ct2_fixture.py --marian [--update] [--out tests/fixtures/ct2_marian]
 
---marian makes the Transformers side's fixture: a random-weight MarianMTModel (save_pretrained,
+--marian --update reruns the program on the committed Marian model (a new case); --marian alone
+makes the Transformers side's fixture: a random-weight MarianMTModel (save_pretrained,
 the vocabulary of tests/fixtures/hf_tokenizers/marian_shared, weights drawn wide enough that no
 two tokens tie, EOS's output bias raised so that beams finish early), converted by CTranslate2's
 own converter (ctranslate2.converters.TransformersConverter); OUT/model holds the Transformers
@@ -201,6 +201,29 @@ def update(out):
     print(f"{out}: {len(outputs)} cases from ctranslate2 {version}")
 
 
+def update_marian(out):
+    """OUT/expected.json's outputs again from the real ctranslate2 on the committed Marian model
+    (converted by CTranslate2's converter), its pieces, tokens and bounds (a new case)."""
+    import ctranslate2
+
+    path = os.path.join(out, "expected.json")
+    with open(path, encoding="utf-8") as f:
+        fx = json.load(f)
+    with tempfile.TemporaryDirectory() as tmp:
+        hf = hf_marian_dir(os.path.join(out, "model"), os.path.join(tmp, "hf"))
+        ct2_dir = ctranslate2.converters.TransformersConverter(hf).convert(
+            os.path.join(tmp, "ct2"))
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        outputs = ct2_program.run(ctranslate2, ct2_dir, fx["sources"], fx["targets"], work,
+                                  fx["tokens"], fx["max_decoding_length"], fx["min_prob"])
+    fx.update(ctranslate2=ctranslate2.__version__, outputs=outputs)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(fx, f, indent=0, ensure_ascii=False)
+        f.write("\n")
+    print(f"{out}: {len(outputs)} cases from ctranslate2 {ctranslate2.__version__}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -215,9 +238,9 @@ def main():
                    help="make the Transformers Marian fixture (tests/fixtures/ct2_marian)")
     a = p.parse_args()
     if a.marian:
-        out = (a.out if a.out != p.get_default("out") else
-               os.path.join(HERE, "..", "tests", "fixtures", "ct2_marian"))
-        return update_marian(out) if a.update else make_marian(out)
+        marian_out = (a.out if a.out != p.get_default("out") else
+                      os.path.join(HERE, "..", "tests", "fixtures", "ct2_marian"))
+        return update_marian(marian_out) if a.update else make_marian(marian_out)
     if a.update:
         return update(a.out)
     if not (a.model and a.src and a.trg):

@@ -221,6 +221,25 @@ struct TranslationOptions {
   uint64_t seed = 0;  // with a sentence's index in the call, keys its random stream
   // Fill TranslationHypothesis::attention (translate_stream, which writes text, ignores it).
   bool return_attention = false;
+  // Fill TranslationHypothesis::logits (CTranslate2's return_logits_vocab): greedy, beam and
+  // sampling; not with return_alternatives, nor for a converted model decoded by generate()'s
+  // rules (search_rule "tfm" decodes it by CTranslate2's).
+  bool return_logits_vocab = false;
+  // CTranslate2's replace_unknowns: each hypothesis id that is the target vocabulary's unknown
+  // token gets the source position it attends most (TranslationHypothesis::unknown_sources), whose
+  // token replaces it where a front end deals in tokens (the Python package's token lists). The
+  // search keeps the attention for it (returned only with return_attention). Not for a
+  // decoder-only model, a converted model decoded by generate()'s rules, or the text methods
+  // (tokens replace tokens: give ids, or token lists in Python).
+  bool replace_unknowns = false;
+  // CTranslate2's prefix_bias_beta β in [0, 1): > 0 makes the target prefixes soft (Arivazhagan
+  // et al. 2020, section 4.2) instead of forced: while a beam slot follows its sentence's prefix,
+  // the step's distribution becomes (1 - β)·p + β·onehot(the prefix token), and the beam ranks
+  // and scores (score) by these biased log-probabilities; log_prob stays the model's own. The
+  // search is a beam search (beam_size 1 included); not with sampling, return_alternatives, a
+  // decoder-only model (its prompt is no prefix to bias towards) or a converted model decoded
+  // by generate()'s rules. Without a target prefix it changes nothing.
+  double prefix_bias_beta = 0.0;
   // Attention rows over the framed source (tfm: BOS/EOS columns as ModelInfo's source_bos /
   // source_eos say), or false: over the source's own tokens, the framing's columns dropped
   // (CTranslate2's; the rows then sum to less than 1).
@@ -271,6 +290,18 @@ struct TranslationHypothesis {
   // framed as ModelInfo's source_bos / source_eos say (by default the ids then EOS), so
   // source length + 1 values by default; each row sums to 1. Empty otherwise.
   std::vector<std::vector<float>> attention;
+  // With return_logits_vocab: one row per decoder step (the target prefix's steps and the end
+  // token's included, so ids.size() + 1 rows for a hypothesis ended by its end token without
+  // return_end_token), each the target vocabulary's logits the search chose from: after the
+  // repetition penalty, with the tokens that suppress_sequences, no_repeat_ngram_size and
+  // disable_unk forbid and the end tokens before min_decoding_length at the lowest float
+  // (-3.4e38: CTranslate2's "disabled", not -inf), before the log-softmax (and the sampling
+  // temperature), as CTranslate2's return_logits_vocab. Empty otherwise.
+  std::vector<std::vector<float>> logits;
+  // With replace_unknowns: one entry per id, the position in the source's own tokens (as given,
+  // cut to the model's positions; the model's framing not counted) with the highest attention
+  // where the id is the unknown token, -1 elsewhere. Empty otherwise.
+  std::vector<int64_t> unknown_sources;
 };
 
 // One sequence's Translator::score_sequences: the tokens scored (the sequence after its first

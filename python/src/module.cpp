@@ -75,12 +75,23 @@ struct PyTranslationResult {
   py::list scores;
   py::list log_probs;
   py::list attention;
-  py::list logits;  // CTranslate2's return_logits_vocab, which tfm does not implement: empty
+  // CTranslate2's return_logits_vocab: per hypothesis, one array.array('f') per decoder step.
+  py::list logits;
   bool source_truncated = false;
 };
 
+// One decoder step's logits as Python's array.array('f'): a float32 buffer that numpy reads
+// without a copy (np.asarray), as it reads CTranslate2's StorageView, with no numpy dependency.
+py::object float_array(const std::vector<float>& row) {
+  static_assert(sizeof(float) == 4);
+  // Not a static py::object: it would outlive the interpreter (sys.modules caches the import).
+  const py::object array = py::module_::import("array").attr("array");
+  return array("f", py::bytes(reinterpret_cast<const char*>(row.data()), row.size() * 4));
+}
+
 std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&& results, bool text,
-                                           bool return_scores, bool return_attention) {
+                                           bool return_scores, bool return_attention,
+                                           bool return_logits = false) {
   std::vector<PyTranslationResult> out(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     PyTranslationResult& r = out[i];
@@ -95,6 +106,11 @@ std::vector<PyTranslationResult> to_python(std::vector<tfm::TranslationResult>&&
         r.log_probs.append(h.log_prob);
       }
       if (return_attention) r.attention.append(py::cast(h.attention));
+      if (return_logits) {
+        py::list steps;
+        for (const std::vector<float>& row : h.logits) steps.append(float_array(row));
+        r.logits.append(steps);
+      }
     }
   }
   return out;
@@ -157,13 +173,18 @@ enum class Kind { text, ids, tokens };
 // once, and returns the same list on every later call.
 class PyAsync {
  public:
+  // sources: a token call's source tokens, for replace_unknowns (empty otherwise).
   PyAsync(tfm::AsyncResults results, const tfm::Translator& translator, Kind kind,
-          bool return_scores, bool return_attention)
+          bool return_scores, const tfm::TranslationOptions& options,
+          std::vector<std::vector<std::string>> sources = {})
       : results_(std::move(results)),
         translator_(translator),
         kind_(kind),
         return_scores_(return_scores),
-        return_attention_(return_attention) {}
+        return_attention_(options.return_attention),
+        return_logits_(options.return_logits_vocab),
+        replace_unknowns_(options.replace_unknowns),
+        sources_(std::move(sources)) {}
 
   bool done() const { return converted_.has_value() || results_.ready(); }
   void cancel() { results_.cancel(); }
@@ -180,11 +201,11 @@ class PyAsync {
         tokens.resize(results.size());
         for (size_t i = 0; i < results.size(); ++i)
           for (const tfm::TranslationHypothesis& h : results[i].hypotheses)
-            tokens[i].push_back(translator_.target_ids_to_tokens(h.ids));
+            tokens[i].push_back(replaced(translator_.target_ids_to_tokens(h.ids), h, i));
       }
     }
-    converted_ =
-        to_python(std::move(results), kind_ == Kind::text, return_scores_, return_attention_);
+    converted_ = to_python(std::move(results), kind_ == Kind::text, return_scores_,
+                           return_attention_, return_logits_);
     for (size_t i = 0; i < tokens.size(); ++i) {
       py::list hyps;
       for (auto& t : tokens[i]) hyps.append(py::cast(t));
@@ -203,10 +224,24 @@ class PyAsync {
         [this] { results_.cancel(); });
   }
 
+  // CTranslate2's replace_unknowns on a token call: each unknown token becomes the source token
+  // the library found it attends most (TranslationHypothesis::unknown_sources).
+  std::vector<std::string> replaced(std::vector<std::string> tokens,
+                                    const tfm::TranslationHypothesis& h, size_t i) const {
+    if (!replace_unknowns_) return tokens;
+    for (size_t t = 0; t < tokens.size() && t < h.unknown_sources.size(); ++t) {
+      const int64_t pos = h.unknown_sources[t];
+      if (pos >= 0 && static_cast<size_t>(pos) < sources_[i].size())
+        tokens[t] = sources_[i][static_cast<size_t>(pos)];
+    }
+    return tokens;
+  }
+
   tfm::AsyncResults results_;
   const tfm::Translator& translator_;
   Kind kind_;
-  bool return_scores_, return_attention_;
+  bool return_scores_, return_attention_, return_logits_, replace_unknowns_;
+  std::vector<std::vector<std::string>> sources_;
   std::optional<std::vector<PyTranslationResult>> converted_;
 };
 
@@ -269,10 +304,13 @@ class PyTranslator {
                         const std::vector<std::vector<std::string>>& target_prefix,
                         const tfm::TranslationOptions& options, bool return_scores) const {
     check(options);
-    return wrap(Kind::tokens, return_scores, options, [&] {
-      return translator_->translate_async(to_ids(sources, /*source=*/true),
-                                          to_ids(target_prefix, /*source=*/false), options);
-    });
+    return wrap(
+        Kind::tokens, return_scores, options,
+        [&] {
+          return translator_->translate_async(to_ids(sources, /*source=*/true),
+                                              to_ids(target_prefix, /*source=*/false), options);
+        },
+        options.replace_unknowns ? sources : std::vector<std::vector<std::string>>{});
   }
 
   // A decoder-only model's continuations of prompts (text or ids), as translate_* return them.
@@ -427,14 +465,15 @@ class PyTranslator {
 
   // A call submitted (the GIL released: tokenising and checking the sources is the library's).
   template <typename Submit>
-  PyAsync wrap(Kind kind, bool return_scores, const tfm::TranslationOptions& options,
-               Submit submit) const {
+  PyAsync wrap(Kind kind, bool return_scores, const tfm::TranslationOptions& options, Submit submit,
+               std::vector<std::vector<std::string>> sources = {}) const {
     tfm::AsyncResults results;
     {
       py::gil_scoped_release release;
       results = submit();
     }
-    return PyAsync(std::move(results), *translator_, kind, return_scores, options.return_attention);
+    return PyAsync(std::move(results), *translator_, kind, return_scores, options,
+                   std::move(sources));
   }
 
   std::vector<std::vector<int64_t>> to_ids(const std::vector<std::vector<std::string>>& batch,
@@ -498,6 +537,9 @@ void bind_options(py::module_& m) {
       .def_readwrite("sampling_topp", &tfm::TranslationOptions::sampling_topp)
       .def_readwrite("seed", &tfm::TranslationOptions::seed)
       .def_readwrite("return_attention", &tfm::TranslationOptions::return_attention)
+      .def_readwrite("return_logits_vocab", &tfm::TranslationOptions::return_logits_vocab)
+      .def_readwrite("replace_unknowns", &tfm::TranslationOptions::replace_unknowns)
+      .def_readwrite("prefix_bias_beta", &tfm::TranslationOptions::prefix_bias_beta)
       .def_readwrite("max_new_tokens", &tfm::TranslationOptions::max_new_tokens)
       .def_readwrite("target_lang", &tfm::TranslationOptions::target_lang)
       .def_readwrite("source_lang", &tfm::TranslationOptions::source_lang)
@@ -595,8 +637,11 @@ void bind_results(py::module_& m) {
                     "positions the model reads (the source's tokens, then EOS by default: "
                     "ModelInfo.source_bos/source_eos); empty unless return_attention")
       .def_readonly("logits", &R::logits,
-                    "CTranslate2's return_logits_vocab, which tfm does not implement: always "
-                    "empty (return_logits_vocab=True raises NotImplementedError)")
+                    "with return_logits_vocab=True, per hypothesis one array.array('f') per "
+                    "decoder step (the prefix's steps and the end token's included): the target "
+                    "vocabulary's logits the search chose from, after the logits processors and "
+                    "before the softmax, as CTranslate2's; numpy.asarray reads each as float32; "
+                    "empty otherwise")
       .def_readonly("source_truncated", &R::source_truncated,
                     "the source was longer than the model's positions and was cut")
       // CTranslate2's older view of a result as a list of dicts, which its programs still use.

@@ -200,9 +200,7 @@ def test_result_reads_as_a_list_of_dicts(translator, fixture):
         r[2]
 
 
-@pytest.mark.parametrize("option,value", [
-    ("prefix_bias_beta", 0.5), ("use_vmap", True),
-    ("return_logits_vocab", True), ("replace_unknowns", True)])
+@pytest.mark.parametrize("option,value", [("use_vmap", True)])
 def test_unimplemented_options_are_refused_by_name(translator, fixture, option, value):
     # (callback is implemented: test_callback_sees_the_hypotheses_with_the_callers_indices)
     with pytest.raises(NotImplementedError, match=f"^{option}="):

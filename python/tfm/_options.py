@@ -26,7 +26,8 @@ TFM_DEFAULTS: Dict[str, Any] = dict(
     score_prefix=True, attention_framing=True, disable_unk=False, suppress_sequences=None,
     repetition_penalty=1.0, no_repeat_ngram_size=None, return_alternatives=False,
     min_alternative_expansion_prob=0.0, search_rule="model", force_end_token=True,
-    coverage_penalty=0.0,
+    coverage_penalty=0.0, return_logits_vocab=False, replace_unknowns=False,
+    prefix_bias_beta=0.0,
     # CTranslate2's per-step callback (_steps.relay: the library's step_callback).
     callback=None,
     # What a call returns and how it is batched (not search options).
@@ -45,10 +46,7 @@ CT2_DEFAULTS: Dict[str, Any] = dict(
 # CTranslate2's options that tfm does not implement: each with the value that means "off" (any
 # other raises NotImplementedError) and why.
 UNSUPPORTED: Dict[str, Tuple[Any, str]] = {
-    "prefix_bias_beta": (0, "tfm forces a target prefix; it has no soft prefix bias"),
     "use_vmap": (False, "tfm models have no vocabulary map"),
-    "return_logits_vocab": (False, "tfm's searches do not keep each step's logits"),
-    "replace_unknowns": (False, "tfm does not replace unknown tokens by attended source tokens"),
 }
 # Accepted and without effect because the option they qualify is off (as in CTranslate2).
 INERT: set = set()
@@ -128,7 +126,9 @@ _FIELDS = (("beam_size", _int), ("num_hypotheses", _int), ("length_penalty", _fl
            ("return_attention", _bool), ("score_prefix", _bool), ("attention_framing", _bool),
            ("repetition_penalty", _float), ("no_repeat_ngram_size", _int),
            ("return_alternatives", _bool), ("min_alternative_expansion_prob", _float),
-           ("search_rule", _str), ("force_end_token", _bool), ("coverage_penalty", _float))
+           ("search_rule", _str), ("force_end_token", _bool), ("coverage_penalty", _float),
+           ("return_logits_vocab", _bool), ("replace_unknowns", _bool),
+           ("prefix_bias_beta", _float))
 
 
 def search_options(o: Mapping[str, Any], base: _tfm.TranslationOptions,

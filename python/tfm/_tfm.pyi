@@ -71,7 +71,9 @@ class TranslationResult:
         empty unless return_attention."""
     @property
     def logits(self) -> list:
-        """CTranslate2's return_logits_vocab, which tfm does not implement: always empty."""
+        """With return_logits_vocab: per hypothesis, one array.array('f') per decoder step (the
+        prefix's and the end token's included), the vocabulary's logits the search chose from
+        (numpy.asarray reads each as float32); empty otherwise."""
     @property
     def source_truncated(self) -> bool: ...
     def __len__(self) -> int: ...
@@ -100,6 +102,9 @@ class TranslationOptions:
     search_rule: str
     force_end_token: bool
     coverage_penalty: float
+    return_logits_vocab: bool
+    replace_unknowns: bool
+    prefix_bias_beta: float
     min_alternative_expansion_prob: float
     attention_framing: bool
     return_end_token: bool

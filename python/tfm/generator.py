@@ -23,15 +23,17 @@ from .translator import Translator, _Future
 
 class GenerationResult:
     """One prompt's generation (CTranslate2's): sequences (token lists, best first),
-    sequences_ids (the same as ids), scores (with return_scores), logits (empty: tfm does not
-    return the logits; return_logits_vocab raises NotImplementedError)."""
+    sequences_ids (the same as ids), scores (with return_scores), logits (with
+    return_logits_vocab: per sequence, one array.array('f') per decoder step whose token the
+    sequence returns, the end token's included: the vocabulary's logits the search chose from,
+    after the logits processors and before the softmax; numpy.asarray reads each as float32)."""
 
     def __init__(self, sequences: List[List[str]], sequences_ids: List[List[int]],
-                 scores: List[float]):
+                 scores: List[float], logits: Optional[List[Any]] = None):
         self.sequences = sequences
         self.sequences_ids = sequences_ids
         self.scores = scores
-        self.logits: List[Any] = []
+        self.logits: List[Any] = logits if logits is not None else []
 
     def __repr__(self) -> str:
         return (f"GenerationResult(sequences={self.sequences!r}, "
@@ -61,7 +63,7 @@ _TRANSLATION_ONLY = {"max_decoding_length", "min_decoding_length", "max_length_f
                      "max_length_extra", "max_new_tokens", "source_lang", "target_lang",
                      "max_input_length", "return_attention", "attention_framing",
                      "score_prefix", "renormalize_min_length", "length_penalty_form",
-                     "normalize_scores"}
+                     "normalize_scores", "replace_unknowns", "prefix_bias_beta"}
 # tfm's defaults (None: the model's own search settings, Translator.default_options()).
 TFM_DEFAULTS = dict({k: v for k, v in _options.TFM_DEFAULTS.items()
                      if k not in _TRANSLATION_ONLY},
@@ -293,6 +295,16 @@ class Generator:
         groups = self._groups(prompts, o, len(static), returns_prompt)
         stopped: set = set()  # the prompts the callback ended (from the decoding threads)
         alpha = groups[0][1].length_penalty if groups else 0.0
+        return_logits = _bool("return_logits_vocab", o["return_logits_vocab"])
+        # The logits of the prompt's steps that CTranslate2 leaves out: without the prompt in the
+        # result, it reads its batch's shortest prompt but its last token at once (no logits).
+        skipped = [0] * len(starts)
+        if return_logits and not include:
+            size, kind_b = _options.batching(o)
+            for chunk in length_chunks([len(s) for s in starts], size, kind_b):
+                shortest = min(len(starts[i]) for i in chunk)
+                for i in chunk:
+                    skipped[i] = shortest - 1
 
         def finish(r: Any, i: int, opts: Any) -> GenerationResult:
             s, prompt = starts[i], prompts[i]
@@ -300,6 +312,7 @@ class Generator:
             shown = len(prompt) - (1 if prompt[0] == bos else 0)
             head = ([s[0]] if include and s[0] != bos else []) + s[1:] if returns_prompt else []
             hyps = []
+            steps = [list(x)[skipped[i]:] for x in r.logits] if return_logits else []
             for k, h in enumerate(r.hypotheses):
                 gen = [int(x) for x in h][shown:]
                 # A hypothesis the callback ended has no end token (the library's eos false).
@@ -313,7 +326,8 @@ class Generator:
                 hyps.sort(key=lambda x: -x[0])
             seqs = [h for _, h in hyps]
             names = [self._names(x) for x in seqs] if as_tokens else [list(x) for x in seqs]
-            return GenerationResult(names, seqs, [x for x, _ in hyps] if return_scores else [])
+            return GenerationResult(names, seqs, [x for x, _ in hyps] if return_scores else [],
+                                    steps)
 
         def step_of(i: int, st: Any, first: int) -> Optional[int]:
             # CTranslate2's step of the token at position pos of start sequence s (len(s): the

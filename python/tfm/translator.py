@@ -208,10 +208,15 @@ class Translator:
           prefix's too), from the library's decoding thread, one call at a time; True ends
           that sentence there (its hypothesis without an end token); an exception it raises
           ends the call and is raised here (or by result()).
-          CTranslate2's options tfm does not implement (prefix_bias_beta, use_vmap,
-          return_logits_vocab,
-          replace_unknowns) are accepted at their 'off' value
-          and raise NotImplementedError otherwise.
+          return_logits_vocab (result.logits: per hypothesis, one array.array('f') per decoder
+          step, the prefix's and the end token's included: the vocabulary's logits the search
+          chose from, after the logits processors, before the softmax; numpy.asarray reads
+          each as float32), replace_unknowns (token lists only: each unknown target token
+          becomes the source token it attends most), prefix_bias_beta (β in [0, 1): the target
+          prefix is soft, each step's distribution mixed with it as (1 - β)·p + β·onehot while
+          a beam slot follows it; a beam search), as CTranslate2's.
+          use_vmap, the one CTranslate2 option tfm does not implement, is accepted at its
+          'off' value and raises NotImplementedError otherwise.
         """
         o = _options.merged(self._defaults, options, "translate_batch")
         calls, n = self._submit_chunks(source, target_prefix, o)
@@ -473,6 +478,10 @@ class Translator:
         return_scores = _bool("return_scores", o["return_scores"])
         size, kind_b = _options.batching(o)
         kind, items = _batch("source", source)
+        if opts.replace_unknowns and kind == _IDS:
+            raise _tfm.InvalidArgumentError(
+                "replace_unknowns replaces unknown target tokens by source tokens: give token "
+                "lists (ids have no token to put in)")
         prefix = _prefixes(kind, len(items), target_prefix)
         fn = {_TEXT: self._impl.submit_text, _IDS: self._impl.submit_ids,
               _TOKENS: self._impl.submit_tokens}[kind]

@@ -22,14 +22,20 @@ namespace {
 
 struct Live {
   Ids tokens;
-  double log_prob = 0.0;
+  double log_prob = 0.0;  // what the beam ranks by: the model's, or with a prefix bias the biased
   std::vector<float> attention;  // (tokens, width) with return_attention
+  double model_lp = 0.0;         // the model's own log-probability (Hypothesis::log_prob)
+  std::vector<float> logits;     // (steps, V) with return_logits
 };
 
 struct Sentence {
   int64_t max_len = 1;
   int64_t width = 0;  // attention row width: the framed source's positions
   const Ids* prefix = nullptr;
+  // The soft prefix (SearchOptions::prefix_bias; prefix then holds none), and per beam slot
+  // whether the candidate that took the slot has left it (CTranslate2's beams_diverged).
+  const Ids* bias = nullptr;
+  std::vector<char> diverged;
   std::vector<Live> live;
   NBest finished;
   bool done = false;
@@ -39,11 +45,38 @@ struct Sentence {
 };
 
 struct Candidate {
-  double log_prob;
+  double log_prob;  // the ranking sum (Live::log_prob)
   int64_t hyp;
   int32_t token;
-  double step_lp;  // the token's own log-probability (what log_prob added)
+  double step_lp;         // the token's own log-probability (what log_prob added)
+  double model_lp = 0.0;  // Live::model_lp
 };
+
+// CTranslate2's BiasedDecoder on one row of log-probabilities lp (V, the end tokens the step
+// forbids already at -inf): log((1 - β)·p + β·onehot(t)), in f32 as it computes it.
+void bias_row(float* lp, int64_t V, int32_t t, double beta) {
+  const auto keep = static_cast<float>(1.0 - beta);
+  for (int64_t v = 0; v < V; ++v) {
+    float p = std::exp(lp[v]) * keep;
+    if (v == t) p += static_cast<float>(beta);
+    lp[v] = std::log(p);
+  }
+}
+
+// The rows of a step that the prefix bias applies to: those of a sentence with a soft prefix
+// still running whose beam slot has not left it. -1 per row without; the prefix token else.
+std::vector<int32_t> biased_rows(const std::vector<Sentence>& sent,
+                                 const std::vector<size_t>& active, int64_t generated) {
+  std::vector<int32_t> out;
+  for (size_t si : active) {
+    const Sentence& s = sent[si];
+    for (size_t j = 0; j < s.live.size(); ++j) {
+      const bool on = s.bias && generated < std::ssize(*s.bias) && !s.diverged[j];
+      out.push_back(on ? (*s.bias)[static_cast<size_t>(generated)] : -1);
+    }
+  }
+  return out;
+}
 
 // The ranking score of a hypothesis of s with log-probability log_prob and length len (with EOS):
 // without the prefix's log-probs when score_prefix is off, and for an alternative's continuation
@@ -99,6 +132,72 @@ std::vector<double> min_length_renormalization(const Tensor& logits,
   return add;
 }
 
+// The step's top k candidates of each row as top_k_log_probs ranks them, the rows with a prefix
+// token (bias_tokens[r] >= 0) biased first (bias_row), renormalised over the tokens other than a
+// forbidden end token where renorm says so (which the biased row then carries: its renorm becomes
+// 0). model_lps: every row's own log-probabilities (rows, V), without renorm.
+TopK biased_top_k(const Tensor& logits, const std::vector<StepRule>& rules,
+                  const SpecialIds& specials, int64_t k, const std::vector<int32_t>& bias_tokens,
+                  std::vector<double>& renorm, const Ids& ends, double beta,
+                  std::vector<float>& model_lps) {
+  const Tensor lp = log_softmax(logits).contiguous();  // (rows, V)
+  const HostView<float> h = to_host<float>(lp);
+  const int64_t rows = lp.size(0), V = lp.size(1);
+  model_lps.assign(h.data(), h.data() + h.size());
+  std::vector<float> x = model_lps;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto ru = static_cast<size_t>(r);
+    if (bias_tokens[ru] < 0) continue;
+    float* row = x.data() + r * V;
+    const auto add = static_cast<float>(renorm[ru]);
+    for (int64_t v = 0; v < V; ++v) row[v] += add;
+    // CTranslate2 removes the end tokens a step forbids before its softmax, so before the bias.
+    if (rules[ru] == StepRule::no_eos)
+      for (int32_t e : ends) row[e] = detail::kNegInf;
+    bias_row(row, V, bias_tokens[ru], beta);
+    renorm[ru] = 0.0;
+  }
+  const Tensor biased = to_device(Tensor::from_vector<float>({rows, V}, x), logits.device());
+  mask_step_rows(biased, rules, specials);
+  return top_k_rows(biased, k);
+}
+
+// CTranslate2's beam slots after a biased step: the step's candidate k takes slot k, and an end
+// token's slot goes to the next candidate past the beam; next (and parents, taken: the candidate
+// index of each) are put in slot order. Slot k's divergence from the prefix then follows
+// candidate k and the slot's own history (not the candidate's parent's, as CTranslate2 does).
+void biased_slots(Sentence& s, const std::vector<Candidate>& cands, std::vector<Live>& next,
+                  std::vector<int64_t>& parents, const std::vector<size_t>& taken,
+                  int64_t generated, int64_t beam) {
+  const auto B = static_cast<size_t>(beam);
+  std::vector<char> div(B, 1);
+  for (size_t k = 0; k < B && k < cands.size(); ++k)
+    div[k] = generated >= std::ssize(*s.bias) || s.diverged[k] ||
+             cands[k].token != (*s.bias)[static_cast<size_t>(generated)];
+  s.diverged = std::move(div);
+  std::vector<size_t> slot(next.size());
+  std::vector<char> used(B + next.size(), 0);
+  for (size_t i = 0; i < next.size(); ++i)
+    if (taken[i] < B) used[slot[i] = taken[i]] = 1;
+  size_t free = 0;
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (taken[i] < B) continue;
+    while (used[free]) ++free;
+    used[slot[i] = free] = 1;
+  }
+  std::vector<size_t> order(next.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return slot[a] < slot[b]; });
+  std::vector<Live> nl;
+  std::vector<int64_t> np;
+  for (size_t i : order) {
+    nl.push_back(std::move(next[i]));
+    if (i < parents.size()) np.push_back(parents[i]);
+  }
+  next = std::move(nl);
+  parents = std::move(np);
+}
+
 class BeamSearch : public Search {
  public:
   explicit BeamSearch(const SearchOptions& o) : o_(o) {}
@@ -116,11 +215,19 @@ class BeamSearch : public Search {
     std::vector<NBest> out(sources.size());
     if (sources.empty()) return out;
 
+    // A soft prefix (prefix_bias) is no forced one: the steps below see none.
+    const bool biased = o_.prefix_bias > 0.0;
+    const std::vector<Ids> no_prefixes;
+    const std::vector<Ids>& forced = biased ? no_prefixes : prefixes;
     std::vector<Sentence> sent(sources.size());
     std::vector<const Ids*> ptrs;
     for (size_t i = 0; i < sources.size(); ++i) {
       const int64_t src_len = static_cast<int64_t>(sources[i].size());
-      sent[i].prefix = &detail::prefix_of(prefixes, i);
+      sent[i].prefix = &detail::prefix_of(forced, i);
+      if (biased) {
+        sent[i].bias = &detail::prefix_of(prefixes, i);
+        sent[i].diverged.assign(static_cast<size_t>(beam), 0);
+      }
       sent[i].max_len =
           max_target_length(c, o_, src_len, static_cast<int64_t>(sent[i].prefix->size()));
       sent[i].width = detail::framed_length(c, src_len);
@@ -162,11 +269,22 @@ class BeamSearch : public Search {
                                        o_.min_length, s.max_len));
       }
       profile::Scope masks(profile::Phase::top_k);
-      // The log-probs are written out only when a prefix needs a forced token's; otherwise each
-      // row is normalised, masked and ranked in one pass (the same values).
+      // Per row, what renormalising over the tokens other than a forbidden EOS adds (0 else).
+      std::vector<double> renorm = min_length_renormalization(logits, rules, ends, generated, o_);
+      const std::vector<double> model_renorm = renorm;  // what a row's own log-probs take
+      const std::vector<int32_t> bias_tokens =
+          biased ? biased_rows(sent, active, generated) : std::vector<int32_t>{};
+      const bool any_biased =
+          std::any_of(bias_tokens.begin(), bias_tokens.end(), [](int32_t t) { return t >= 0; });
+      std::vector<float> model_lps;  // (rows, V): the rows' own log-probs, in a biased step
+      // The log-probs are written out only when a prefix needs a forced token's (or a biased
+      // row its own); otherwise each row is normalised, masked and ranked in one pass.
       TopK top;
       HostView<float> forced_lp;
-      if (any_forced) {
+      if (any_biased) {
+        top = biased_top_k(logits, rules, specials, k, bias_tokens, renorm, ends, o_.prefix_bias,
+                           model_lps);
+      } else if (any_forced) {
         const Tensor lp = log_softmax(logits).contiguous();  // (rows, V)
         mask_step_rows(lp, rules, specials);
         top = top_k_rows(lp, k);
@@ -176,25 +294,42 @@ class BeamSearch : public Search {
       } else {
         top = top_k_log_probs(logits, rules, specials, k);
       }
-      // Per row, what renormalising over the tokens other than a forbidden EOS adds (0 else).
-      const std::vector<double> renorm =
-          min_length_renormalization(logits, rules, ends, generated, o_);
       const HostView<float> top_vals = to_host<float>(top.values);  // (rows, k)
       const HostView<int32_t> top_ids = to_host<int32_t>(top.ids);  // (rows, k)
       masks.end();
       const HostView<float> attn_h = to_host<float>(attn);  // (rows, S), empty without
       const float* ad = attention() ? attn_h.data() : nullptr;
       const int64_t S = attention() ? attn.size(1) : 0;
-      // h extended by token t of row `row`: its attention gains that row's (the padding cut).
-      auto extend = [&](const Live& h, int64_t row, int32_t t, double log_prob, int64_t width) {
-        Live nh{h.tokens, log_prob, {}};
+      const std::vector<float> lg =  // (rows, V): the logits return_logits reports
+          o_.return_logits ? detail::reported_logits(logits, ends, generated, o_)
+                           : std::vector<float>{};
+      const int64_t V_lg = logits.size(1);
+      // h extended by token t of row `row`: its attention gains that row's (the padding cut),
+      // its logits that row's.
+      auto extend = [&](const Live& h, int64_t row, int32_t t, double log_prob, double model_lp,
+                        int64_t width) {
+        Live nh{h.tokens, log_prob, {}, model_lp, {}};
         nh.tokens.push_back(t);
         if (ad) {
           nh.attention.reserve(h.attention.size() + static_cast<size_t>(width));
           nh.attention = h.attention;
           nh.attention.insert(nh.attention.end(), ad + row * S, ad + row * S + width);
         }
+        if (o_.return_logits) {
+          nh.logits.reserve(h.logits.size() + static_cast<size_t>(V_lg));
+          nh.logits = h.logits;
+          nh.logits.insert(nh.logits.end(), lg.begin() + row * V_lg, lg.begin() + (row + 1) * V_lg);
+        }
         return nh;
+      };
+      // A candidate's own log-probability of its token at row `row`, top entry i.
+      auto model_step = [&](int64_t row, size_t i) {
+        const auto ru = static_cast<size_t>(row);
+        const double lp = !bias_tokens.empty() && bias_tokens[ru] >= 0
+                              ? double{model_lps[ru * static_cast<size_t>(V_lg) +
+                                                 static_cast<size_t>(top_ids[i])]}
+                              : double{top_vals[i]};
+        return lp + model_renorm[ru];
       };
       std::vector<int64_t> rows;  // parents of the next step's rows, in the old state
       std::vector<int32_t> next_tokens;
@@ -209,7 +344,8 @@ class BeamSearch : public Search {
           TFM_CHECK(n == 1) << "beam search: " << n << " hypotheses inside a prefix";
           const int32_t t = (*s.prefix)[generated];
           const double lp = forced_lp[static_cast<size_t>(r)] + renorm[static_cast<size_t>(r)];
-          s.live[0] = extend(s.live[0], r, t, s.live[0].log_prob + lp, s.width);
+          s.live[0] =
+              extend(s.live[0], r, t, s.live[0].log_prob + lp, s.live[0].model_lp + lp, s.width);
           if (!o_.score_prefix) s.unscored += lp;
           s.prefix_lp += lp;
           if (detail::report_step(o_, {id_of(ids, si), generated, t, lp, true, false})) {
@@ -233,7 +369,8 @@ class BeamSearch : public Search {
                  detail::other_end_allowed(rule)))
               cands.push_back(
                   {s.live[j].log_prob + top_vals[i] + renorm[static_cast<size_t>(r + j)], j,
-                   top_ids[i], top_vals[i] + renorm[static_cast<size_t>(r + j)]});
+                   top_ids[i], top_vals[i] + renorm[static_cast<size_t>(r + j)],
+                   s.live[j].model_lp + model_step(r + j, i)});
         }
         std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
           if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
@@ -248,13 +385,14 @@ class BeamSearch : public Search {
           const bool stop = detail::report_step(
               o_, {id_of(ids, si), generated, cd.token, cd.step_lp, false, end || last});
           if (end || last || stop) {
-            Live nh = extend(s.live[cd.hyp], r + cd.hyp, cd.token, cd.log_prob, s.width);
+            Live nh =
+                extend(s.live[cd.hyp], r + cd.hyp, cd.token, cd.log_prob, cd.model_lp, s.width);
             if (end) {
               const double cover = coverage(nh.attention, s.width);  // the end token's row too
               const Live& h = s.live[cd.hyp];
               s.finished.push_back(
                   {h.tokens, rank_score(s, cd.log_prob, std::ssize(h.tokens) + 1, o_) + cover,
-                   cd.log_prob, h.attention, true, cd.token, s.prefix_lp});
+                   cd.model_lp, h.attention, true, cd.token, s.prefix_lp, std::move(nh.logits)});
               s.live.clear();
               s.done = true;
             } else {
@@ -267,6 +405,7 @@ class BeamSearch : public Search {
         }
         std::vector<Live> next;
         std::vector<int64_t> parents;
+        std::vector<size_t> taken;  // each of next's candidate index
         if (!cands.empty() && is_end(cands[0].token)) s.best_finished = true;
         // CTranslate2's last step (cut_at_max_length): its beam best candidates all finish.
         const bool last = o_.cut_at_max_length && generated + 2 >= s.max_len;
@@ -277,33 +416,37 @@ class BeamSearch : public Search {
           // CTranslate2 finishes EOS among the beam's best candidates only, and only as the best
           // one at the first step after the target prefixes (when the call has any).
           const bool first_free =
-              !prefixes.empty() && generated == std::ssize(*s.prefix) && !o_.alternatives;
+              !forced.empty() && generated == std::ssize(*s.prefix) && !o_.alternatives;
           if (is_end(cd.token) && o_.patience > 0 &&
               (std::cmp_greater_equal(at, beam) || (first_free && at > 0)))
             continue;
           if (is_end(cd.token)) {  // the end token gets no attention row
             const int64_t len = static_cast<int64_t>(h.tokens.size()) + 1;
+            Live ended = extend(h, r + cd.hyp, cd.token, 0, 0, s.width);
             // The coverage penalty counts the end token's row (CTranslate2's hypotheses hold it).
-            const double cover =
-                coverage(extend(h, r + cd.hyp, cd.token, 0, s.width).attention, s.width);
+            const double cover = coverage(ended.attention, s.width);
             s.finished.push_back({h.tokens, rank_score(s, cd.log_prob, len, o_) + cover,
-                                  cd.log_prob, h.attention, true, cd.token, s.prefix_lp});
+                                  cd.model_lp, h.attention, true, cd.token, s.prefix_lp,
+                                  std::move(ended.logits)});
             continue;
           }
-          next.push_back(extend(h, r + cd.hyp, cd.token, cd.log_prob, s.width));
+          next.push_back(extend(h, r + cd.hyp, cd.token, cd.log_prob, cd.model_lp, s.width));
+          taken.push_back(at);
           if (last) {  // cut without an end token
             Live& c = next.back();
             const double score = rank_score(s, cd.log_prob, std::ssize(c.tokens), o_) +
                                  coverage(c.attention, s.width);
-            s.finished.push_back({std::move(c.tokens), score, cd.log_prob, std::move(c.attention),
-                                  false, -1, s.prefix_lp});
+            s.finished.push_back({std::move(c.tokens), score, cd.model_lp, std::move(c.attention),
+                                  false, -1, s.prefix_lp, std::move(c.logits)});
             next.pop_back();
+            taken.pop_back();
             continue;
           }
           parents.push_back(r + cd.hyp);
           if (static_cast<int64_t>(next.size()) == beam) break;
         }
         r += n;
+        if (s.bias) biased_slots(s, cands, next, parents, taken, generated, beam);
         s.live = std::move(next);
         if (last || can_stop(s, o_)) {
           s.done = true;
@@ -340,8 +483,8 @@ class BeamSearch : public Search {
   void finish_cut(Sentence& s, Live&& h) const {
     const double score =
         rank_score(s, h.log_prob, std::ssize(h.tokens), o_) + coverage(h.attention, s.width);
-    s.finished.push_back(
-        {std::move(h.tokens), score, h.log_prob, std::move(h.attention), false, -1, s.prefix_lp});
+    s.finished.push_back({std::move(h.tokens), score, h.model_lp, std::move(h.attention), false,
+                          -1, s.prefix_lp, std::move(h.logits)});
     s.live.clear();
     s.done = true;
   }

@@ -43,6 +43,12 @@ Tensor step_logits(const Transformer& model, DecoderState& state,
 // rest). The logits themselves when none of these options is set.
 Tensor process_logits(const Tensor& logits, const std::vector<const Ids*>& history,
                       const SearchOptions& options);
+// Processed logits (rows, V) as SearchOptions::return_logits reports them: a host copy, row-major,
+// with the end tokens disabled while generated < min_length, and every disabled token at the
+// lowest float instead of -inf (as CTranslate2 disables tokens in the logits it returns); PAD and
+// BOS as the model gives them.
+std::vector<float> reported_logits(const Tensor& logits, const Ids& ends, int64_t generated,
+                                   const SearchOptions& options);
 // Appends to `out` the tokens that would complete an n-gram of seq already in seq: each token
 // that follows an earlier occurrence of seq's last n - 1 tokens (n > 0).
 void ngram_bans(const Ids& seq, int64_t n, std::vector<int32_t>& out);

@@ -11,6 +11,7 @@
 #include "tfm/core/rng.h"
 #include "tfm/decode/detail.h"
 #include "tfm/ops/host.h"
+#include "tfm/ops/softmax.h"
 
 namespace tfm::decode {
 namespace {
@@ -101,11 +102,10 @@ class SamplingSearch : public Search {
     std::vector<double> p;
     const Ids ends = detail::end_ids(c, o_);
     for (int64_t generated = 0; !active.empty(); ++generated) {
-      Tensor attn;                      // (rows, S)
-      std::vector<const Ids*> history;  // each row's tokens so far (process_logits)
-      for (size_t si : active) history.push_back(&hyp[si].tokens);
-      Tensor lp = detail::step_log_probs(model, state, tokens,  // (rows, V)
-                                         o_.return_attention ? &attn : nullptr, history, &o_);
+      Tensor attn;            // (rows, S)
+      std::vector<float> lg;  // (rows, V): what return_logits reports
+      Tensor lp = step(model, state, tokens, o_.return_attention ? &attn : nullptr, hyp, active,
+                       ends, generated, lg);  // (rows, V)
       std::vector<StepRule> rules;
       for (size_t si : active)
         rules.push_back(detail::step_rule(generated, std::ssize(detail::prefix_of(prefixes, si)),
@@ -127,8 +127,14 @@ class SamplingSearch : public Search {
         Hypothesis& h = hyp[si];
         const bool end = std::find(ends.begin(), ends.end(), t) != ends.end();
         const bool in_prefix = generated < std::ssize(prefix);
-        const int64_t at = static_cast<int64_t>(r) * (o_.return_attention ? attn.size(1) : 0);
-        record(h, t, end, row[t], in_prefix, unscored[si], attn_h.data() + at, width[si]);
+        // The end token gets no attention row.
+        const float* a = !end && o_.return_attention
+                             ? attn_h.data() + static_cast<int64_t>(r) * attn.size(1)
+                             : nullptr;
+        record(h, row[t], in_prefix, unscored[si], a, width[si],
+               lg.empty() ? nullptr : lg.data() + static_cast<int64_t>(r) * V, V);
+        if (end) h.end_id = t;
+        if (!end) h.tokens.push_back(t);
         // The last token: an end token, or CTranslate2's last step (cut without an end token);
         // a step callback's true cuts there too.
         const bool last = end || (o_.cut_at_max_length && generated + 2 >= max_len[si]);
@@ -151,19 +157,29 @@ class SamplingSearch : public Search {
   }
 
  private:
-  // h takes token t (an end token when `end`: its end_id, else one of its tokens) of
-  // log-probability lp (a prefix's when in_prefix) and its attention row `attn` (width values;
-  // ignored without return_attention; an end token gets none).
-  void record(Hypothesis& h, int32_t t, bool end, float lp, bool in_prefix, double& unscored,
-              const float* attn, int64_t width) const {
-    if (end)
-      h.end_id = t;
-    else
-      h.tokens.push_back(t);
+  // One step's log-probabilities (rows, V) of the active sentences' rows after the logits
+  // processors (their history: the hypotheses' tokens so far); `reported`, with return_logits:
+  // the processed logits as Hypothesis::logits keeps them (rows, V).
+  Tensor step(const Transformer& model, DecoderState& state, const std::vector<int32_t>& tokens,
+              Tensor* attn, const std::vector<Hypothesis>& hyp, const std::vector<size_t>& active,
+              const Ids& ends, int64_t generated, std::vector<float>& reported) const {
+    std::vector<const Ids*> history;
+    for (size_t si : active) history.push_back(&hyp[si].tokens);
+    const Tensor logits =
+        detail::process_logits(detail::step_logits(model, state, tokens, attn), history, o_);
+    if (o_.return_logits) reported = detail::reported_logits(logits, ends, generated, o_);
+    return log_softmax(logits).contiguous();
+  }
+
+  // h takes a token of log-probability lp (a prefix's when in_prefix), its attention row `attn`
+  // (width values; none when null) and its step's logits row (V values; none when null).
+  void record(Hypothesis& h, float lp, bool in_prefix, double& unscored, const float* attn,
+              int64_t width, const float* logits, int64_t V) const {
     h.log_prob += lp;
     if (in_prefix) h.prefix_log_prob += lp;
     if (in_prefix && !o_.score_prefix) unscored += lp;
-    if (o_.return_attention && !end) h.attention.insert(h.attention.end(), attn, attn + width);
+    if (attn) h.attention.insert(h.attention.end(), attn, attn + width);
+    if (logits) h.logits.insert(h.logits.end(), logits, logits + V);
   }
 
   // A finished hypothesis' score: without the prefix's log-probs when score_prefix is off; an

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <limits>
 
 #include "tfm/core/device_copy.h"
 #include "tfm/core/parallel.h"
@@ -130,8 +131,17 @@ void check_inputs(const Transformer& model, const std::vector<Ids>& sources, con
              (o.end_ids.empty() || o.end_ids == Ids{static_cast<int32_t>(c.eos_id)})))
       << "search: the transformers rule has no repetition penalty, end tokens besides EOS or "
       << "alternatives";
-  TFM_CHECK(!o.on_step || (o.beam_size == 1 && !o.alternatives))
-      << "search: a step callback needs greedy search or sampling (beam size 1, no alternatives)";
+  TFM_CHECK(!o.on_step || (o.beam_size == 1 && !o.alternatives && o.prefix_bias == 0.0))
+      << "search: a step callback needs greedy search or sampling (beam size 1, no alternatives, "
+      << "no prefix bias)";
+  TFM_CHECK(o.prefix_bias >= 0.0 && o.prefix_bias < 1.0)
+      << "search: the prefix bias must be in [0, 1), got " << o.prefix_bias;
+  TFM_CHECK(o.prefix_bias == 0.0 || (o.rule == SearchRule::tfm && !o.sampling && !o.alternatives))
+      << "search: the prefix bias is the tfm rule's greedy and beam search's, without "
+      << "alternatives";
+  TFM_CHECK(!o.return_logits || (o.rule == SearchRule::tfm && !o.alternatives))
+      << "search: the logits are the tfm rule's greedy, beam and sampling searches', without "
+      << "alternatives";
   TFM_CHECK(o.min_alternative_prob >= 0.0 && o.min_alternative_prob <= 1.0)
       << "search: the minimum alternative probability must be in [0, 1], got "
       << o.min_alternative_prob;
@@ -247,6 +257,21 @@ Tensor process_logits(const Tensor& logits, const std::vector<const Ids*>& histo
     for (int32_t t : banned) row[t] = kNegInf;
   }
   return to_device(Tensor::from_vector<float>({rows, V}, x), logits.device());
+}
+
+std::vector<float> reported_logits(const Tensor& logits, const Ids& ends, int64_t generated,
+                                   const SearchOptions& o) {
+  const HostView<float> in = to_host<float>(logits);  // (rows, V)
+  std::vector<float> x(in.data(), in.data() + in.size());
+  if (generated < o.min_length) {
+    const int64_t V = logits.size(1);
+    for (int64_t r = 0; r < logits.size(0); ++r)
+      for (int32_t e : ends) x[static_cast<size_t>(r * V + e)] = kNegInf;
+  }
+  // CTranslate2 disables a token by the lowest float, not -inf (DisableTokens).
+  for (float& v : x)
+    if (v == kNegInf) v = std::numeric_limits<float>::lowest();
+  return x;
 }
 
 Ids end_ids(const ModelConfig& c, const SearchOptions& o) {

@@ -109,6 +109,16 @@ struct SearchOptions {
   bool cut_at_max_length = false;
   // Fill Hypothesis::attention.
   bool return_attention = false;
+  // Fill Hypothesis::logits (CTranslate2's return_logits_vocab; the tfm rule's greedy, beam and
+  // sampling searches).
+  bool return_logits = false;
+  // > 0 (and < 1): CTranslate2's soft prefix bias (prefix_bias_beta; Arivazhagan et al. 2020,
+  // section 4.2), greedy and beam search of the tfm rule. The prefixes are not forced: while a
+  // beam slot has followed its sentence's prefix (CTranslate2 tracks the slot, not the
+  // hypothesis' parent), the step's distribution becomes (1 - β)·p + β·onehot(prefix token), and
+  // the beam ranks and scores by these biased log-probabilities; an end token may finish a
+  // hypothesis anywhere. Hypothesis::log_prob stays the model's own log-probability.
+  double prefix_bias = 0.0;
   // CTranslate2's return_alternatives (the tfm rule; make_alternatives): n_best alternatives at
   // the first position after each sentence's prefix, each then continued by this search with
   // beam_size; an alternative whose probability is below min_alternative_prob is not expanded.
@@ -157,6 +167,13 @@ struct Hypothesis {
   bool eos = true;      // ended by EOS (false: cut at the max length, the transformers rule)
   int32_t end_id = -1;  // the end token that ended it (SearchOptions::end_ids); -1: the model's EOS
   double prefix_log_prob = 0.0;  // the part of log_prob that the target prefix's tokens took
+  // With return_logits: row-major (steps, V), one row per decoder step of the hypothesis (its
+  // prefix's and its end token's included): the logits the search chose from, after the logits
+  // processors (repetition penalty; n-gram and suppressed sequences disabled) and with the end
+  // tokens disabled before min_length, a disabled token at the lowest float (-3.4e38, not -inf),
+  // before the log-softmax, PAD and BOS not masked (as CTranslate2's return_logits_vocab gives
+  // them). Empty otherwise.
+  std::vector<float> logits{};
 };
 
 using NBest = std::vector<Hypothesis>;  // best first

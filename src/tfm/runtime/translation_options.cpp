@@ -252,6 +252,44 @@ const Entry<T> kTranslation[] = {
        TFM_CHECK_ARG(!o.return_alternatives)
            << n("step_callback") << " with " << n("return_alternatives")
            << ": the alternatives are expanded apart";
+       TFM_CHECK_ARG(o.prefix_bias_beta == 0.0)
+           << n("step_callback") << " with " << n("prefix_bias_beta")
+           << " > 0: biased decoding is a beam search (as in CTranslate2)";
+     }},
+    {"return_logits_vocab",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(!o.return_logits_vocab || !n.generate(o))
+           << n("return_logits_vocab") << ": a converted model decoding by generate()'s rules "
+           << "keeps no logits (" << n("search_rule") << " \"tfm\" decodes it by CTranslate2's)";
+       TFM_CHECK_ARG(!o.return_logits_vocab || !o.return_alternatives)
+           << n("return_logits_vocab") << " with " << n("return_alternatives")
+           << ": tfm keeps the logits of greedy, beam and sampling searches only";
+     }},
+    {"replace_unknowns",
+     [](const T& o, const Context& n) {
+       TFM_CHECK_ARG(!o.replace_unknowns || !n.model->decoder_only)
+           << n("replace_unknowns") << ": a decoder-only model has no source to copy from";
+       TFM_CHECK_ARG(!o.replace_unknowns || !n.generate(o))
+           << n("replace_unknowns") << ": a converted model decoding by generate()'s rules ("
+           << n("search_rule") << " \"tfm\" decodes it by CTranslate2's)";
+     }},
+    {"prefix_bias_beta",
+     [](const T& o, const Context& n) {
+       require_in_range(n("prefix_bias_beta"), o.prefix_bias_beta, 0.0, 1.0, /*lo_open=*/false,
+                        /*hi_open=*/true);
+       if (o.prefix_bias_beta == 0.0) return;
+       TFM_CHECK_ARG(!o.return_alternatives)
+           << n("prefix_bias_beta") << " > 0 with " << n("return_alternatives")
+           << ": biased decoding is not compatible with alternatives (as in CTranslate2)";
+       TFM_CHECK_ARG(o.search != Search::sampling)
+           << n("prefix_bias_beta") << " > 0 with " << n("search=sampling")
+           << ": biased decoding is a beam search (beam_size 1 included)";
+       TFM_CHECK_ARG(!n.model->decoder_only)
+           << n("prefix_bias_beta") << ": a decoder-only model's prompt is no prefix to bias "
+           << "towards";
+       TFM_CHECK_ARG(!n.generate(o))
+           << n("prefix_bias_beta") << ": a converted model decoding by generate()'s rules ("
+           << n("search_rule") << " \"tfm\" decodes it by CTranslate2's)";
      }},
     // The codes themselves are the tokenizer's to resolve (Translator::Impl::language_id).
     {"target_lang",
@@ -371,7 +409,10 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.top_k = t.sampling_topk;
   o.top_p = t.sampling_topp;
   o.seed = t.seed;
-  o.return_attention = t.return_attention;
+  // replace_unknowns reads the attention (Translator::Impl::to_result).
+  o.return_attention = t.return_attention || t.replace_unknowns;
+  o.return_logits = t.return_logits_vocab;
+  o.prefix_bias = t.prefix_bias_beta;
   return o;
 }
 

@@ -238,6 +238,14 @@ PreparedRequest Translator::Impl::empty_request(const TranslationOptions& option
   p.request.own = batching == Batching::own;
   p.return_end_token = options.return_end_token;
   p.attention_framing = options.attention_framing;
+  p.return_attention = options.return_attention;
+  if (options.replace_unknowns) {
+    // The validator has refused it for a model without a source; here what it needs besides.
+    const int64_t unk = has_vocabs() ? vocabs_.trg->special_ids().unk : -1;
+    TFM_CHECK_ARG(unk >= 0) << "replace_unknowns: " << info_.directory
+                            << " has no target vocabulary with an unknown token";
+    p.unk_id = unk;
+  }
   return p;
 }
 
@@ -311,6 +319,12 @@ AsyncResults Translator::Impl::submit(PreparedRequest prepared, bool text, bool 
   state->return_end_token = prepared.return_end_token;
   state->attention_framing = prepared.attention_framing;
   state->relay = std::move(prepared.relay);
+  state->unk_id = prepared.unk_id;
+  state->return_attention = prepared.return_attention;
+  TFM_CHECK_ARG(!text || prepared.unk_id < 0)
+      << "replace_unknowns replaces tokens by source tokens: translate token ids (their "
+      << "results' unknown_sources say which source token replaces each unknown one) or, in "
+      << "Python, token lists; the text methods have no tokens to put in";
   state->pending = submit(std::move(prepared.request), refusable);
   return AsyncResults(std::move(state));
 }
@@ -323,8 +337,27 @@ void Translator::Impl::check_scores(const decode::NBest& nb, const std::string& 
         << "too large for its arithmetic or corrupt";
 }
 
+namespace {
+
+// CTranslate2's replace_unknowns: per id, the source position of the row's highest attention
+// (the first of equal ones) among the source's own tokens (columns first .. last) where the id is
+// unk, -1 elsewhere. rows: row-major (ids, width).
+std::vector<int64_t> unknown_sources(const Ids& ids, const std::vector<float>& rows, int64_t width,
+                                     int64_t first, int64_t last, int64_t unk) {
+  std::vector<int64_t> out(ids.size(), -1);
+  for (size_t t = 0; t < ids.size() && last > first; ++t) {
+    if (ids[t] != unk) continue;
+    const float* row = rows.data() + static_cast<int64_t>(t) * width;
+    out[t] = std::max_element(row + first, row + last) - (row + first);
+  }
+  return out;
+}
+
+}  // namespace
+
 TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int64_t width,
-                                              bool end_token, bool framing) const {
+                                              bool end_token, bool framing, int64_t unk_id,
+                                              bool return_attention) const {
   // The columns kept of each attention row: all, or the source's own tokens.
   const int64_t first = !framing && info_.source_bos ? 1 : 0;
   const int64_t last = width - (!framing && info_.source_eos ? 1 : 0);
@@ -336,6 +369,19 @@ TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int6
     if (text) th.text = decode_trg(h.tokens);
     th.score = h.score;
     th.log_prob = h.log_prob;
+    if (unk_id >= 0) {
+      // Over the source's own tokens, whatever attention_framing says.
+      const int64_t own_first = info_.source_bos ? 1 : 0;
+      const int64_t own_last = width - (info_.source_eos ? 1 : 0);
+      th.unknown_sources =
+          unknown_sources(h.tokens, h.attention, width, own_first, own_last, unk_id);
+      if (end_token && h.eos) th.unknown_sources.push_back(-1);
+      if (!return_attention) h.attention.clear();
+    }
+    const auto V = static_cast<size_t>(config().trg_vocab_size);
+    for (size_t at = 0; at < h.logits.size(); at += V)
+      th.logits.emplace_back(h.logits.begin() + static_cast<std::ptrdiff_t>(at),
+                             h.logits.begin() + static_cast<std::ptrdiff_t>(at + V));
     for (size_t at = 0; at < h.attention.size(); at += static_cast<size_t>(width))
       th.attention.emplace_back(h.attention.begin() + static_cast<std::ptrdiff_t>(at) + first,
                                 h.attention.begin() + static_cast<std::ptrdiff_t>(at) + last);

@@ -32,6 +32,10 @@ struct PreparedRequest {
   bool return_end_token = false;
   bool attention_framing = true;
   std::shared_ptr<runtime::StepRelay> relay;  // the call's step callback, if any
+  // replace_unknowns: the target vocabulary's unknown id (-1: not asked for), and whether the
+  // caller asked for the attention itself (else the search kept it for the replacement alone).
+  int64_t unk_id = -1;
+  bool return_attention = false;
 };
 
 // What AsyncResults holds: the queue's Pending and how to finish its results.
@@ -44,6 +48,8 @@ struct AsyncResults::State {
   bool return_end_token = false;
   bool attention_framing = true;
   std::shared_ptr<runtime::StepRelay> relay;  // cancelled with the call
+  int64_t unk_id = -1;
+  bool return_attention = false;
 };
 
 class Translator::Impl {
@@ -133,9 +139,11 @@ class Translator::Impl {
   static void check_scores(const decode::NBest& nb, const std::string& where);
 
   // A search's n-best as the API returns it; width: the attention rows'; end_token: the ids end
-  // with EOS; framing: the attention rows keep the framing's columns.
+  // with EOS; framing: the attention rows keep the framing's columns; unk_id >= 0: fill
+  // unknown_sources (replace_unknowns), keeping the attention only with return_attention.
   TranslationResult to_result(decode::NBest& nb, bool text, int64_t width, bool end_token = false,
-                              bool framing = true) const;
+                              bool framing = true, int64_t unk_id = -1,
+                              bool return_attention = true) const;
 
   // Per pair, the log-probability of each target token, then EOS's (score_pairs_per_token),
   // every input checked; max_input_length and stop as score_batch_per_token takes them.
