@@ -137,6 +137,9 @@ def test_prefix_bias_is_a_soft_prefix(translator, sources):
     (dict(prefix_bias_beta=0.5, return_alternatives=True), "return_alternatives"),
     (dict(prefix_bias_beta=0.5, beam_size=1, sampling_topk=5), "prefix_bias_beta.*sampling"),
     (dict(return_logits_vocab=True, return_alternatives=True), "return_logits_vocab"),
+    # CTranslate2 refuses a callback with a soft prefix (biased decoding is a beam search).
+    (dict(prefix_bias_beta=0.5, beam_size=1, callback=lambda step: False),
+     "callback.*prefix_bias_beta"),
 ])
 def test_refused_combinations(translator, sources, options, match):
     with pytest.raises(tfm.InvalidArgumentError, match=match):
