@@ -483,8 +483,8 @@ class BeamSearch : public Search {
   void finish_cut(Sentence& s, Live&& h) const {
     const double score =
         rank_score(s, h.log_prob, std::ssize(h.tokens), o_) + coverage(h.attention, s.width);
-    s.finished.push_back({std::move(h.tokens), score, h.model_lp, std::move(h.attention), false,
-                          -1, s.prefix_lp, std::move(h.logits)});
+    s.finished.push_back({std::move(h.tokens), score, h.model_lp, std::move(h.attention), false, -1,
+                          s.prefix_lp, std::move(h.logits)});
     s.live.clear();
     s.done = true;
   }

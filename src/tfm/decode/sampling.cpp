@@ -127,14 +127,10 @@ class SamplingSearch : public Search {
         Hypothesis& h = hyp[si];
         const bool end = std::find(ends.begin(), ends.end(), t) != ends.end();
         const bool in_prefix = generated < std::ssize(prefix);
-        // The end token gets no attention row.
-        const float* a = !end && o_.return_attention
-                             ? attn_h.data() + static_cast<int64_t>(r) * attn.size(1)
-                             : nullptr;
-        record(h, row[t], in_prefix, unscored[si], a, width[si],
-               lg.empty() ? nullptr : lg.data() + static_cast<int64_t>(r) * V, V);
-        if (end) h.end_id = t;
-        if (!end) h.tokens.push_back(t);
+        record(
+            h, t, end, row[t], in_prefix, unscored[si],
+            o_.return_attention ? attn_h.data() + static_cast<int64_t>(r) * attn.size(1) : nullptr,
+            width[si], lg.empty() ? nullptr : lg.data() + static_cast<int64_t>(r) * V, V);
         // The last token: an end token, or CTranslate2's last step (cut without an end token);
         // a step callback's true cuts there too.
         const bool last = end || (o_.cut_at_max_length && generated + 2 >= max_len[si]);
@@ -171,14 +167,19 @@ class SamplingSearch : public Search {
     return log_softmax(logits).contiguous();
   }
 
-  // h takes a token of log-probability lp (a prefix's when in_prefix), its attention row `attn`
-  // (width values; none when null) and its step's logits row (V values; none when null).
-  void record(Hypothesis& h, float lp, bool in_prefix, double& unscored, const float* attn,
-              int64_t width, const float* logits, int64_t V) const {
+  // h takes token t (an end token when `end`: its end_id, else one of its tokens) of
+  // log-probability lp (a prefix's when in_prefix), its attention row `attn` (width values; none
+  // when null; an end token gets none) and its step's logits row (V values; none when null).
+  void record(Hypothesis& h, int32_t t, bool end, float lp, bool in_prefix, double& unscored,
+              const float* attn, int64_t width, const float* logits, int64_t V) const {
+    if (end)
+      h.end_id = t;
+    else
+      h.tokens.push_back(t);
     h.log_prob += lp;
     if (in_prefix) h.prefix_log_prob += lp;
     if (in_prefix && !o_.score_prefix) unscored += lp;
-    if (attn) h.attention.insert(h.attention.end(), attn, attn + width);
+    if (attn && !end) h.attention.insert(h.attention.end(), attn, attn + width);
     if (logits) h.logits.insert(h.logits.end(), logits, logits + V);
   }
 

@@ -263,7 +263,7 @@ void Translator::Impl::stream(std::istream& in, std::ostream& out,
   search.return_attention = false;  // lines of text have no place for it
   // Every window shares the relay: the step ids are the lines' keys, their index in the input.
   const std::shared_ptr<runtime::StepRelay> relay = relay_steps(search, options);
-  search.return_logits = false;     // nor for the logits
+  search.return_logits = false;  // nor for the logits
   TFM_CHECK_ARG(!options.replace_unknowns)
       << "replace_unknowns replaces tokens by source tokens: lines of text have none to put in "
       << "(translate token ids, or token lists in Python)";
