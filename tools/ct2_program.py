@@ -198,6 +198,7 @@ def _steps(t, sources, targets, more):
     it = t.generate_tokens(sources[0], targets[0][:2], return_log_prob=True, **more)
     out["generate_tokens_closed"] = [_step(next(it)) for _ in range(3)]
     it.close()
+    return out
 
 
 def _result_options(t, sources, targets, more):
