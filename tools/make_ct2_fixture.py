@@ -163,30 +163,6 @@ def make_marian(out):
           f"output lengths {lengths} (the bound: {MARIAN_MAX_DECODING})")
 
 
-def update_marian(out):
-    """OUT/expected.json's outputs again from the real ctranslate2 on the committed Marian model
-    (converted by its TransformersConverter), with the fixture's pieces, tokens and bounds."""
-    import ctranslate2
-
-    path = os.path.join(out, "expected.json")
-    with open(path, encoding="utf-8") as f:
-        fixture = json.load(f)
-    with tempfile.TemporaryDirectory() as tmp:
-        hf = hf_marian_dir(os.path.join(out, "model"), os.path.join(tmp, "hf"))
-        ct2_dir = ctranslate2.converters.TransformersConverter(hf).convert(
-            os.path.join(tmp, "ct2"))
-        work = os.path.join(tmp, "work")
-        os.makedirs(work)
-        outputs = ct2_program.run(ctranslate2, ct2_dir, fixture["sources"], fixture["targets"],
-                                  work, fixture["tokens"], fixture["max_decoding_length"],
-                                  fixture["min_prob"])
-    fixture.update(ctranslate2=ctranslate2.__version__, outputs=outputs)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(fixture, f, indent=0, ensure_ascii=False)
-        f.write("\n")
-    print(f"{out}: {len(outputs)} cases from ctranslate2 {ctranslate2.__version__}")
-
-
 def update(out):
     """OUT/expected.json again from the real ctranslate2, on its own model and pieces."""
     path = os.path.join(out, "expected.json")
