@@ -3,10 +3,14 @@
 scripts/test_python.sh sets TFM_BIN (the command, from the same install as the libtfm the
 package was built against), TFM_ROOT (that install prefix) and TFM_SOURCE_DIR (the repository).
 """
+import _thread
 import os
 import random
 import shutil
+import signal
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -87,3 +91,22 @@ def ids_model_dir(model_dir, work):
         for f in ("config.json", "model.safetensors"):
             shutil.copy(os.path.join(model_dir, f), d / f)
     return str(d)
+
+
+def interrupted_within(call, bound=5.0, after=1.0):
+    """Runs call() with Ctrl-C (SIGINT as the main thread sees it) `after` seconds in, once the
+    call is in the library: it must raise KeyboardInterrupt within `bound` seconds."""
+    # interrupt_main does nothing while SIGINT is ignored, as it is for a background job of a
+    # non-interactive shell (a CI runner's): install Python's handler, whoever launched us.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(after, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    elapsed = time.monotonic() - start
+    assert elapsed < bound, elapsed

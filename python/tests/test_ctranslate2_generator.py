@@ -11,6 +11,7 @@ import pytest
 
 import tfm
 import tfm.ctranslate2 as ct2
+from conftest import interrupted_within
 
 BOS = "<|endoftext|>"
 
@@ -254,9 +255,6 @@ def test_ctrl_c_stops_a_call_with_a_callback(generator):
     """Ctrl-C while generate_batch waits, or while generate_tokens streams, raises
     KeyboardInterrupt at once, and the search stops calling the callback (the call is given up,
     not decoded behind the caller's back); the generator works afterwards."""
-    import _thread
-    import signal
-    import threading
     import time
 
     calls = []
@@ -267,17 +265,7 @@ def test_ctrl_c_stops_a_call_with_a_callback(generator):
         return False
 
     def interrupted(call):
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-        timer = threading.Timer(0.5, _thread.interrupt_main)
-        start = time.monotonic()
-        timer.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                call()
-        finally:
-            timer.cancel()
-            signal.signal(signal.SIGINT, previous)
-        assert time.monotonic() - start < 3.0
+        interrupted_within(call, bound=3.0, after=0.5)
         seen = len(calls)
         time.sleep(0.3)
         assert 0 < seen and len(calls) <= seen + 1  # at most the step in progress

@@ -1,15 +1,13 @@
 """tfm.Translator against the `tfm` command on the same tiny model: translations, n-best lists,
 scores, files, iterables, threads, and the release of the GIL."""
-import _thread
 import os
-import signal
 import threading
 import time
 
 import pytest
 
 import tfm
-from conftest import run
+from conftest import interrupted_within, run
 
 
 def cli_translate(tfm_bin, model, text, *flags):
@@ -176,25 +174,6 @@ def test_ids_are_checked_as_64_bit_ints_and_never_specials(ids_model_dir):
     with pytest.raises(TypeError, match="sentence 1 holds a bool"):
         t.score_batch([[False]], [[6]])
     assert len(t.translate_batch(ok)) == 1
-
-
-def interrupted_within(call, bound=5.0):
-    """Runs call() with Ctrl-C (SIGINT as the main thread sees it) 1 s in, once the call is in
-    the library: it must raise KeyboardInterrupt within `bound` seconds."""
-    # interrupt_main does nothing while SIGINT is ignored, as it is for a background job of a
-    # non-interactive shell (a CI runner's): install Python's handler, whoever launched us.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    start = time.monotonic()
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            call()
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGINT, previous)
-    elapsed = time.monotonic() - start
-    assert elapsed < bound, elapsed
 
 
 def quick(call, bound=5.0):
