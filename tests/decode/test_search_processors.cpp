@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "decode/search_test_model.h"
 #include "support/test_util.h"
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/decode/search.h"
@@ -13,16 +14,12 @@
 namespace tfm::decode {
 namespace {
 
-std::unique_ptr<Transformer> model(uint64_t seed) {
-  ModelConfig c = ModelConfig::preset("tiny");
-  c.d_model = 16, c.heads = 4, c.d_ff = 24, c.encoder_layers = 2, c.decoder_layers = 2;
-  c.dropout = 0.0;
-  c.src_vocab_size = 9, c.trg_vocab_size = 9;
-  c.max_length = 40;
-  return std::make_unique<Transformer>(c, seed);
-}
+using testing::full_logits;
+using testing::kSources;
 
-const std::vector<Ids> kSources = {{3, 4, 5}, {6}, {5, 5, 3, 4, 6, 3}, {4, 3, 7, 8}, {8, 6}};
+std::unique_ptr<Transformer> model(uint64_t seed) {
+  return testing::search_model(seed);
+}
 
 struct Reference {
   Ids tokens;
@@ -37,18 +34,12 @@ struct Reference {
 Reference reference_greedy(const Transformer& m, const Ids& source, const SearchOptions& o) {
   const ModelConfig& c = m.config();
   const Ids ends = o.end_ids.empty() ? Ids{static_cast<int32_t>(c.eos_id)} : o.end_ids;
-  Ids src = source;
-  src.push_back(static_cast<int32_t>(c.eos_id));
-  Ids input = {static_cast<int32_t>(c.bos_id)};
   Reference r;
   const int64_t max_len = max_target_length(c, o, std::ssize(source));
   const int64_t V = c.trg_vocab_size;
   for (int64_t t = 0; t < max_len; ++t) {
-    const Tensor logits = m.forward(Tensor::from_vector<int32_t>({1, std::ssize(src)}, src),
-                                    Tensor::from_vector<int32_t>({1, std::ssize(input)}, input))
-                              .contiguous();  // (1, T, V)
-    const float* last = logits.data<float>() + (std::ssize(input) - 1) * V;
-    std::vector<double> x(last, last + V);
+    const std::vector<double> last = full_logits(m, source, r.tokens);
+    std::vector<double> x = last;
     for (int32_t v : std::set<int32_t>(r.tokens.begin(), r.tokens.end()))
       x[v] = last[v] < 0 ? last[v] * o.repetition_penalty : last[v] / o.repetition_penalty;
     const int64_t n = o.no_repeat_ngram_size, len = std::ssize(r.tokens);
@@ -71,7 +62,6 @@ Reference reference_greedy(const Transformer& m, const Ids& source, const Search
       break;
     }
     r.tokens.push_back(best);
-    input.push_back(best);
     if (o.cut_at_max_length && t + 2 >= max_len) break;  // CTranslate2's: no end token
   }
   return r;
