@@ -59,5 +59,20 @@ TEST(Html, TextBetweenTagsIsTranslatedAndTheMarkupKept) {
             "<script>if (a < b) x = '<p>';</script> Two cats &lt;3 <i>and</i>");
 }
 
+TEST(HtmlText, WhitespaceAtATextsEdgeSurvivesASecondSplit) {
+  // A character reference decodes to whitespace at the text's edge (found by fuzz_http_request):
+  // joined back raw, a second split would take it for the markup's whitespace and drop it.
+  const HtmlPieces h = split_html("<p>Ei&#9;</p> &#32;a\n");
+  ASSERT_EQ(h.texts.size(), 2u);
+  EXPECT_EQ(h.pieces[h.texts[0]], "Ei\t");
+  EXPECT_EQ(h.pieces[h.texts[1]], " a");
+  const std::string joined = join_html(h, {"Ei\t", " a"});
+  EXPECT_EQ(joined, "<p>Ei&#9;</p> &#32;a\n");
+  const HtmlPieces again = split_html(joined);
+  ASSERT_EQ(again.texts.size(), 2u);
+  EXPECT_EQ(again.pieces[again.texts[0]], "Ei\t");
+  EXPECT_EQ(again.pieces[again.texts[1]], " a");
+}
+
 }  // namespace
 }  // namespace tfm::serve

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdint>
 #include <map>
+#include <string>
 
 namespace tfm::serve {
 
@@ -152,8 +153,17 @@ std::string join_html(const HtmlPieces& html, const std::vector<std::string>& tr
       out += html.pieces[p];
       continue;
     }
-    for (char c : *text[p]) {
-      if (c == '&')
+    const std::string& t = *text[p];
+    size_t a = 0, b = t.size();  // [a, b): the text within its edge whitespace
+    while (a < b && is_space(t[a])) ++a;
+    while (b > a && is_space(t[b - 1])) --b;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const char c = t[i];
+      // Whitespace at a text's edge is written as a character reference: raw, it would join
+      // the markup's whitespace when the document is split again (add_text trims it).
+      if (is_space(c) && (i < a || i >= b))
+        out += "&#" + std::to_string(static_cast<int>(c)) + ";";
+      else if (c == '&')
         out += "&amp;";
       else if (c == '<')
         out += "&lt;";
