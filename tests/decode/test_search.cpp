@@ -248,8 +248,49 @@ TEST(Search, ShardsAreThreadIndependentAndMatchOneBatch) {
   std::vector<Ids> bad = kSources;
   bad[3] = {4, 99};
   EXPECT_TFM_ERROR(make_search(o)->run(*m, bad), "source 3 has id 99");
-  o.shard_size = -1;
+  o.shard_size = -2;
   EXPECT_TFM_ERROR(make_search(o), "shard size must be >= 0");
+  set_threads(saved);
+}
+
+// The automatic shards: a quarter of the call's sentences, within 16 … 64 rows a step; an
+// explicit size as given. Never the thread count. Results are those of one batch.
+TEST(Search, AutomaticShards) {
+  SearchOptions o;  // kAutoShard by default
+  EXPECT_EQ(shard_sentences(o, 1000), kShardRows);
+  EXPECT_EQ(shard_sentences(o, 128), 32);
+  EXPECT_EQ(shard_sentences(o, 32), kShardMinRows);
+  EXPECT_EQ(shard_sentences(o, 3), kShardMinRows);
+  EXPECT_EQ(shard_sentences(o, 0), kShardMinRows);
+  o.beam_size = 4;
+  EXPECT_EQ(shard_sentences(o, 1000), kShardRows / 4);
+  EXPECT_EQ(shard_sentences(o, 8), kShardMinRows / 4);
+  o.beam_size = 3 * kShardRows;  // a beam wider than the rows: a sentence a shard
+  EXPECT_EQ(shard_sentences(o, 1000), 1);
+  o.shard_size = 5;
+  EXPECT_EQ(shard_sentences(o, 1000), 5);
+
+  const int saved = get_threads();
+  auto m = tiny_model(21, 11);
+  for (int64_t beam : {1, 4}) {
+    SearchOptions a;
+    a.beam_size = beam;
+    a.n_best = beam;
+    a.max_length = 14;
+    a.shard_size = SearchOptions::kAutoShard;
+    SearchOptions whole = a;
+    whole.shard_size = 0;
+    std::vector<Ids> many;  // 40 sentences: shards of 16 (greedy) and 10 (beam 4)
+    for (int r = 0; r < 7; ++r) many.insert(many.end(), kSources.begin(), kSources.end());
+    many.resize(40);
+    set_threads(1);
+    std::vector<NBest> one = make_search(a)->run(*m, many);
+    set_threads(2);
+    std::vector<NBest> two = make_search(a)->run(*m, many);
+    std::vector<NBest> batch = make_search(whole)->run(*m, many);
+    expect_same(one, two, "automatic shards on 1 vs 2 threads");
+    expect_same(two, batch, "automatic shards vs one batch", 1e-6);
+  }
   set_threads(saved);
 }
 

@@ -45,14 +45,15 @@ class ShardedSearch : public Search {
   ShardedSearch(std::unique_ptr<Search> inner, const SearchOptions& o)
       : inner_(std::move(inner)), o_(o) {}
 
-  int64_t shard_size() const override { return o_.shard_size; }
+  int64_t shard_size(int64_t sentences) const override { return shard_sentences(o_, sentences); }
   const Search* shard_search() const override { return inner_.get(); }
 
   std::vector<NBest> run(const Transformer& model, const std::vector<Ids>& sources,
                          const std::vector<uint64_t>& ids,
                          const std::vector<Ids>& prefixes) const override {
     const int64_t n = static_cast<int64_t>(sources.size());
-    const int64_t shards = (n + o_.shard_size - 1) / o_.shard_size;
+    const int64_t size = shard_sentences(o_, n);
+    const int64_t shards = (n + size - 1) / size;
     if (shards <= 1) return inner_->run(model, sources, ids, prefixes);
     TFM_CHECK(ids.empty() || ids.size() == sources.size())
         << "search: " << ids.size() << " ids for " << sources.size() << " sources";
@@ -60,7 +61,7 @@ class ShardedSearch : public Search {
     detail::check_inputs(model, sources, o_, prefixes);
     std::vector<std::vector<NBest>> results(shards);
     parallel_items(shards, get_threads(), [&](int64_t k) {
-      const int64_t b = k * o_.shard_size, e = std::min(n, b + o_.shard_size);
+      const int64_t b = k * size, e = std::min(n, b + size);
       std::vector<Ids> src(sources.begin() + b, sources.begin() + e), pre;
       if (!prefixes.empty()) pre.assign(prefixes.begin() + b, prefixes.begin() + e);
       std::vector<uint64_t> shard_ids;
@@ -82,8 +83,18 @@ class ShardedSearch : public Search {
 
 }  // namespace
 
+int64_t shard_sentences(const SearchOptions& o, int64_t sentences) {
+  if (o.shard_size != SearchOptions::kAutoShard) return o.shard_size;
+  const int64_t rows = std::max<int64_t>(1, o.beam_size);
+  const int64_t most = std::max<int64_t>(1, kShardRows / rows);
+  const int64_t least = std::max<int64_t>(1, kShardMinRows / rows);
+  const int64_t spread = (std::max<int64_t>(sentences, 1) + kShardSpread - 1) / kShardSpread;
+  return std::clamp(spread, least, most);
+}
+
 std::unique_ptr<Search> make_search(const SearchOptions& o) {
-  TFM_CHECK(o.shard_size >= 0) << "search: shard size must be >= 0, got " << o.shard_size;
+  TFM_CHECK(o.shard_size >= 0 || o.shard_size == SearchOptions::kAutoShard)
+      << "search: shard size must be >= 0 (or kAutoShard), got " << o.shard_size;
   std::unique_ptr<Search> s;
   if (o.alternatives)
     s = make_alternatives(o);

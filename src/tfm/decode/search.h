@@ -131,8 +131,11 @@ struct SearchOptions {
   // make_search splits the sentences into shards of this many (0: one batch) and decodes the
   // shards in parallel, one thread each with its own batch, instead of splitting every small
   // op of every step over the threads: one OpenMP region per search instead of dozens per step.
-  // The shards depend only on the sentence order, never on the thread count.
-  int64_t shard_size = 16;
+  // kAutoShard (the default): shard_sentences' rule, by the call's sentence count. Either way the
+  // shards depend only on the sentence order, never on the thread count (a row's logits depend in
+  // the last bits on the rows beside it: tests/decode/test_search.cpp, SearchDeterminism).
+  static constexpr int64_t kAutoShard = -1;
+  int64_t shard_size = kAutoShard;
   SearchRule rule = SearchRule::tfm;
   // The transformers rule's generate() settings (the tfm rule ignores them).
   EarlyStopping early_stopping = EarlyStopping::heuristic;
@@ -191,13 +194,33 @@ class Search {
                                  const std::vector<uint64_t>& ids = {},
                                  const std::vector<Ids>& prefixes = {}) const = 0;
   // A search that decodes its sentences in shards, one thread each (make_search with
-  // shard_size > 0), says so: the sentences of a shard, and the search that decodes one shard
+  // shard_size != 0), says so: the sentences of a shard, and the search that decodes one shard
   // (0 and null otherwise). A caller with many batches (runtime::search_in_batches) then spreads
   // the shards of all its batches over the threads at once, so no thread waits for the slowest
   // shard of each batch; a shard's result is the same either way.
-  virtual int64_t shard_size() const { return 0; }
+  // sentences: how many the call decodes (shard_sentences).
+  virtual int64_t shard_size(int64_t sentences) const {
+    (void)sentences;
+    return 0;
+  }
   virtual const Search* shard_search() const { return nullptr; }
 };
+
+// Rows a decoding step multiplies in one shard under kAutoShard, at most and at least (unless the
+// call has fewer): the few-row kernels reach their rate from about 64 rows on (tfm bench small
+// greedy, 64 sentences, AVX2, 1 thread: shards of 16 sentences 0.494 s, 32 0.425 s, 64 0.382 s),
+// and a call of a few dozen sentences still needs shards for its threads (32 sentences on 2
+// threads: 2 shards of 16 0.276 s, one batch split op by op over both 0.637 s).
+inline constexpr int64_t kShardRows = 64;
+inline constexpr int64_t kShardMinRows = 16;
+// The threads a call's shards are sized for when it is small: ceil(sentences / kShardSpread) a
+// shard, within the rows above.
+inline constexpr int64_t kShardSpread = 4;
+
+// Sentences a shard when a call decodes `sentences` (options.shard_size when set). kAutoShard:
+// ceil(sentences / kShardSpread), within kShardMinRows … kShardRows rows (a sentence has
+// beam_size rows), at least one. Not the thread count: see SearchOptions::shard_size.
+int64_t shard_sentences(const SearchOptions& options, int64_t sentences);
 
 // Sampling when options.sampling, greedy when beam_size == 1, beam search otherwise; sharded as
 // options.shard_size says.

@@ -83,7 +83,7 @@ ModelBenchOptions resolved(const ModelBenchOptions& in) {
   TFM_CHECK(o.warmup >= 0) << "bench: warm-up iterations must be >= 0, got " << o.warmup;
   TFM_CHECK(o.vocab > 4) << "bench: vocabulary must exceed the 4 special ids, got " << o.vocab;
   TFM_CHECK(o.beam_size >= 1) << "bench: beam size must be >= 1, got " << o.beam_size;
-  TFM_CHECK(o.shard_size >= 0) << "bench: shard size must be >= 0, got " << o.shard_size;
+  TFM_CHECK(o.shard_size >= -1) << "bench: shard size must be >= 0 (-1: automatic), got " << o.shard_size;
   TFM_CHECK(o.threads >= 0) << "bench: threads must be >= 0, got " << o.threads;
   if (o.device != Device::cpu && o.mode != BenchMode::train) o.shard_size = 0;
   return o;
@@ -421,7 +421,12 @@ std::string ModelBenchResult::to_json() const {
   j["vocab"] = options.vocab;
   j["parameters"] = parameters;
   if (options.mode == BenchMode::beam) j["beam_size"] = options.beam_size;
-  if (options.mode != BenchMode::train) j["shard_size"] = options.shard_size;
+  if (options.mode != BenchMode::train) {  // the sentences a shard, resolved (0: one batch)
+    decode::SearchOptions so;
+    so.beam_size = options.mode == BenchMode::beam ? options.beam_size : 1;
+    so.shard_size = options.shard_size;
+    j["shard_size"] = decode::shard_sentences(so, options.batch_size);
+  }
   // Decisive on a shared machine (docs/history/performance.md), so recorded with every result.
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   j["omp_wait_policy"] = wait ? wait : "";

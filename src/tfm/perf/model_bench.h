@@ -30,7 +30,8 @@ struct ModelBenchOptions {
   int64_t batch_size = 0;  // 0: 64 for train, 32 for decoding
   int64_t seq_len = 32;
   int64_t beam_size = 4;
-  int64_t shard_size = 16;  // decode::SearchOptions::shard_size (0: one batch over all threads)
+  // decode::SearchOptions::shard_size (0: one batch over all threads; -1: its automatic rule)
+  int64_t shard_size = -1;
   double label_smoothing = 0.1;
   uint64_t seed = 1;
   bool measure_ceiling = true;  // time dnnl_sgemm for the MFU denominator

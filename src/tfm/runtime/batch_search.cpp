@@ -64,10 +64,11 @@ std::vector<std::vector<size_t>> group_batches(const Searched& s, size_t inputs,
 // of this batch or a later one, instead of waiting for the slowest shard of its batch. Longest
 // batches first (a batch's last item is its longest), so the last shards to start are the
 // shortest and the threads finish close together. run(batch, begin, end) decodes a shard.
+// The shard size is the search's for all the batches' sentences together.
 template <typename Run>
 void run_shards(const std::vector<std::vector<size_t>>& batches,
-                const std::vector<int64_t>& lengths, size_t shard, WorkerPool* pool,
-                const Run& run) {
+                const std::vector<int64_t>& lengths, const decode::Search& search,
+                WorkerPool* pool, const Run& run) {
   struct Unit {
     size_t batch, begin, end;
   };
@@ -76,6 +77,9 @@ void run_shards(const std::vector<std::vector<size_t>>& batches,
   std::stable_sort(by_length.begin(), by_length.end(), [&](size_t a, size_t b) {
     return lengths[batches[a].back()] > lengths[batches[b].back()];
   });
+  int64_t sentences = 0;
+  for (const auto& b : batches) sentences += static_cast<int64_t>(b.size());
+  const auto shard = static_cast<size_t>(search.shard_size(sentences));
   std::vector<Unit> units;
   for (size_t b : by_length)
     for (size_t k = 0; k < batches[b].size(); k += shard)
@@ -158,7 +162,7 @@ std::vector<decode::NBest> search_in_batches(
   };
   const decode::Search* shard_search = search.shard_search();
   if (shard_search != nullptr && (pool == nullptr || pool->workers() == 1)) {
-    run_shards(batches, s.lengths, static_cast<size_t>(search.shard_size()), pool,
+    run_shards(batches, s.lengths, search, pool,
                [&](size_t b, size_t begin, size_t end) { run_on(*shard_search, b, begin, end); });
   } else if (pool == nullptr) {
     for (size_t b = 0; b < batches.size(); ++b) run_on(search, b, 0, batches[b].size());
