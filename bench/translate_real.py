@@ -149,14 +149,14 @@ def run_cell(a, tfms, profiled, peer, prec, beam, threads, isa):
         ct2_type = a.ct2_types[prec]
         ct2_cmd = [python, os.path.join(HERE, "ctranslate2", "translate_ct2.py"), "--model", models[prec],
                    "--input", a.input, "--output", ct2_out, "--beam-size", str(beam), "--threads", str(threads),
-                   "--batch-size", str(a.batch_size), "--compute-type", ct2_type, "--json"]
+                   "--batch-size", str(a.ct2_batch_size or a.batch_size), "--compute-type", ct2_type, "--json"]
         ct2_env = dict(env, **ct2_env_extra)
     for _ in range(a.rounds):  # every engine once a round, so they see the same load
         for i, tfm in enumerate(tfms):
             out = os.path.join(a.work, "tfm%d-%s.txt" % (i, name))
             cmd = [tfm, "translate", "--model", a.model, "--input", a.input, "--output", out,
                    "--precision", prec, "--beam-size", str(beam), "--threads", str(threads),
-                   "--batch-size", str(a.batch_size)] + (["--profile"] if profiled[tfm] else []) + a.tfm_args.split()
+                   "--batch-size", str(a.tfm_batch_size or a.batch_size)] + (["--profile"] if profiled[tfm] else []) + a.tfm_args.split()
             wall, rss, err = run_measured(cmd, env=dict(os.environ, **tfm_env))
             # A build from before --profile: its whole command only (search = command).
             rows, search_s, tokens = parse_profile(err) if profiled[tfm] else ([], wall, 0)
@@ -236,7 +236,9 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[2])
     ap.add_argument("--isa", nargs="+", default=["native"], choices=sorted(ISA_ENV))
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--batch-size", type=int, default=32, help="sentences a batch, both engines")
+    ap.add_argument("--tfm-batch-size", type=int, help="tfm's batch instead (its fastest: 64)")
+    ap.add_argument("--ct2-batch-size", type=int, help="CTranslate2's batch instead")
     ap.add_argument("--no-ct2", action="store_true", help="tfm alone")
     ap.add_argument("--ct2-python", default=os.path.join(ROOT, ".venv", "bin", "python"),
                     help="interpreter with the index's ctranslate2 (default .venv/bin/python)")
@@ -262,8 +264,9 @@ def main():
     peer = None if a.no_ct2 else ct2_setup(a, a.model, a.precision)
     peer_version = peer[2] if peer else ""
 
-    print("# tfm vs CTranslate2 %s on real text: %s (%d lines), model %s, batch %d, %d rounds"
-          % (peer_version or "(none)", a.input, n_lines, a.model, a.batch_size, a.rounds))
+    print("# tfm vs CTranslate2 %s on real text: %s (%d lines), model %s, batch tfm %d / CT2 %d, "
+          "%d rounds" % (peer_version or "(none)", a.input, n_lines, a.model,
+                         a.tfm_batch_size or a.batch_size, a.ct2_batch_size or a.batch_size, a.rounds))
     print("# CTranslate2 under OMP_WAIT_POLICY=%s; tfm under %s; load average before: %.2f"
           % (a.ct2_wait_policy, os.environ.get("OMP_WAIT_POLICY", "default"), os.getloadavg()[0]))
     results = []

@@ -24,8 +24,8 @@ translate_batch calls); the ratios CT2 search / tfm command and CT2 search / tfm
 tfm faster); output lines equal between the two (all, in fp32, when both compute the same
 function; int8's quantisations differ); the peak RSS of each process (tfm's whole command; the
 peer's Python process, interpreter and package included, whose search is the only work it
-does). Batches of 32 sentences in both; --threads for both. CPU levels as bench/translate_real.py
-forces them (`avx2`: TFM_CPU_ISA / ONEDNN_MAX_CPU_ISA for tfm, CT2_FORCE_CPU_ISA and MKL's for
+does). Batches of 32 sentences in both unless --tfm-batch-size / --ct2-batch-size say otherwise;
+--threads for both. CPU levels as bench/translate_real.py forces them (`avx2`: TFM_CPU_ISA / ONEDNN_MAX_CPU_ISA for tfm, CT2_FORCE_CPU_ISA and MKL's for
 the peer).
 --tiny: a d-64, 2 + 2 layer, 1000-token model on 40 lines, to check the script, not to time.
 The machine should be idle; the numbers belong in docs/performance.md with the command.
@@ -59,7 +59,7 @@ t = ctranslate2.Translator(a["model"], device="cpu", compute_type=a["compute_typ
                            intra_threads=a["threads"], inter_threads=1)
 src = [hf_common.to_pieces(r, 0, a["pad"]) for r in hf_common.read_ids(a["input"])]
 t0 = time.perf_counter()
-res = t.translate_batch(src, beam_size=a["beam"], max_batch_size=32, max_decoding_length=a["new"],
+res = t.translate_batch(src, beam_size=a["beam"], max_batch_size=a["batch"], max_decoding_length=a["new"],
                         min_decoding_length=0, length_penalty=1.0)
 search = time.perf_counter() - t0
 out = [hf_common.to_ids(r.hypotheses[0]) for r in res]
@@ -132,6 +132,8 @@ def main() -> None:
     ap.add_argument("--isa", nargs="+", default=["native"], choices=sorted(ISA_ENV))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=24)
+    ap.add_argument("--tfm-batch-size", type=int, default=32, help="tfm's sentences a batch")
+    ap.add_argument("--ct2-batch-size", type=int, default=32, help="CTranslate2's max_batch_size")
     ap.add_argument("--work", help="working directory (default: a temporary one); kept")
     ap.add_argument("--tfm", default=hf_common.tfm_binary())
     ap.add_argument("--tiny", action="store_true", help="a tiny model on 40 lines: a smoke test")
@@ -161,6 +163,7 @@ def main() -> None:
                                         pad))
     print(f"\n{'tiny model' if a.tiny else 'OPUS-MT-shaped model'}, {a.lines} lines of "
           f"{os.path.basename(a.input)}, {a.max_new_tokens} tokens each, medians of {a.rounds}; "
+          f"batches tfm {a.tfm_batch_size}, CT2 {a.ct2_batch_size}; "
           f"ctranslate2 {importlib.metadata.version('ctranslate2')}")
     print("| CPU level | threads | precision | beam | tfm command s | tfm search s | CT2 search s "
           "| CT2 / tfm command | CT2 / tfm search | peak RSS tfm / CT2 MB | equal lines |")
@@ -195,13 +198,14 @@ def measure(a, isa, threads, prec, beam, work, tfm_dir, ct2_dir, src, pad):
     for _ in range(a.rounds):  # alternating, so both see the same load
         cmd = [a.tfm, "translate", "--model", tfm_dir, "--ids", "--input", src, "--output",
                tfm_out, "--beam-size", str(beam), "--precision", prec, "--threads",
-               str(threads), "--batch-size", "32", "--max-new-tokens", str(a.max_new_tokens),
+               str(threads), "--batch-size", str(a.tfm_batch_size),
+               "--max-new-tokens", str(a.max_new_tokens),
                "--profile"]
         wall, rss, err = run_measured(cmd, env=tfm_env)
         tfm_runs.append((wall, parse_profile(err)[1], rss))
         args = {"model": ct2_dir, "compute_type": "float32" if prec == "fp32" else prec,
                 "threads": threads, "input": src, "output": ct2_out, "beam": beam,
-                "new": a.max_new_tokens, "pad": pad}
+                "new": a.max_new_tokens, "pad": pad, "batch": a.ct2_batch_size}
         _, ct2_rss, err = run_measured([sys.executable, "-c", CT2_RUN % {"here": HERE},
                                         json.dumps(args)], env=ct2_env)
         ct2_runs.append((json.loads(err.strip().splitlines()[-1])["search_s"], ct2_rss))
