@@ -1,10 +1,14 @@
 // Fuzz target for model validation, config + tensors: a model.safetensors byte string goes
 // through what load_model does after reading the file (the config from the metadata, format and
 // limits checked, then every tensor against the config: names, shapes, dtype, finite values).
-// Either that raises tfm::Error or the model is built with exactly the file's tensors.
+// Either that raises tfm::Error or the model is built with exactly the file's tensors; and the
+// inference load (inference_model_from_weights, int8: every linear layer bound from the file's
+// tensor) then raises nothing either.
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "fuzz_common.h"
 #include "tfm/core/check.h"
@@ -32,6 +36,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto model = tfm::model_from_weights(c, f, "fuzz input");
     fuzz::check(model->named_parameters().size() == f.tensors.size(), "fuzz_model_weights",
                 "the model was built from a file with other tensors");
+    try {
+      tfm::inference_model_from_weights(c, f, "fuzz input", tfm::ComputeType::int8, std::nullopt);
+    } catch (const tfm::Error& e) {
+      const std::string what = "load_model accepts what the inference load refuses: " + e.message();
+      fuzz::check(false, "fuzz_model_weights", what.c_str());
+    }
   } catch (const tfm::Error&) {
   }
   return 0;

@@ -1,6 +1,7 @@
 // nn::Linear's kernel binding: the training path whenever gradients are needed, the weight bound
-// for inference otherwise; binding is explicit, a training forward drops it, and a bf16/int8
-// binding can release the f32 weight so that one copy remains.
+// for inference otherwise; binding is explicit, a training forward drops it, and a binding can
+// release the f32 weight (or be made from a file's copy, never filling it) so that one copy
+// remains.
 #include <span>
 
 #include "support/test_util.h"
@@ -37,15 +38,17 @@ TEST(LinearPrecision, GradModeRunsTheTrainingPathAndInferenceTheBoundWeight) {
     EXPECT_FALSE(layer.kernel().bound());
     NoGradGuard no_grad;
     EXPECT_TRUE(bitwise_equal(layer(x, Activation::relu), fp32));
-    // fp32 binding: few rows run on the packed copy, the same values summed in the packed
-    // kernel's own order (equal to the training path's to rounding); many rows on the plain path.
+    // fp32 binding: every row count runs on the packed copy, the same values summed in the
+    // packed kernel's own order (equal to the training path's to rounding).
     layer.bind(ComputeType::float32);
-    const Tensor packed = linear_lowp(x, LowpWeight(layer.weight_, ComputeType::float32),
-                                      layer.bias_, Activation::relu);
+    const LowpWeight panels(layer.weight_, ComputeType::float32);
+    const Tensor packed = linear_lowp(x, panels, layer.bias_, Activation::relu);
     EXPECT_TRUE(bitwise_equal(layer(x, Activation::relu), packed));
     EXPECT_LT(testing::max_abs_diff(packed, fp32), 1e-5);
-    const Tensor big = random_tensor({nn::LinearKernel::kPackedMaxRows + 1, 48}, DType::f32, 5);
-    EXPECT_TRUE(bitwise_equal(layer(big), linear(big, layer.weight_, layer.bias_)));
+    const Tensor big = random_tensor({300, 48}, DType::f32, 5);
+    const Tensor big_plain = linear(big, layer.weight_, layer.bias_);
+    EXPECT_TRUE(bitwise_equal(layer(big), linear_lowp(big, panels, layer.bias_)));
+    EXPECT_LT(testing::max_abs_diff(layer(big), big_plain), 1e-5);
   }
 }
 
@@ -74,8 +77,8 @@ TEST(LinearPrecision, BindingIsExplicitAndMadeOnce) {
                    "resolve the compute type first");
 }
 
-// Without keep_f32 a bf16/int8 binding releases the f32 weight: one copy of each weight stays,
-// inference runs on it at every row count, and training is refused with a clear error.
+// Without keep_f32 a binding releases the f32 weight: one copy of each weight stays, inference
+// runs on it at every row count, and training is refused with a clear error.
 TEST(LinearPrecision, ReleasedWeightsServeInferenceOnly) {
   Generator gen(7);
   nn::Linear layer(24, 8, true, gen);
@@ -93,10 +96,44 @@ TEST(LinearPrecision, ReleasedWeightsServeInferenceOnly) {
   }
   EXPECT_TFM_ERROR(layer(x.clone().set_requires_grad(true)), "released for inference");
   EXPECT_TFM_ERROR(layer.bind(ComputeType::int8), "released already");
-  // fp32 keeps its weights whatever is asked: larger products run on them.
-  nn::Linear keep(24, 8, true, gen);
-  keep.bind(ComputeType::float32, /*keep_f32=*/false);
-  EXPECT_TRUE(keep.weight_.defined());
+  // fp32 too: the panels serve every row count.
+  nn::Linear fp32(24, 8, true, gen);
+  Tensor want32;
+  {
+    NoGradGuard no_grad;
+    want32 = linear_lowp(x, LowpWeight(fp32.weight_, ComputeType::float32), fp32.bias_);
+  }
+  fp32.bind(ComputeType::float32, /*keep_f32=*/false);
+  EXPECT_FALSE(fp32.weight_.defined());
+  NoGradGuard no_grad;
+  EXPECT_TRUE(bitwise_equal(fp32(x), want32));
+  EXPECT_TFM_ERROR(fp32(x.to(DType::f64)), "released for inference");
+}
+
+// A layer whose weight is never allocated (a model built to be bound from a file) binds from
+// another tensor holding the weight: the same products as binding its own copy, and the
+// parameter stays undefined.
+TEST(LinearPrecision, BindFromAFilesCopyNeverFillsTheParameter) {
+  Generator gen(12);
+  nn::Linear plain(16, 12, true, gen);
+  Generator none = Generator::weights_unallocated();
+  nn::Linear lazy(16, 12, true, none);
+  EXPECT_FALSE(lazy.weight_.defined());
+  EXPECT_EQ(lazy.in_features(), 16);
+  EXPECT_EQ(lazy.out_features(), 12);
+  lazy.bias_.copy_(plain.bias_);
+  const Tensor x = random_tensor({5, 16}, DType::f32, 13);
+  for (ComputeType t : {ComputeType::float32, ComputeType::bfloat16, ComputeType::int8}) {
+    SCOPED_TRACE(compute_type_name(t));
+    plain.bind(t);
+    lazy.bind_from(plain.weight_, t);
+    NoGradGuard no_grad;
+    EXPECT_TRUE(bitwise_equal(lazy(x), plain(x)));
+    EXPECT_FALSE(lazy.weight_.defined());
+  }
+  EXPECT_TFM_ERROR(lazy.bind_from(plain.weight_.transpose(0, 1), ComputeType::int8),
+                   "expected a weight (12, 16)");
+  EXPECT_TFM_ERROR(lazy.bind(ComputeType::int8), "released already");
 }
 
 TEST(LinearPrecision, F64InputsStayOnTheReferencePath) {

@@ -7,6 +7,7 @@
 #include "support/test_util.h"
 #include "tfm/core/cpu_isa.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
+#include "tfm/ops/embedding.h"
 #include "tfm/ops/linear.h"
 #include "tfm/ops/linear_lowp.h"
 
@@ -258,6 +259,22 @@ TEST(LinearLowp, RowQuantisationReconstructsWithinHalfAStep) {
       const float v = x.data<float>()[i * 33 + j];
       EXPECT_NEAR(scale[i] * (q[i * 33 + j] - zero[i]), v, 0.5001 * scale[i]);
     }
+}
+
+// The rows gathered back out of fp32 panels are the embedding lookup of the weight itself,
+// bitwise (a tied table's lookups read them when the panels are its only copy), across panel
+// boundaries and in the zero-padded last panel; other precisions and bad ids are refused.
+TEST(LinearLowp, PanelRowsAreTheEmbeddingLookupOfTheWeight) {
+  const Tensor w = random_tensor({101, 40}, DType::f32, 71);  // 3 panels, the last of 5 columns
+  const LowpWeight packed(w, ComputeType::float32);
+  std::vector<int32_t> v;
+  for (int32_t i = 0; i < 101; ++i) v.push_back((i * 37) % 101);
+  const Tensor ids = Tensor::from_vector<int32_t>({1, 101}, v);
+  EXPECT_TRUE(testing::bitwise_equal(lowp_weight_rows(ids, packed), embedding(ids, w)));
+  EXPECT_TFM_ERROR(lowp_weight_rows(Tensor::from_vector<int32_t>({2}, {3, 101}), packed),
+                   "id 101 at flat position 1");
+  EXPECT_TFM_ERROR(lowp_weight_rows(ids, LowpWeight(w, ComputeType::int8)),
+                   "only by an fp32 weight packed on the CPU");
 }
 
 TEST(LinearLowp, ParsesComputeTypeNamesAndRejectsOthers) {

@@ -176,6 +176,18 @@ std::vector<OpCase> gemm_cases() {
       case_("linear_lowp", "bf16 panels, ReLU", linear_inputs, lowp(ComputeType::bfloat16))
           .cpu_only(),
       case_("linear_lowp", "int8, ReLU", linear_inputs, lowp(ComputeType::int8)).cpu_only(),
+      // A tied table's lookups read the output projection's panels: 50 columns, a panel and a
+      // part, so the ids reach both.
+      case_(
+          "lowp_weight_rows", "(2, 3) ids of a (50, 6) fp32 panel weight",
+          [](DType dt) {
+            return Inputs{Tensor::from_vector<int32_t>({2, 3}, {0, 49, 47, 48, 5, 0}),
+                          R({50, 6}, dt, 47)};
+          },
+          [](const Inputs& in) {
+            return Outputs{lowp_weight_rows(in[0], LowpWeight(in[1], ComputeType::float32))};
+          })
+          .cpu_only(),
       case_(
           "round_to_bf16", "(7, 6), ties and signs",
           [](DType) {

@@ -45,6 +45,15 @@ class Generator {
     return g;
   }
   bool fills() const { return fills_; }
+  // no_fill(), and the weights an inference binding prepares (the linear layers', the output
+  // projection's) not even allocated: for a model bound straight from a file
+  // (load_model_for_inference), whose f32 weights never exist.
+  static Generator weights_unallocated() {
+    Generator g = no_fill();
+    g.allocates_weights_ = false;
+    return g;
+  }
+  bool allocates_weights() const { return allocates_weights_; }
   RandomStream next_stream() { return RandomStream(seed_, next_++); }
   uint64_t seed() const { return seed_; }
   uint64_t position() const { return next_; }
@@ -57,6 +66,7 @@ class Generator {
   uint64_t seed_;
   uint64_t next_ = 0;
   bool fills_ = true;
+  bool allocates_weights_ = true;
 };
 
 // The process default generator, used when an op is given none. Not thread-safe: threads that

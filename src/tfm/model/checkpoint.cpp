@@ -213,30 +213,99 @@ std::unique_ptr<Transformer> load_model(const std::string& dir) {
   return model_from_weights(checked_config(dir, f), f, weights);
 }
 
+namespace {
+
+// A header-level check of the tensor a parameter `name` of shape `shape` is loaded from.
+void check_tensor(const SafetensorsFile& f, const std::string& name, const Shape& shape,
+                  const std::string& weights) {
+  TFM_CHECK(f.contains(name)) << weights << ": missing tensor " << name << " " << shape_str(shape)
+                              << " that the config requires";
+  const Tensor& t = f.get(name);
+  TFM_CHECK(t.dtype() == DType::f32)
+      << weights << ": tensor " << name << " is " << dtype_name(t.dtype()) << ", expected f32";
+  TFM_CHECK(t.shape() == shape) << weights << ": tensor " << name << " has shape "
+                                << shape_str(t.shape()) << ", the config requires "
+                                << shape_str(shape);
+}
+
+void check_no_other_tensors(const SafetensorsFile& f, const nn::NamedTensors& params,
+                            const std::string& weights) {
+  std::set<std::string> expected;
+  for (const auto& [name, p] : params) expected.insert(name);
+  for (const auto& [name, t] : f.tensors)
+    TFM_CHECK(expected.count(name))
+        << weights << ": unexpected tensor " << name << " (not part of this config)";
+}
+
+}  // namespace
+
 std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config, const SafetensorsFile& f,
                                                 const std::string& weights) {
   config.validate();
   // The parameters are allocated, not initialised: every one of them is overwritten below (a
   // missing one is an error).
   auto model = Transformer::uninitialised(config);
-  std::set<std::string> expected;
-  for (const auto& [name, p] : model->named_parameters()) {
-    expected.insert(name);
-    TFM_CHECK(f.contains(name)) << weights << ": missing tensor " << name << " "
-                                << shape_str(p->shape()) << " that the config requires";
+  const nn::NamedTensors params = model->named_parameters();
+  for (const auto& [name, p] : params) {
+    check_tensor(f, name, p->shape(), weights);
     const Tensor& t = f.get(name);
-    TFM_CHECK(t.dtype() == DType::f32)
-        << weights << ": tensor " << name << " is " << dtype_name(t.dtype()) << ", expected f32";
-    TFM_CHECK(t.shape() == p->shape())
-        << weights << ": tensor " << name << " has shape " << shape_str(t.shape())
-        << ", the config requires " << shape_str(p->shape());
     check_finite(t, name, weights);
     p->detach().copy_(t);
   }
-  for (const auto& [name, t] : f.tensors)
-    TFM_CHECK(expected.count(name))
-        << weights << ": unexpected tensor " << name << " (not part of this config)";
+  check_no_other_tensors(f, params, weights);
   return model;
+}
+
+std::unique_ptr<Transformer> inference_model_from_weights(const ModelConfig& config,
+                                                          const SafetensorsFile& f,
+                                                          const std::string& weights, ComputeType t,
+                                                          std::optional<ComputeType> output) {
+  config.validate();
+  TFM_CHECK(t != ComputeType::automatic && output != ComputeType::automatic)
+      << "load for inference: resolve the compute type first";
+  // The weights a binding replaces are never allocated: they are bound from the file's tensors.
+  auto model = Transformer::unallocated(config);
+  std::map<std::string, Transformer::WeightBinding> bindings;
+  for (const auto& b : model->weight_bindings(t, output)) bindings.emplace(b.name, b);
+  // Every name, dtype and shape first: a file that does not fit fails before a byte is read.
+  const nn::NamedTensors params = model->named_parameters();
+  std::map<std::string, Tensor*> by_name;
+  for (const auto& [name, p] : params) {
+    const auto b = bindings.find(name);
+    check_tensor(f, name, b != bindings.end() ? b->second.shape : p->shape(), weights);
+    by_name.emplace(name, p);
+  }
+  check_no_other_tensors(f, params, weights);
+  // In file order, each tensor read once and its pages dropped at once: the file's copy and the
+  // model's never both exist, beyond the tensor at hand.
+  for (const auto& [name, w] : f.tensors) {
+    check_finite(w, name, weights);
+    const auto b = bindings.find(name);
+    if (b != bindings.end() && b->second.replaces) {
+      model->bind_weight(b->second, w);
+    } else {
+      Tensor* p = by_name.at(name);
+      if (!p->defined()) {  // a weight the binding keeps (the tied table in bf16 or int8)
+        *p = Tensor::empty(w.shape());
+        p->set_requires_grad(true);
+      }
+      p->detach().copy_(w);
+    }
+    f.drop_pages(name);
+  }
+  for (const auto& [name, b] : bindings)
+    if (!b.replaces) model->bind_weight(b, *b.weight);
+  return model;
+}
+
+std::unique_ptr<Transformer> load_model_for_inference(const std::string& dir, ComputeType t,
+                                                      std::optional<ComputeType> output) {
+  check_model_dir(dir);
+  const std::string weights = (fs::path(dir) / kWeights).string();
+  TFM_CHECK(fs::exists(weights)) << "no " << kWeights << " in model directory " << dir;
+  // The mapping goes when f does, before the model is handed out.
+  const SafetensorsFile f = load_safetensors(weights);
+  return inference_model_from_weights(checked_config(dir, f), f, weights, t, output);
 }
 
 }  // namespace tfm

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,16 @@ ModelConfig read_model_config(const std::string& dir);
 // Builds the model of dir's config and loads its weights; every parameter must be present with
 // its exact shape and dtype f32, finite (no NaN or Inf: such a model translates and scores with
 // plausible numbers), and no other tensor may be in the file.
+// A model to train, convert, average or inspect: every parameter held in f32.
 std::unique_ptr<Transformer> load_model(const std::string& dir);
+// A model for inference on the CPU: what load_model(dir) then bind_inference(t, output,
+// /*keep_f32=*/false) give (the same checks, the same products), without ever holding two copies
+// of a weight. Each weight the binding replaces (Transformer::weight_bindings) is bound straight
+// from the file's tensor and never allocated in f32; the others are copied; the file's pages are
+// given back tensor by tensor, and the file is unmapped before the model is returned. So the peak
+// is the model's own memory plus one tensor, not the file plus the model.
+std::unique_ptr<Transformer> load_model_for_inference(
+    const std::string& dir, ComputeType t, std::optional<ComputeType> output = std::nullopt);
 
 // The two halves of load_model on a file already parsed (`path` names it in messages): the
 // config in the weights' metadata (format_version checked), and a model built from `config` with
@@ -32,6 +42,11 @@ std::unique_ptr<Transformer> load_model(const std::string& dir);
 ModelConfig config_from_weights(const SafetensorsFile& f, const std::string& path);
 std::unique_ptr<Transformer> model_from_weights(const ModelConfig& config, const SafetensorsFile& f,
                                                 const std::string& path);
+// load_model_for_inference's second half (f's pages are dropped as its tensors are read).
+std::unique_ptr<Transformer> inference_model_from_weights(const ModelConfig& config,
+                                                          const SafetensorsFile& f,
+                                                          const std::string& path, ComputeType t,
+                                                          std::optional<ComputeType> output);
 
 // Throws naming `what` (a tensor name) and `file` when an f32 tensor holds a NaN or an Inf.
 void check_finite(const Tensor& t, const std::string& what, const std::string& file);

@@ -8,6 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "tfm/core/check.h"
 #include "tfm/core/device_copy.h"
 #include "tfm/core/file_util.h"
@@ -397,8 +400,24 @@ SafetensorsFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::str
   return out;
 }
 
+void SafetensorsFile::drop_pages(const std::string& name) const {
+  if (mapping == nullptr || mapping->nbytes == 0) return;
+  const Tensor& t = get(name);
+  const auto base = reinterpret_cast<uintptr_t>(mapping->data.get());
+  const auto begin = reinterpret_cast<uintptr_t>(t.raw_data());
+  const uintptr_t end = begin + t.nbytes();
+  if (t.nbytes() == 0 || begin < base || end > base + mapping->nbytes) return;  // an aligned copy
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  // Pages shared with a neighbour stay until it is dropped too, or the mapping goes.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 SafetensorsFile load_safetensors(const std::string& path) {
-  return parse_safetensors(map_file(path), path);
+  std::shared_ptr<Storage> bytes = map_file(path);
+  SafetensorsFile f = parse_safetensors(bytes, path);
+  f.mapping = std::move(bytes);
+  return f;
 }
 
 std::string serialize_safetensors(const std::vector<std::pair<std::string, Tensor>>& tensors,

@@ -44,9 +44,18 @@ struct SafetensorsFile {
   // The tensor called `name`; error naming it and the file when absent.
   const Tensor& get(const std::string& name) const;
   bool contains(const std::string& name) const;
+  // For a file mapped by load_safetensors: gives the pages that lie wholly inside tensor `name`'s
+  // bytes back to the system (madvise MADV_DONTNEED; touched again, they are read from the file
+  // again). A loader that has copied or converted a tensor calls it so that the process does not
+  // hold the file's copy and its own at once. No effect on bytes parse_safetensors was given.
+  void drop_pages(const std::string& name) const;
+
+  std::shared_ptr<Storage> mapping;  // the whole file, where load_safetensors mapped it
 };
 
 // Maps `path` (private, copy-on-write: in-place updates never reach the file) and validates it.
+// The mapping lives while a tensor of the result does (a loader copies what it keeps and lets
+// the mapping go: a model must not view a file that may be replaced under it).
 SafetensorsFile load_safetensors(const std::string& path);
 
 // Validates `bytes` as a safetensors file; `what` names it in errors. The tensors view `bytes`.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "tfm/autograd/grad_mode.h"
 #include "tfm/core/device_copy.h"
@@ -13,6 +14,7 @@
 #include "tfm/ops/index.h"
 #include "tfm/ops/init.h"
 #include "tfm/ops/linear.h"
+#include "tfm/ops/linear_lowp.h"
 #include "tfm/ops/shape.h"
 
 namespace tfm {
@@ -75,12 +77,19 @@ std::unique_ptr<Transformer> Transformer::uninitialised(const ModelConfig& confi
   return std::unique_ptr<Transformer>(new Transformer(config, Generator::no_fill()));
 }
 
+std::unique_ptr<Transformer> Transformer::unallocated(const ModelConfig& config) {
+  return std::unique_ptr<Transformer>(new Transformer(config, Generator::weights_unallocated()));
+}
+
 Transformer::Transformer(const ModelConfig& config, Generator init) : c_(config), init_gen_(init) {
   c_.validate();
   Generator& g = init_gen_;
   const double emb_std = 1.0 / std::sqrt(static_cast<double>(c_.d_model));
-  embed_trg_ = Tensor::empty({c_.trg_vocab_size, c_.d_model});
-  normal_(embed_trg_, 0.0, emb_std, g);
+  // The tied table is the output projection's weight: a binding may take its place.
+  if (g.allocates_weights() || !c_.tie_output) {
+    embed_trg_ = Tensor::empty({c_.trg_vocab_size, c_.d_model});
+    normal_(embed_trg_, 0.0, emb_std, g);
+  }
   register_parameter("embed.trg.weight", &embed_trg_);
   if (c_.has_encoder() && !c_.share_embeddings) {
     embed_src_ = Tensor::empty({c_.src_vocab_size, c_.d_model});
@@ -121,8 +130,10 @@ Transformer::Transformer(const ModelConfig& config, Generator init) : c_(config)
   build_stack(decoder_, c_.decoder_layers);
   register_module("decoder", &decoder_);
   if (!c_.tie_output) {
-    output_weight_ = Tensor::empty({c_.trg_vocab_size, c_.d_model});
-    xavier_uniform_(output_weight_, g);
+    if (g.allocates_weights()) {
+      output_weight_ = Tensor::empty({c_.trg_vocab_size, c_.d_model});
+      xavier_uniform_(output_weight_, g);
+    }
     register_parameter("output.weight", &output_weight_);
   }
   if (c_.output_bias) {
@@ -130,47 +141,76 @@ Transformer::Transformer(const ModelConfig& config, Generator init) : c_(config)
     register_parameter("output.bias", &output_bias_);
   }
   linears_ = linears();
+  for (const auto& [name, t] : named_parameters())
+    parameter_count_ += t->defined() ? t->numel() : 0;
+  for (const WeightBinding& b : weight_bindings(ComputeType::float32))
+    if (!b.weight->defined()) parameter_count_ += shape_numel(b.shape);
 }
 
-int64_t Transformer::parameter_count() const {
-  int64_t n = 0;
-  for (const auto& [name, t] : named_parameters()) n += t->numel();
-  return n;
+std::vector<Transformer::WeightBinding> Transformer::weight_bindings(
+    ComputeType t, std::optional<ComputeType> output) {
+  // Layers that multiply whole sources (the encoder's, and cross-attention's key and value
+  // projections, which run once per batch) and the decoding steps' few-row layers may take
+  // different kernels: bf16 takes oneDNN's blocked kernel for the first where the CPU has
+  // AVX512-BF16, tfm's panels for the second. fp32 and int8: one kernel for both. On cuda:
+  // cuBLASLt for all (fp32 binds nothing there, nn::LinearKernel::bind).
+  std::vector<nn::Linear*> sequences;
+  if (c_.has_encoder()) {
+    sequences = encoder_.linears();
+    for (const auto& layer : decoder_.layers_) {
+      sequences.push_back(&layer->cross_attn_->k_proj_);
+      sequences.push_back(&layer->cross_attn_->v_proj_);
+    }
+  }
+  std::map<const Tensor*, std::string> names;
+  for (const auto& [name, p] : named_parameters()) names.emplace(p, name);
+  const Device d = device();
+  std::vector<WeightBinding> out;
+  for (nn::Linear* l : linears_) {
+    const bool seq = std::find(sequences.begin(), sequences.end(), l) != sequences.end();
+    out.push_back({names.at(&l->weight_),
+                   &l->weight_,
+                   {l->out_features(), l->in_features()},
+                   t,
+                   nn::Linear::binding_replaces_weight(t, d),
+                   l,
+                   seq});
+  }
+  const ComputeType o = output.value_or(t);
+  Tensor* w = c_.tie_output ? &embed_trg_ : &output_weight_;
+  // The tied weight is the embedding table, which lookups still need: only fp32 panels on the CPU
+  // keep its values exactly, so that lookups can read them there.
+  const bool replaces = c_.tie_output ? o == ComputeType::float32 && d == Device::cpu
+                                      : nn::Linear::binding_replaces_weight(o, d);
+  out.push_back({names.at(w), w, {c_.trg_vocab_size, c_.d_model}, o, replaces, nullptr, false});
+  return out;
+}
+
+void Transformer::bind_weight(const WeightBinding& b, const Tensor& w) {
+  TFM_CHECK(w.defined() && w.shape() == b.shape)
+      << "bind_weight: " << b.name << " must be " << shape_str(b.shape) << ", got "
+      << (w.defined() ? w.describe() : std::string("an undefined tensor"));
+  if (b.layer)
+    b.layer->kernel().bind(w, b.type, b.sequences);
+  else
+    output_kernel_.bind(w, b.type);
 }
 
 void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> output, bool keep_f32) {
-  // Layers that multiply whole sources (the encoder's, and cross-attention's key and value
-  // projections, which run once per batch) and the decoding steps' few-row layers take different
-  // kernels. fp32: the parameters' own GEMM for the first (packing them would only add a copy of
-  // each weight), panels for the second. bf16: oneDNN's blocked kernel for the first where the
-  // CPU has AVX512-BF16, tfm's panels for the second. int8: one kernel for both. On cuda:
-  // cuBLASLt for all (fp32 binds nothing there, nn::LinearKernel::bind).
-  std::vector<nn::Linear*> encoder, cross_kv;
-  if (c_.has_encoder()) {
-    encoder = encoder_.linears();
-    for (const auto& layer : decoder_.layers_) {
-      cross_kv.push_back(&layer->cross_attn_->k_proj_);
-      cross_kv.push_back(&layer->cross_attn_->v_proj_);
-    }
+  for (const WeightBinding& b : weight_bindings(t, output)) {
+    TFM_CHECK(b.weight->defined())
+        << "bind_inference: " << b.name << " was released by an earlier binding (keep_f32 = "
+        << "false; its only copy was that binding): load the model again to bind it otherwise";
+    bind_weight(b, *b.weight);
+    if (!keep_f32 && b.replaces) *b.weight = Tensor();
   }
-  const auto in = [](const std::vector<nn::Linear*>& v, nn::Linear* l) {
-    return std::find(v.begin(), v.end(), l) != v.end();
-  };
-  for (nn::Linear* l : linears_) {
-    if (t == ComputeType::float32 && in(encoder, l))
-      l->kernel().unbind();
-    else
-      l->bind(t, keep_f32, /*sequences=*/in(encoder, l) || in(cross_kv, l));
-  }
-  const ComputeType out = output.value_or(t);
-  const Tensor& w = c_.tie_output ? embed_trg_ : output_weight_;
-  TFM_CHECK(w.defined()) << "bind_inference: the output projection's weights were released";
-  output_kernel_.bind(w, out);
-  // The tied weight is the embedding table, which lookups still need.
-  if (!keep_f32 && !c_.tie_output && out != ComputeType::float32) output_weight_ = Tensor();
 }
 
 void Transformer::to(Device device) {
+  for (const auto& [name, p] : named_parameters())
+    TFM_CHECK(p->defined()) << "to(" << device_name(device) << "): " << name
+                            << " was released by an inference binding (keep_f32 = false), which "
+                            << "held its only copy: load the model again for another device";
   unbind_inference();
   nn::Module::to(device);
   if (c_.positions != Positions::learned) {
@@ -216,7 +256,16 @@ Tensor Transformer::embed(const Tensor& ids, const Tensor& table, const Tensor& 
   const int64_t b = ids.size(0), l = ids.size(1);
   TFM_CHECK(offset + l <= c_.max_length)
       << "sequence of " << offset + l << " positions exceeds max_length " << c_.max_length;
-  Tensor x = embedding(ids, table, c_.pad_id);  // (B, L, C)
+  Tensor x;  // (B, L, C)
+  if (table.defined()) {
+    x = embedding(ids, table, c_.pad_id);
+  } else {
+    const LowpWeight* panels = output_kernel_.bound_weight();
+    TFM_CHECK(c_.tie_output && panels != nullptr)
+        << "embed: the embedding table was released by an inference binding and is no longer "
+        << "bound (unbind_inference): load the model again";
+    x = lowp_weight_rows(ids, *panels);
+  }
   if (c_.embed_scale == EmbedScale::emb) x = scale(x, std::sqrt(static_cast<double>(c_.d_model)));
   x = add(x, embedding(to_device(position_ids(b, l, offset), table.device()), positions));
   x = dropout(x, c_.dropout, training(), gen_);

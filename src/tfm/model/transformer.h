@@ -52,6 +52,11 @@ class Transformer : public nn::Module {
   // The same structure with parameters left as allocated (biases and norms still 0 and 1), for a
   // load that overwrites every parameter: no random numbers drawn, no page touched twice.
   static std::unique_ptr<Transformer> uninitialised(const ModelConfig& config);
+  // uninitialised(), with the weights an inference binding prepares not even allocated (left
+  // undefined): every linear layer's, the output projection's, and the tied embedding table (the
+  // output projection's weight too). For load_model_for_inference, which binds those straight
+  // from the file (bind_weight) or allocates and fills the ones the binding keeps.
+  static std::unique_ptr<Transformer> unallocated(const ModelConfig& config);
 
   const ModelConfig& config() const { return c_; }
   // Source of dropout streams while training (the default generator when null).
@@ -84,21 +89,46 @@ class Transformer : public nn::Module {
   Tensor step(DecoderState& state, const Tensor& tokens, AttentionWeights* weights = nullptr,
               Tensor* last_cross_attention = nullptr) const;
 
-  int64_t parameter_count() const;
+  // The parameters' element count, fixed at construction: the same once bindings have released
+  // weights, or for an unallocated() model.
+  int64_t parameter_count() const { return parameter_count_; }
   // Moves the model to `device`: its parameters and its fixed position table. Inference bindings
   // are dropped first (their prepared weights belong to the old device); the forward, the backward,
-  // the training step and decoding then run where the tensors are.
+  // the training step and decoding then run where the tensors are. An error once a binding has
+  // released weights (the binding is then their only copy): load the model again instead.
   void to(Device device);
   Device device() const { return embed_trg_.device(); }  // where the parameters are
 
   // Binds every linear layer and the output projection for inference at `t` (resolved: fp32,
   // bf16 or int8; see nn::LinearKernel), now, once; `output` overrides it for the output
-  // projection alone. Without keep_f32, layers bound to bf16/int8 release their f32 weights, so
-  // the model holds one copy of each (it can then translate and score, not train or be saved).
-  // A forward that needs gradients drops the bindings it meets: bind again after training.
+  // projection alone. Every product without gradients then runs on the bound weights, whatever
+  // its row count (fp32: the same values packed into panels). Without keep_f32, each weight the
+  // binding replaces (weight_bindings: on the CPU all of them; on cuda bf16/int8 ones) is
+  // released, so the model holds one copy of each: it can then translate and score f32 inputs,
+  // not train, run f64 references, move to another device or be saved. The tied embedding table
+  // is released only where the output projection is packed fp32 on the CPU: lookups then gather
+  // its rows from the panels (the same values). A forward that needs gradients drops the
+  // bindings it meets: bind again after training.
   // On cuda the weights are prepared on the device (bf16, int8; fp32 binds nothing there).
   void bind_inference(ComputeType t, std::optional<ComputeType> output = std::nullopt,
                       bool keep_f32 = true);
+  // One weight bind_inference(t, output) prepares: the parameter named `name` (shape `shape`),
+  // bound at `type`; `replaces`: the binding takes the f32 weight's place (so keep_f32 = false
+  // releases it, and a loader may bind it from a file without ever filling it).
+  struct WeightBinding {
+    std::string name;
+    Tensor* weight;
+    Shape shape;
+    ComputeType type;
+    bool replaces;
+    nn::Linear* layer;  // null: the output projection
+    bool sequences;     // the layer multiplies whole sequences (LowpWeight)
+  };
+  // In parameter order; for a model on `device()`.
+  std::vector<WeightBinding> weight_bindings(ComputeType t,
+                                             std::optional<ComputeType> output = std::nullopt);
+  // Binds b's layer from `w` (b.shape f32: the parameter itself or a file's copy of it).
+  void bind_weight(const WeightBinding& b, const Tensor& w);
   // Back to the plain f32 path for inference (exactly the training path's GEMMs).
   void unbind_inference();
   // The compute type the linear layers are bound to (float32 when unbound).
@@ -115,6 +145,8 @@ class Transformer : public nn::Module {
  private:
   Transformer(const ModelConfig& config, Generator init);
   // ids (B, L) at positions [offset, offset + L) -> (B, L, C), dropout and embed_norm applied.
+  // table undefined: the tied table released by an fp32 binding, read from the output
+  // projection's panels.
   Tensor embed(const Tensor& ids, const Tensor& table, const Tensor& positions,
                const nn::LayerNorm* norm, int64_t offset) const;
   Tensor project(const Tensor& h) const;  // (…, C) -> logits (…, V)
@@ -133,6 +165,7 @@ class Transformer : public nn::Module {
   Stack<EncoderLayer> encoder_;
   Stack<DecoderLayer> decoder_;
   std::vector<nn::Linear*> linears_;
+  int64_t parameter_count_ = 0;
 };
 
 }  // namespace tfm

@@ -46,16 +46,14 @@ Tensor LinearKernel::inference_forward(const Tensor& x, const Tensor& w, const T
     TFM_CHECK(w.defined()) << "linear: this layer's f32 weights were released for inference";
     return linear(x, w, b, act);
   }
-  if (bound_->precision() == ComputeType::float32) {
-    const int64_t rows = x.dim() == 0 || x.size(-1) == 0 ? 0 : x.numel() / x.size(-1);
-    if (rows == 0 || rows > kPackedMaxRows) return linear(x, w, b, act);
-  }
   return linear_lowp(x, *bound_, b, act);
 }
 
-Linear::Linear(int64_t in, int64_t out, bool bias, Generator& gen) {
-  weight_ = Tensor::empty({out, in});
-  xavier_uniform_(weight_, gen);
+Linear::Linear(int64_t in, int64_t out, bool bias, Generator& gen) : in_(in), out_(out) {
+  if (gen.allocates_weights()) {
+    weight_ = Tensor::empty({out, in});
+    xavier_uniform_(weight_, gen);
+  }
   register_parameter("weight", &weight_);
   if (bias) {
     bias_ = Tensor::zeros({out});
@@ -66,7 +64,16 @@ Linear::Linear(int64_t in, int64_t out, bool bias, Generator& gen) {
 void Linear::bind(ComputeType t, bool keep_f32, bool sequences) {
   TFM_CHECK(weight_.defined()) << "bind: this layer's f32 weights were released already";
   kernel_.bind(weight_, t, sequences);
-  if (!keep_f32 && t != ComputeType::float32) weight_ = Tensor();
+  if (!keep_f32 && binding_replaces_weight(t, weight_.device())) weight_ = Tensor();
+}
+
+void Linear::bind_from(const Tensor& w, ComputeType t, bool sequences) {
+  TFM_CHECK(w.defined() && w.shape() == Shape({out_, in_}))
+      << "bind_from: expected a weight (" << out_ << ", " << in_ << "), got "
+      << (w.defined() ? w.describe() : std::string("an undefined tensor"));
+  TFM_CHECK(binding_replaces_weight(t, w.device()))
+      << "bind_from: fp32 on " << device_name(w.device()) << " runs on the parameter itself";
+  kernel_.bind(w, t, sequences);
 }
 
 LayerNorm::LayerNorm(int64_t width, double eps) : eps_(eps) {

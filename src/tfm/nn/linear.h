@@ -18,18 +18,17 @@ namespace tfm::nn {
 // inference): no per-call check of the weights. A forward that needs gradients drops the binding,
 // since the optimiser is about to move the weights; bind again after training.
 //
-// fp32 binding packs the same values into panels for the few rows of decoding steps (at most
-// kPackedMaxRows; ops/cpu/packed_f32_cpu.h: its own summation order, so results equal the
-// training path's to rounding) and keeps the parameters for larger products. bf16 and int8
-// binding run every product on the bound weight, so the f32 parameters can be released to hold
-// one copy of each weight (bind's keep_f32 = false); such a layer can no longer train.
+// Every binding runs every product without gradients on the bound weight, whatever its row count:
+// fp32 packs the same values into panels (ops/cpu/packed_f32_cpu.h: its own summation order, so
+// results equal the training path's to rounding; on a 2-core Zen 2 as fast as oneDNN's GEMM for
+// an encoder's hundreds of rows and faster for decoding's few), bf16 and int8 convert them. So the
+// f32 parameters can be released to hold one copy of each weight (bind's keep_f32 = false, or a
+// layer bound straight from a file's tensor: bind_from); such a layer can no longer train, and
+// f64 inputs (reference checks), which take the plain path, need the parameters.
 // On cuda, bf16 and int8 binding prepare the weight on the device (LowpWeight) and fp32 binds
-// nothing: the parameters' cuBLASLt GEMM is already the fp32 path there.
+// nothing: the parameters' cuBLASLt GEMM is already the fp32 path there (never released).
 class LinearKernel {
  public:
-  // Above this many rows (an encoder batch, validation) the plain f32 path is as fast.
-  static constexpr int64_t kPackedMaxRows = 128;
-
   void set_train_compute(ComputeType t);  // float32 | bfloat16
   ComputeType train_compute() const { return train_compute_; }
   // Prepares w (out, in) for inference at `t` (float32, bfloat16 or int8; resolved); `sequences`
@@ -41,8 +40,8 @@ class LinearKernel {
   bool bound() const { return bound_ != nullptr; }
   const LowpWeight* bound_weight() const { return bound_.get(); }
 
-  // act(x·wᵀ + b) as described above. w may be undefined (released) only for a layer bound to
-  // bf16 or int8, and then only without gradients.
+  // act(x·wᵀ + b) as described above. w may be undefined (released) only for a layer bound on
+  // the CPU (or to bf16/int8 on cuda), and then only without gradients and for f32 inputs.
   Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) const;
 
  private:
@@ -54,21 +53,33 @@ class LinearKernel {
 
 class Linear : public Module {
  public:
-  // weight (out, in) Xavier uniform, bias zeros (as the seeds' initialize_weight).
+  // weight (out, in) Xavier uniform, bias zeros (as the seeds' initialize_weight); the weight
+  // left undefined where gen does not allocate weights (Generator::weights_unallocated).
   Linear(int64_t in, int64_t out, bool bias, Generator& gen);
   Tensor operator()(const Tensor& x, Activation act = Activation::none) const {
     return kernel_.forward(x, weight_, bias_, act);
   }
   LinearKernel& kernel() { return kernel_; }
   const LinearKernel& kernel() const { return kernel_; }
-  // Binds the weight for inference (see LinearKernel); without keep_f32, a bf16/int8 binding
-  // releases the f32 weight.
+  // Binds the weight for inference (see LinearKernel); without keep_f32, a binding that replaces
+  // the f32 weight (any on the CPU; bf16/int8 on cuda) releases it.
   void bind(ComputeType t, bool keep_f32 = true, bool sequences = false);
+  // Binds `w` (out, in) f32, a file's copy of this layer's weight, and leaves the parameter as it
+  // is (undefined, in a model built with Generator::weights_unallocated): the weight is never
+  // held in f32 (load_model_for_inference). Not on cuda in fp32, where the parameter is the path.
+  void bind_from(const Tensor& w, ComputeType t, bool sequences = false);
+  // Whether binding at `t` on `device` replaces the f32 weight (so keep_f32 = false releases it).
+  static bool binding_replaces_weight(ComputeType t, Device device) {
+    return device == Device::cpu || t != ComputeType::float32;
+  }
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
 
-  Tensor weight_;  // (out, in); undefined once released
+  Tensor weight_;  // (out, in); undefined once released, or never allocated (bind_from)
   Tensor bias_;    // (out) or undefined
 
  private:
+  int64_t in_, out_;
   LinearKernel kernel_;
 };
 

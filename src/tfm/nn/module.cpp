@@ -53,7 +53,7 @@ std::vector<Linear*> Module::linears() const {
 }
 
 void Module::register_parameter(const std::string& name, Tensor* p) {
-  p->set_requires_grad(true);
+  if (p->defined()) p->set_requires_grad(true);  // one left unallocated: where it is filled
   params_.emplace_back(name, p);
 }
 

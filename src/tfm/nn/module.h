@@ -37,7 +37,8 @@ class Module {
   bool training() const { return training_; }
 
  protected:
-  // Registers a parameter member; it is marked as requiring grad.
+  // Registers a parameter member; it is marked as requiring grad (an undefined one, left
+  // unallocated for a load that binds it from a file, is not).
   void register_parameter(const std::string& name, Tensor* p);
   void register_module(const std::string& name, Module* m);
   void register_module(const std::string& name, Linear* m);

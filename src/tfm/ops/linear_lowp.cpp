@@ -157,4 +157,24 @@ Tensor linear_lowp(const Tensor& x_in, const LowpWeight& w, const Tensor& b_in, 
   return y;
 }
 
+Tensor lowp_weight_rows(const Tensor& ids_in, const LowpWeight& w) {
+  TFM_CHECK(w.precision() == ComputeType::float32 && w.device() == Device::cpu)
+      << "lowp_weight_rows: rows are kept exactly only by an fp32 weight packed on the CPU, not "
+      << compute_type_name(w.precision()) << " on " << device_name(w.device());
+  TFM_CHECK(ids_in.defined() && ids_in.dtype() == DType::i32 && ids_in.device() == Device::cpu)
+      << "lowp_weight_rows: ids must be i32 on the CPU, got " << describe_or_undefined(ids_in);
+  const Tensor ids = ids_in.contiguous();
+  const int64_t n = ids.numel(), v = w.out_features();
+  const int32_t* id = ids.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i)
+    TFM_CHECK(id[i] >= 0 && id[i] < v)
+        << "embedding: id " << id[i] << " at flat position " << i << " of ids " << ids.describe()
+        << " is outside [0, V) for V = " << v;
+  Shape out_shape = ids.shape();
+  out_shape.push_back(w.in_features());
+  Tensor out = Tensor::empty(out_shape);
+  cpu::packed_f32_rows(n, id, w.packed().f32, out.data<float>());
+  return out;
+}
+
 }  // namespace tfm

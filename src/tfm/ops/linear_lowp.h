@@ -51,4 +51,10 @@ class LowpWeight {
 Tensor linear_lowp(const Tensor& x, const LowpWeight& w, const Tensor& bias = Tensor(),
                    Activation act = Activation::none);
 
+// Rows of an fp32 weight packed on the CPU, as an embedding lookup of it: ids i32 (...) ->
+// (..., in) f32, bitwise the rows the weight was made from. For a tied embedding table whose only
+// copy is the output projection's (Transformer::bind_inference without keep_f32). An id outside
+// [0, out) is an error naming it.
+Tensor lowp_weight_rows(const Tensor& ids, const LowpWeight& w);
+
 }  // namespace tfm

@@ -35,17 +35,21 @@ Translator::Impl::Impl(const std::string& dir, TranslatorOptions o) : options_(s
   // the weights are those that translate, and the calling thread starts no OpenMP team of its
   // own (under OMP_WAIT_POLICY=active an idle team spins on a core the workers need).
   pool_ = std::make_unique<runtime::WorkerPool>(options_.inter_threads, options_.intra_threads);
-  int64_t parameter_count = 0;
   pool_
       ->submit([&] {
+        // On the CPU each weight is bound as it is read, never held twice (not even in f32 and
+        // packed). On a device the f32 weights move first and are prepared there (fp32: as
+        // they are).
+        if (options_.device == Device::cpu) {
+          model_ = load_model_for_inference(dir, options_.compute_type);
+          return;
+        }
         model_ = load_model(dir);
-        // Counted before binding: a bf16 or int8 binding releases the f32 weights it packed.
-        parameter_count = model_->parameter_count();
-        // On a device the weights move first and are prepared there (fp32: as they are).
-        if (options_.device != Device::cpu) model_->to(options_.device);
+        model_->to(options_.device);
         model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
       })
       .get();
+  const int64_t parameter_count = model_->parameter_count();
   const ModelConfig& c = model_->config();
   // Sizes and special ids against the config. A directory whose vocabulary does not fit still
   // translates ids (they need none); the text methods then fail with the reason.

@@ -25,6 +25,12 @@ struct PackedF32 {
 
 PackedF32 pack_f32(int64_t n, int64_t k, const float* w);
 
+// out (M, K) = rows ids[0..M) of w: the values pack_f32 was given, gathered from the panels (K
+// loads a stride of 48 floats apart per row). Ids are trusted (in [0, N)). For a tied embedding
+// table whose only copy is the output projection's panels: a lookup of a few thousand tokens
+// costs microseconds beside the products that follow it.
+void packed_f32_rows(int64_t m, const int32_t* ids, const PackedF32& w, float* out);
+
 // y (M, N) = post(x (M, K) · wᵀ + bias); bias (N) may be null; x and y contiguous. Every output
 // is one sequential sum over k (no split of the reduction), so a row's result does not depend
 // on M, on the other rows, on the thread count, or on the CPU level: every level's tile adds the
