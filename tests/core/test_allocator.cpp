@@ -174,6 +174,29 @@ TEST(Allocator, DefaultCacheLimitFollowsPeakUse) {
   }
 }
 
+// A decoding process: the weights in use at mark_resident do not count as room for the cache;
+// the peak of what is allocated after does, above the floor; an explicit limit still wins.
+TEST(Allocator, ResidentBytesDoNotSizeTheCache) {
+  CpuCachingAllocator a;
+  auto weights = a.allocate(size_t{300} << 20);
+  EXPECT_GE(a.cache_limit(), size_t{300} << 20);  // the training rule: the peak in use
+  a.mark_resident();
+  EXPECT_EQ(a.cache_limit(), CachingAllocator::kDecodeCacheFloor);
+  const size_t step = size_t{40} << 20;
+  a.allocate(step);  // a step's tensors, freed at once
+  EXPECT_EQ(a.cache_limit(), CpuCachingAllocator::size_class(step));
+  // Blocks of ever new sizes, each freed at once: the cache stays within the working set.
+  for (size_t i = 0; i < 64; ++i) {
+    const size_t bytes = (size_t{1} << 20) + i * (size_t{128} << 10);
+    a.allocate(bytes);
+    EXPECT_LE(a.stats().cached_bytes,
+              CpuCachingAllocator::size_class(step) + CpuCachingAllocator::size_class(bytes));
+  }
+  EXPECT_GT(a.stats().trims, 0u);
+  a.set_cache_limit(size_t{1} << 20);
+  EXPECT_EQ(a.cache_limit(), size_t{1} << 20);
+}
+
 TEST(Allocator, ConcurrentUseKeepsStatsConsistent) {
   CpuCachingAllocator a;
   auto work = [&] {

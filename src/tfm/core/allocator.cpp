@@ -1,5 +1,6 @@
 #include "tfm/core/allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <new>
@@ -66,6 +67,7 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
     stats_.in_use_bytes += cls;
     if (stats_.in_use_bytes > stats_.peak_in_use_bytes)
       stats_.peak_in_use_bytes = stats_.in_use_bytes;
+    peak_since_mark_ = std::max(peak_since_mark_, stats_.in_use_bytes);
   }
   return std::shared_ptr<void>(p, [this, cls](void* q) { release(q, cls); });
 }
@@ -79,8 +81,19 @@ void CachingAllocator::release(void* p, size_t cls) {
 
 size_t CachingAllocator::cache_limit_locked() const {
   if (cache_limit_ > 0) return cache_limit_;
+  if (resident_marked_) {
+    const size_t working = peak_since_mark_ > resident_bytes_ ? peak_since_mark_ - resident_bytes_ : 0;
+    return std::max(kDecodeCacheFloor, working);
+  }
   constexpr size_t kFloor = size_t{256} << 20;
   return stats_.peak_in_use_bytes > kFloor ? stats_.peak_in_use_bytes : kFloor;
+}
+
+void CachingAllocator::mark_resident() {
+  std::lock_guard<std::mutex> lock(mu_);
+  resident_marked_ = true;
+  resident_bytes_ = stats_.in_use_bytes;
+  peak_since_mark_ = stats_.in_use_bytes;
 }
 
 void CachingAllocator::set_cache_limit(size_t bytes) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "tfm/core/allocator.h"
 #include "tfm/core/profile.h"
 #include "tfm/model/checkpoint.h"
 #include "tfm/model/score.h"
@@ -49,6 +50,9 @@ Translator::Impl::Impl(const std::string& dir, TranslatorOptions o) : options_(s
         model_->bind_inference(options_.compute_type, std::nullopt, /*keep_f32=*/false);
       })
       .get();
+  // The weights stay; decoding's tensors change shape every step: the cache is sized by the latter
+  // (core/allocator.h), or a translating process holds twice its working set.
+  if (options_.device == Device::cpu) cpu_allocator().mark_resident();
   const int64_t parameter_count = model_->parameter_count();
   const ModelConfig& c = model_->config();
   // Sizes and special ids against the config. A directory whose vocabulary does not fit still
