@@ -133,19 +133,6 @@ PackedF32 pack_f32(int64_t n, int64_t k, const float* w) {
   return packed;
 }
 
-void packed_f32_rows(int64_t m, const int32_t* ids, const PackedF32& w, float* out) {
-  const int64_t k = w.k;
-  const float* data = w.data.get();
-  parallel_for(m, std::max<int64_t>(1, (int64_t{1} << 14) / k), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t id = ids[r];
-      const float* col = data + (id / kNR) * k * kNR + id % kNR;  // channel id of its panel
-      float* row = out + r * k;
-      for (int64_t q = 0; q < k; ++q) row[q] = col[q * kNR];
-    }
-  });
-}
-
 void packed_f32_linear_forward(int64_t m, const float* x, const PackedF32& w, const float* bias,
                                Activation post, float* y, CpuIsa isa) {
   TFM_CHECK(m >= 0) << "packed_f32_linear_forward: negative row count " << m;
@@ -158,6 +145,19 @@ void packed_f32_linear_forward(int64_t m, const float* x, const PackedF32& w, co
     panels::run_all_panels<F32Avx512>(m, w.n, w.k, a, w.data.get());
   else
     panels::run_all_panels<F32Avx2>(m, w.n, w.k, a, w.data.get());
+}
+
+void packed_f32_rows(int64_t m, const int32_t* ids, const PackedF32& w, float* out) {
+  const int64_t k = w.k;
+  const float* data = w.data.get();
+  parallel_for(m, std::max<int64_t>(1, (int64_t{1} << 14) / k), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t id = ids[r];
+      const float* col = data + (id / kNR) * k * kNR + id % kNR;  // channel id of its panel
+      float* row = out + r * k;
+      for (int64_t q = 0; q < k; ++q) row[q] = col[q * kNR];
+    }
+  });
 }
 
 }  // namespace tfm::cpu
