@@ -269,6 +269,14 @@ TEST(Search, AutomaticShards) {
   EXPECT_EQ(shard_sentences(o, 1000), 1);
   o.shard_size = 5;
   EXPECT_EQ(shard_sentences(o, 1000), 5);
+  // Equal parts: no thread is left with a remainder.
+  EXPECT_EQ(shard_parts(64, 30), 3);
+  EXPECT_EQ(shard_begin(64, 3, 0), 0);
+  EXPECT_EQ(shard_begin(64, 3, 1), 21);
+  EXPECT_EQ(shard_begin(64, 3, 2), 42);
+  EXPECT_EQ(shard_begin(64, 3, 3), 64);
+  EXPECT_EQ(shard_parts(6, 2), 3);
+  EXPECT_EQ(shard_begin(6, 3, 1), 2);
 
   const int saved = get_threads();
   auto m = tiny_model(21, 11);
@@ -280,7 +288,7 @@ TEST(Search, AutomaticShards) {
     a.shard_size = SearchOptions::kAutoShard;
     SearchOptions whole = a;
     whole.shard_size = 0;
-    std::vector<Ids> many;  // 40 sentences: shards of 16 (greedy) and 10 (beam 4)
+    std::vector<Ids> many;  // 40 sentences: 13 + 13 + 14 greedy, 4 × 10 in beam 4
     for (int r = 0; r < 7; ++r) many.insert(many.end(), kSources.begin(), kSources.end());
     many.resize(40);
     set_threads(1);

@@ -664,11 +664,15 @@ TEST(SearchInBatches, SortGroupsAreBatchedAsIfSearchedAlone) {
           if (!part[i].empty())
             nonempty.push_back(g + i),
                 lengths.push_back(static_cast<int64_t>(part[i].size()) + specials);
+        // A batch's shards: equal parts of at most `shard` (decode::shard_begin).
         for (const auto& b : length_batches(lengths, {.max_sentences = 3})) {
-          for (size_t k = 0; k<b.size(); k += shard> 0 ? shard : b.size()) {
+          const auto n = static_cast<int64_t>(b.size());
+          const int64_t parts = shard > 0 ? decode::shard_parts(n, shard) : 1;
+          for (int64_t k = 0; k < parts; ++k) {
             std::vector<size_t> unit;
-            for (size_t j = k; j < std::min(b.size(), k + (shard > 0 ? shard : b.size())); ++j)
-              unit.push_back(nonempty[b[j]]);
+            for (int64_t j = decode::shard_begin(n, parts, k);
+                 j < decode::shard_begin(n, parts, k + 1); ++j)
+              unit.push_back(nonempty[b[static_cast<size_t>(j)]]);
             want.push_back(unit);
           }
         }

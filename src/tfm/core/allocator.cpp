@@ -82,7 +82,8 @@ void CachingAllocator::release(void* p, size_t cls) {
 size_t CachingAllocator::cache_limit_locked() const {
   if (cache_limit_ > 0) return cache_limit_;
   if (resident_marked_) {
-    const size_t working = peak_since_mark_ > resident_bytes_ ? peak_since_mark_ - resident_bytes_ : 0;
+    const size_t working =
+        peak_since_mark_ > resident_bytes_ ? peak_since_mark_ - resident_bytes_ : 0;
     return std::max(kDecodeCacheFloor, working);
   }
   constexpr size_t kFloor = size_t{256} << 20;

@@ -52,8 +52,7 @@ class ShardedSearch : public Search {
                          const std::vector<uint64_t>& ids,
                          const std::vector<Ids>& prefixes) const override {
     const int64_t n = static_cast<int64_t>(sources.size());
-    const int64_t size = shard_sentences(o_, n);
-    const int64_t shards = (n + size - 1) / size;
+    const int64_t shards = shard_parts(n, shard_sentences(o_, n));
     if (shards <= 1) return inner_->run(model, sources, ids, prefixes);
     TFM_CHECK(ids.empty() || ids.size() == sources.size())
         << "search: " << ids.size() << " ids for " << sources.size() << " sources";
@@ -61,7 +60,7 @@ class ShardedSearch : public Search {
     detail::check_inputs(model, sources, o_, prefixes);
     std::vector<std::vector<NBest>> results(shards);
     parallel_items(shards, get_threads(), [&](int64_t k) {
-      const int64_t b = k * size, e = std::min(n, b + size);
+      const int64_t b = shard_begin(n, shards, k), e = shard_begin(n, shards, k + 1);
       std::vector<Ids> src(sources.begin() + b, sources.begin() + e), pre;
       if (!prefixes.empty()) pre.assign(prefixes.begin() + b, prefixes.begin() + e);
       std::vector<uint64_t> shard_ids;

@@ -221,6 +221,15 @@ inline constexpr int64_t kShardSpread = 4;
 // ceil(sentences / kShardSpread), within kShardMinRows … kShardRows rows (a sentence has
 // beam_size rows), at least one. Not the thread count: see SearchOptions::shard_size.
 int64_t shard_sentences(const SearchOptions& options, int64_t sentences);
+// Where shard k of `parts` over n sentences begins (k = parts: n): ceil(n / size) parts of
+// sizes that differ by at most one, so no thread is left with a remainder (64 sentences in shards
+// of at most 30: 21 + 21 + 22, not 30 + 30 + 4).
+inline int64_t shard_parts(int64_t n, int64_t size) {
+  return (n + size - 1) / size;
+}
+inline int64_t shard_begin(int64_t n, int64_t parts, int64_t k) {
+  return k * n / parts;
+}
 
 // Sampling when options.sampling, greedy when beam_size == 1, beam search otherwise; sharded as
 // options.shard_size says.

@@ -83,7 +83,8 @@ ModelBenchOptions resolved(const ModelBenchOptions& in) {
   TFM_CHECK(o.warmup >= 0) << "bench: warm-up iterations must be >= 0, got " << o.warmup;
   TFM_CHECK(o.vocab > 4) << "bench: vocabulary must exceed the 4 special ids, got " << o.vocab;
   TFM_CHECK(o.beam_size >= 1) << "bench: beam size must be >= 1, got " << o.beam_size;
-  TFM_CHECK(o.shard_size >= -1) << "bench: shard size must be >= 0 (-1: automatic), got " << o.shard_size;
+  TFM_CHECK(o.shard_size >= -1) << "bench: shard size must be >= 0 (-1: automatic), got "
+                                << o.shard_size;
   TFM_CHECK(o.threads >= 0) << "bench: threads must be >= 0, got " << o.threads;
   if (o.device != Device::cpu && o.mode != BenchMode::train) o.shard_size = 0;
   return o;

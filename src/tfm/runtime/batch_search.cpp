@@ -67,8 +67,8 @@ std::vector<std::vector<size_t>> group_batches(const Searched& s, size_t inputs,
 // The shard size is the search's for all the batches' sentences together.
 template <typename Run>
 void run_shards(const std::vector<std::vector<size_t>>& batches,
-                const std::vector<int64_t>& lengths, const decode::Search& search,
-                WorkerPool* pool, const Run& run) {
+                const std::vector<int64_t>& lengths, const decode::Search& search, WorkerPool* pool,
+                const Run& run) {
   struct Unit {
     size_t batch, begin, end;
   };
@@ -79,11 +79,15 @@ void run_shards(const std::vector<std::vector<size_t>>& batches,
   });
   int64_t sentences = 0;
   for (const auto& b : batches) sentences += static_cast<int64_t>(b.size());
-  const auto shard = static_cast<size_t>(search.shard_size(sentences));
+  const int64_t shard = search.shard_size(sentences);
   std::vector<Unit> units;
-  for (size_t b : by_length)
-    for (size_t k = 0; k < batches[b].size(); k += shard)
-      units.push_back({b, k, std::min(batches[b].size(), k + shard)});
+  for (size_t b : by_length) {
+    const auto n = static_cast<int64_t>(batches[b].size());
+    const int64_t parts = decode::shard_parts(n, shard);
+    for (int64_t k = 0; k < parts; ++k)
+      units.push_back({b, static_cast<size_t>(decode::shard_begin(n, parts, k)),
+                       static_cast<size_t>(decode::shard_begin(n, parts, k + 1))});
+  }
   auto run_all = [&] {
     parallel_items(static_cast<int64_t>(units.size()), get_threads(), [&](int64_t u) {
       const Unit& w = units[static_cast<size_t>(u)];
