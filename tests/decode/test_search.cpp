@@ -189,6 +189,21 @@ void expect_same(const std::vector<NBest>& a, const std::vector<NBest>& b, const
   }
 }
 
+// A sharded search (o.shard_size != 0) gives the same bits on 1 and 2 threads, and what one batch
+// gives up to the last bits of the scores. Leaves the thread count at 2.
+void expect_shards_match_one_batch(const Transformer& m, const SearchOptions& o,
+                                   const std::vector<Ids>& sources) {
+  SearchOptions whole = o;
+  whole.shard_size = 0;
+  set_threads(1);
+  std::vector<NBest> one_thread = make_search(o)->run(m, sources);
+  set_threads(2);
+  std::vector<NBest> two_threads = make_search(o)->run(m, sources);
+  std::vector<NBest> batch = make_search(whole)->run(m, sources);
+  expect_same(one_thread, two_threads, "shards on 1 vs 2 threads");
+  expect_same(two_threads, batch, "shards vs one batch", 1e-6);
+}
+
 // Threads: bitwise. Batching: a row's logits depend in the last bits on how many rows share each
 // GEMM (SearchDeterminism below), so scores agree to rounding and the tokens must be identical
 // (these sentences have no near-ties).
@@ -232,15 +247,7 @@ TEST(Search, ShardsAreThreadIndependentAndMatchOneBatch) {
     o.seed = 5;
     o.max_length = 14;
     o.shard_size = 2;
-    SearchOptions whole = o;
-    whole.shard_size = 0;
-    set_threads(1);
-    std::vector<NBest> one_thread = make_search(o)->run(*m, kSources);
-    set_threads(2);
-    std::vector<NBest> two_threads = make_search(o)->run(*m, kSources);
-    std::vector<NBest> batch = make_search(whole)->run(*m, kSources);
-    expect_same(one_thread, two_threads, "shards on 1 vs 2 threads");
-    expect_same(two_threads, batch, "shards vs one batch", 1e-6);
+    expect_shards_match_one_batch(*m, o, kSources);
   }
   // Errors name the sentence's index in the whole batch, not in its shard.
   SearchOptions o;
@@ -286,18 +293,10 @@ TEST(Search, AutomaticShards) {
     a.n_best = beam;
     a.max_length = 14;
     a.shard_size = SearchOptions::kAutoShard;
-    SearchOptions whole = a;
-    whole.shard_size = 0;
     std::vector<Ids> many;  // 40 sentences: 13 + 13 + 14 greedy, 4 × 10 in beam 4
     for (int r = 0; r < 7; ++r) many.insert(many.end(), kSources.begin(), kSources.end());
     many.resize(40);
-    set_threads(1);
-    std::vector<NBest> one = make_search(a)->run(*m, many);
-    set_threads(2);
-    std::vector<NBest> two = make_search(a)->run(*m, many);
-    std::vector<NBest> batch = make_search(whole)->run(*m, many);
-    expect_same(one, two, "automatic shards on 1 vs 2 threads");
-    expect_same(two, batch, "automatic shards vs one batch", 1e-6);
+    expect_shards_match_one_batch(*m, a, many);
   }
   set_threads(saved);
 }

@@ -81,33 +81,26 @@ TEST(LinearPrecision, BindingIsExplicitAndMadeOnce) {
 // runs on it at every row count, and training is refused with a clear error.
 TEST(LinearPrecision, ReleasedWeightsServeInferenceOnly) {
   Generator gen(7);
-  nn::Linear layer(24, 8, true, gen);
   const Tensor x = random_tensor({200, 24}, DType::f32, 8);
-  Tensor want;
-  {
-    NoGradGuard no_grad;
-    want = linear_lowp(x, LowpWeight(layer.weight_, ComputeType::bfloat16), layer.bias_);
+  // bf16, and fp32 too: the panels serve every row count.
+  for (ComputeType t : {ComputeType::bfloat16, ComputeType::float32}) {
+    SCOPED_TRACE(compute_type_name(t));
+    nn::Linear layer(24, 8, true, gen);
+    Tensor want;
+    {
+      NoGradGuard no_grad;
+      want = linear_lowp(x, LowpWeight(layer.weight_, t), layer.bias_);
+    }
+    layer.bind(t, /*keep_f32=*/false);
+    EXPECT_FALSE(layer.weight_.defined());
+    {
+      NoGradGuard no_grad;
+      EXPECT_TRUE(bitwise_equal(layer(x), want));
+      EXPECT_TFM_ERROR(layer(x.to(DType::f64)), "released for inference");
+    }
+    EXPECT_TFM_ERROR(layer(x.clone().set_requires_grad(true)), "released for inference");
+    EXPECT_TFM_ERROR(layer.bind(ComputeType::int8), "released already");
   }
-  layer.bind(ComputeType::bfloat16, /*keep_f32=*/false);
-  EXPECT_FALSE(layer.weight_.defined());
-  {
-    NoGradGuard no_grad;
-    EXPECT_TRUE(bitwise_equal(layer(x), want));
-  }
-  EXPECT_TFM_ERROR(layer(x.clone().set_requires_grad(true)), "released for inference");
-  EXPECT_TFM_ERROR(layer.bind(ComputeType::int8), "released already");
-  // fp32 too: the panels serve every row count.
-  nn::Linear fp32(24, 8, true, gen);
-  Tensor want32;
-  {
-    NoGradGuard no_grad;
-    want32 = linear_lowp(x, LowpWeight(fp32.weight_, ComputeType::float32), fp32.bias_);
-  }
-  fp32.bind(ComputeType::float32, /*keep_f32=*/false);
-  EXPECT_FALSE(fp32.weight_.defined());
-  NoGradGuard no_grad;
-  EXPECT_TRUE(bitwise_equal(fp32(x), want32));
-  EXPECT_TFM_ERROR(fp32(x.to(DType::f64)), "released for inference");
 }
 
 // A layer whose weight is never allocated (a model built to be bound from a file) binds from
