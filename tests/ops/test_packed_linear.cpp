@@ -1,8 +1,12 @@
 // fp32 linear on weights packed once (the decode path): against the exact product in double with
-// a bound from f32 accumulation, on shapes that hit every edge of the 8-row × 48-column tiles;
+// a bound from f32 accumulation, on shapes that hit every edge of the tiles (AVX-512 8 × 48,
+// AVX2 4 × 24); bit for bit against the FMA chain in k order, deep enough for the AVX2 walk's
+// chunks;
 // and the properties decoding relies on: a row's result depends neither on the other rows nor
 // on the thread count, and the values equal the training path's to rounding.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "support/test_util.h"
 #include "tfm/autograd/grad_mode.h"
@@ -74,6 +78,37 @@ TEST(PackedLinear, MatchesTheExactProductOnOddShapes) {
           ++checked;
         }
   EXPECT_EQ(checked, 8 * 7 * 5 * 2);
+}
+
+// Every output is one FMA chain over k in order, then the bias, then ReLU: the AVX2 walk cuts a
+// deep panel into chunks of 512 steps and carries the partial sums through y, which must not
+// change a bit (k = 1100: chunks of 512, 512, 76; k = 2048: four whole ones).
+TEST(PackedLinear, EqualsTheFmaChainInOrderOnDeepWeights) {
+  for (int64_t k : {1100, 2048})
+    for (int64_t m : {1, 5, 64}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + " m=" + std::to_string(m));
+      const int64_t n = 100;  // two whole panels and one of 4 columns
+      const Tensor x = random_tensor({m, k}, DType::f32, 31 + k + m, -2.0, 2.0);
+      const Tensor w = random_tensor({n, k}, DType::f32, 32 + k);
+      const Tensor b = random_tensor({n}, DType::f32, 33 + k);
+      const cpu::PackedF32 packed = cpu::pack_f32(n, k, w.data<float>());
+      for (Activation act : {Activation::none, Activation::relu}) {
+        Tensor y = Tensor::empty({m, n});
+        cpu::packed_f32_linear_forward(m, x.data<float>(), packed, b.data<float>(), act,
+                                       y.data<float>());
+        const float *xp = x.data<float>(), *wp = w.data<float>(), *yp = y.data<float>();
+        int64_t differ = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            float s = 0.f;
+            for (int64_t p = 0; p < k; ++p) s = std::fma(xp[i * k + p], wp[j * k + p], s);
+            s += b.data<float>()[j];
+            if (act == Activation::relu) s = std::max(s, 0.f);
+            differ += std::memcmp(&s, yp + i * n + j, sizeof(float)) != 0;
+          }
+        EXPECT_EQ(differ, 0);
+      }
+    }
 }
 
 TEST(PackedLinear, ClosesToTheTrainingPathAndKeepsLeadingAxes) {

@@ -26,6 +26,13 @@ inline void prefetch_step(const void* wp, int64_t ahead_bytes) {
   }
 }
 
+// kSpread: depth step `step`'s line of the tile's slice of the next panel, into L2.
+template <int Prefetch>
+inline void prefetch_slice(const TileArgs& a, int64_t step) {
+  if constexpr (Prefetch == kSpread)
+    _mm_prefetch(a.ahead + ((step * a.ahead_step) >> 16) * 64, _MM_HINT_T1);
+}
+
 // Lane masks (all ones = valid) of each of a tile's NV vectors of 8 when it has `cols` columns.
 template <int NV>
 inline void column_masks(int64_t cols, __m256i (&mask)[NV]) {
@@ -34,6 +41,21 @@ inline void column_masks(int64_t cols, __m256i (&mask)[NV]) {
     const int left = static_cast<int>(std::clamp<int64_t>(cols - 8 * c, 0, 8));
     mask[c] = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lanes);
   }
+}
+
+// acc[r] = y[r, :cols] (a chunk's partial sums; see run_panel_spread), or zero.
+template <int MR, int NV>
+inline void load_tile(__m256 (&acc)[MR][NV], bool accumulate, int64_t cols, const float* y,
+                      int64_t ldy) {
+  __m256i mask[NV];
+  column_masks<NV>(cols, mask);
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 3
+    for (int c = 0; c < NV; ++c)
+      acc[r][c] = !accumulate      ? _mm256_setzero_ps()
+                  : cols == 8 * NV ? _mm256_loadu_ps(y + r * ldy + 8 * c)
+                                   : _mm256_maskload_ps(y + r * ldy + 8 * c, mask[c]);
 }
 
 // y[r, :cols] = post(acc[r] + bias) for the tile's MR rows (ReLU in registers; GELU is applied
@@ -52,7 +74,7 @@ inline void store_tile(const __m256 (&acc)[MR][NV], const float* bias, Activatio
                            : _mm256_maskload_ps(bias + 8 * c, mask[c]);
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int c = 0; c < NV; ++c) {
       __m256 v = _mm256_add_ps(acc[r][c], b[c]);
       if (post == Activation::relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
