@@ -76,9 +76,10 @@ struct F32Avx2 {
   using Word = float;
   // 4 rows × 24 columns: 12 accumulators, 3 weight vectors and a broadcast of the 16 ymm
   // registers, 7 loads a depth step for 12 FMAs (6 × 16, BLIS's Haswell tile, needs 8). With
-  // the next panel streamed into L2 by every tile (kSpread) it runs at 85–88 GFLOP/s a thread at
-  // 32–64 rows × 2048 × 512 on Zen 2, against the 87.7 of dnnl_sgemm; 6 × 16 with a prefetch of
-  // its own columns ran at 62–74.
+  // the next chunk streamed into L2 by every tile (kSpread) it runs at 77–82 GFLOP/s a thread at
+  // 32 rows and 85–91 at 128 (bench_packed_f32 on Zen 2, whose dnnl_sgemm ceiling is 87.7);
+  // 6 × 16 tiles prefetching their own columns ran at 52–58 and 80–85. (A 2 × 48 tile for the
+  // last rows of a greedy step, M % 4 of 1 or 2, was no faster end to end: dropped.)
   static constexpr int kMR = 4, kCols = 24, kLanes = 8;
   static constexpr bool kSpreadPrefetch = true;
   using XWord = float;
