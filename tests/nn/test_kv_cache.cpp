@@ -53,19 +53,27 @@ TEST(KVCache, AppendWritesInPlaceWithinTheReservation) {
   EXPECT_EQ(cache.k.strides()[0], 16 * 8);  // a view of the buffer, not a copy
 }
 
-TEST(KVCache, GrowsByDoublingAndKeepsWhatItHolds) {
-  nn::KVCache cache;
-  std::vector<Tensor> ks, vs;
-  std::vector<int64_t> caps;
-  for (int step = 0; step < 9; ++step) {
-    ks.push_back(testing::random_tensor({2, 1, 4}, DType::f32, 30 + step));
-    vs.push_back(testing::random_tensor({2, 1, 4}, DType::f32, 40 + step));
-    cache.append(ks.back(), vs.back());
-    caps.push_back(cache.capacity());
+// Unbounded: 32 positions, then doubling. Bounded by `reserve`: never past it while it is
+// enough (32, then 40 and not 64), doubling again beyond it. Every growth keeps what it held.
+TEST(KVCache, GrowsByDoublingWithinTheBoundAndKeepsWhatItHolds) {
+  for (int64_t reserve : {int64_t{0}, int64_t{40}}) {
+    SCOPED_TRACE("reserve " + std::to_string(reserve));
+    nn::KVCache cache;
+    std::vector<Tensor> ks, vs;
+    std::vector<int64_t> caps;
+    for (int step = 0; step < 70; ++step) {
+      ks.push_back(testing::random_tensor({2, 1, 4}, DType::f32, 30 + step));
+      vs.push_back(testing::random_tensor({2, 1, 4}, DType::f32, 130 + step));
+      cache.append(ks.back(), vs.back(), reserve);
+      if (caps.empty() || caps.back() != cache.capacity()) caps.push_back(cache.capacity());
+    }
+    const std::vector<int64_t> want =
+        reserve == 0 ? std::vector<int64_t>{32, 64, 128} : std::vector<int64_t>{32, 40, 80};
+    EXPECT_EQ(caps, want);
+    EXPECT_EQ(cache.length(), 70);
+    EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat(ks)));
+    EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), reference_concat(vs)));
   }
-  EXPECT_EQ(caps, (std::vector<int64_t>{1, 2, 4, 4, 8, 8, 8, 8, 16}));
-  EXPECT_TRUE(testing::bitwise_equal(cache.k.contiguous(), reference_concat(ks)));
-  EXPECT_TRUE(testing::bitwise_equal(cache.v.contiguous(), reference_concat(vs)));
 }
 
 TEST(KVCache, ReorderMatchesAGatherAndCopiesNoKeys) {
@@ -264,12 +272,13 @@ TEST(KVCache, ReorderWithinASourceKeepsTheCrossCaches) {
 }
 
 // Greedy-style and beam-style decode steps in steady state reuse the allocator's cached blocks:
-// no block of a new size is asked for, so nothing reaches the system allocator.
+// no block of a new size is asked for, so nothing reaches the system allocator (the steps fit
+// the caches' first allocation: growing them is an allocation, GrowsByDoubling... above).
 TEST(KVCache, SteadyStateDecodingTakesNoNewMemory) {
   const ModelConfig c = small_model();
   Transformer m(c, 4);
   NoGradGuard ng;
-  const int64_t B = 4, steps = 40;
+  const int64_t B = 4, steps = nn::KVCache::kFirstPositions;
   Tensor src = testing::random_ids({B, 7}, c.src_vocab_size - 3, 11);
   for (int64_t i = 0; i < src.numel(); ++i) src.data<int32_t>()[i] += 3;
   for (bool beam : {false, true}) {

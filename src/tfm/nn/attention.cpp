@@ -84,7 +84,11 @@ void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t res
         << "KVCache::append: cache holds " << k.describe() << " for " << batch()
         << " rows, new keys are " << k_new.describe();
   if (len > 0 && !k_buf_.defined()) adopt();  // set directly (cross-attention style)
-  const int64_t grown = len + t > capacity() ? std::max({reserve, len + t, 2 * capacity()}) : 0;
+  int64_t grown = 0;
+  if (len + t > capacity()) {
+    grown = std::max(len + t, capacity() == 0 ? kFirstPositions : 2 * capacity());
+    if (reserve >= len + t) grown = std::min(grown, reserve);
+  }
   reserve_buffers(b, grown, width, k_new.dtype(), k_new.device());
   copy_rows(k_new, nullptr, window_of(k_buf_, b, len, t));
   copy_rows(v_new, nullptr, window_of(v_buf_, b, len, t));

@@ -30,8 +30,12 @@ struct KVCache {
   int64_t capacity() const { return k_buf_.defined() ? k_buf_.size(1) : 0; }
 
   // Writes k_new/v_new (B, t, C) after the cached positions. Buffers are allocated (or grown,
-  // copying what is cached) only when full: to at least `reserve` positions, else doubling.
+  // copying what is cached) only when full: first to kFirstPositions (or the positions written,
+  // if more), then doubling, never past `reserve` (the most positions the caller will append, 0:
+  // no bound) while that is enough. A search's bound, a · source + b, is often twice what its
+  // targets use, and the buffers of every row and layer were allocated to it on the first step.
   void append(const Tensor& k_new, const Tensor& v_new, int64_t reserve = 0);
+  static constexpr int64_t kFirstPositions = 32;
   // Row i becomes old row rows[i] (rows may repeat; beam search): only the slots move (into a
   // second slot buffer, swapped, so once both are large enough a reorder allocates nothing).
   void reorder(const std::vector<int64_t>& rows);
