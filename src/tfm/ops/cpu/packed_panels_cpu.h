@@ -30,7 +30,7 @@ inline constexpr int64_t kNR = 48;
 
 // What a tile prefetches: nothing, its own columns ahead (the first row tile of a column block),
 // the next block's (the second row tile: it computes from cache, so the memory bus is free), or
-// its slice of the next panel (kSpread, every tile of a panel: see run_panels).
+// its slice of the next chunk (kSpread, every tile of a chunk: see run_panel_spread).
 inline constexpr int kNoPrefetch = 0, kOwnPanel = 1, kNextPanel = 2, kSpread = 3;
 
 // What every tile is told. `extra` carries what a kernel's epilogue needs beyond bias and post
@@ -44,7 +44,7 @@ struct TileArgs {
   float* y = nullptr;  // (M, N), N = ldy
   int64_t ldy = 0;
   const void* extra = nullptr;
-  // kSpread: the first byte of this tile's slice of the next panel, and the slice's cache lines
+  // kSpread: the first byte of this tile's slice of the next chunk, and the slice's cache lines
   // a depth step in 16.16 fixed point (the line of step q is (q · ahead_step) >> 16).
   const char* ahead = nullptr;
   int64_t ahead_step = 0;
@@ -112,7 +112,7 @@ void run_panel_blocks(int64_t m, int64_t n, const TileArgs& a, const typename Ke
 // deep (k = 2048: 384 KiB a panel); a chunk's tiles add to the sums the last chunk left in y, in
 // the same order over k, so the results are those of one pass. The range's last chunk
 // prefetches nothing. AVX2 on Zen 2, bench_packed_f32 (4 × 24 tiles): 32 rows × 2048 × 512 from
-// 52 to 81 GFLOP/s, 8 rows from 27 to 43.
+// 52 to 82 GFLOP/s, 8 rows from 27 to 44.
 template <class Kernel>
 void run_panel_spread(int64_t m, int64_t n, const TileArgs& a, const typename Kernel::Word* panel,
                       int64_t j0, bool last) {

@@ -26,7 +26,7 @@ inline void prefetch_step(const void* wp, int64_t ahead_bytes) {
   }
 }
 
-// kSpread: depth step `step`'s line of the tile's slice of the next panel, into L2.
+// kSpread: depth step `step`'s line of the tile's slice of the next chunk, into L2.
 template <int Prefetch>
 inline void prefetch_slice(const TileArgs& a, int64_t step) {
   if constexpr (Prefetch == kSpread)
