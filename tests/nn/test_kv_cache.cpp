@@ -143,6 +143,39 @@ TEST(KVCache, ReorderMatchesAGatherAndCopiesNoKeys) {
               }).find("out of range") != std::string::npos);
 }
 
+// Beam search's pattern across the caches' growth (32 positions, then 64, then the bound of 70):
+// a reorder every step, an append every step; every row reads its own history whatever buffer
+// the earlier positions were copied into.
+TEST(KVCache, ReordersAcrossGrowthKeepEveryRowsHistory) {
+  nn::KVCache cache;
+  const int64_t B = 3, C = 5, steps = 70;
+  Tensor want_k, want_v;
+  std::vector<int64_t> caps;
+  for (int64_t step = 0; step < steps; ++step) {
+    if (step > 0) {
+      const std::vector<int64_t> rows = {(step * 2) % B, step % B, 0};
+      cache.reorder(rows);
+      std::vector<Tensor> pk, pv;
+      for (int64_t r : rows) {
+        pk.push_back(narrow(want_k, 0, r, 1));
+        pv.push_back(narrow(want_v, 0, r, 1));
+      }
+      want_k = concat(pk, 0).contiguous();
+      want_v = concat(pv, 0).contiguous();
+    }
+    const Tensor k = testing::random_tensor({B, 1, C}, DType::f32, 500 + step);
+    const Tensor v = testing::random_tensor({B, 1, C}, DType::f32, 700 + step);
+    cache.append(k, v, steps);
+    want_k = step == 0 ? k : reference_concat({want_k, k});
+    want_v = step == 0 ? v : reference_concat({want_v, v});
+    if (caps.empty() || caps.back() != cache.capacity()) caps.push_back(cache.capacity());
+    const auto [got_k, got_v] = cache.rows_in_order();
+    ASSERT_TRUE(testing::bitwise_equal(got_k.contiguous(), want_k)) << "step " << step;
+    ASSERT_TRUE(testing::bitwise_equal(got_v.contiguous(), want_v)) << "step " << step;
+  }
+  EXPECT_EQ(caps, (std::vector<int64_t>{32, 64, 70}));
+}
+
 // The attention of a cache with slots (decode kernel and general kernel) equals the attention of
 // its rows in order, bitwise for the decode kernel.
 TEST(KVCache, AttentionOverSlotsEqualsRowsInOrder) {
