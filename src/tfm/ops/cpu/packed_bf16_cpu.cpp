@@ -57,7 +57,6 @@ void convert_rows_rounded(int64_t m, int64_t k, const float* x, float* out) {
 struct Bf16Avx512 {
   using Word = uint32_t;  // a k pair of bf16 values
   static constexpr int kMR = 8, kCols = 48, kLanes = 16;
-  static constexpr bool kSpreadPrefetch = false;
   // k pairs (9 KiB) ahead that the first row tile of a panel prefetches its weights. BM_decode
   // bf16, 1 thread, medians of 3 (small / base): 24 pairs 47.0 / 327 ms, 48 46.2 / 325, 96
   // 48.1 / 336, 192 47.8 / 329 — flat within the noise; 48 it is.
@@ -108,7 +107,6 @@ struct Bf16Avx2 {
   // 4 rows × 16 columns: 8 accumulators, the even and odd halves of 2 weight vectors and a
   // broadcast, of the 16 ymm registers.
   static constexpr int kMR = 4, kCols = 16, kLanes = 8;
-  static constexpr bool kSpreadPrefetch = false;
   static constexpr int64_t kPrefetchBytes = 64 * kNR * 4;
 
   template <int MR, int NV, int Prefetch>

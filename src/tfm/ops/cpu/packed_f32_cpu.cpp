@@ -29,7 +29,6 @@ static_assert(kNR == kPackedF32Panel);
 struct F32Avx512 {
   using Word = float;
   static constexpr int kMR = 8, kCols = 48, kLanes = 16;
-  static constexpr bool kSpreadPrefetch = false;
   // k steps (18 KiB) ahead that the first row tile of a panel prefetches its weights: they
   // stream from L3 or memory (a model's weights outgrow L2), and the stalls on them were the
   // kernel's hot spot. bench small greedy, 1 thread: 16 steps 0.128 s, 48 0.114 s, 96 0.111 s,
@@ -81,7 +80,6 @@ struct F32Avx2 {
   // 6 × 16 tiles prefetching their own columns ran at 52–58 and 80–85. (A 2 × 48 tile for the
   // last rows of a greedy step, M % 4 of 1 or 2, was no faster end to end: dropped.)
   static constexpr int kMR = 4, kCols = 24, kLanes = 8;
-  static constexpr bool kSpreadPrefetch = true;
   using XWord = float;
   // 96 KiB of a panel: a chunk and the next one stay in L2 (512 KiB on Zen 2, 1–2 MiB on newer
   // cores) beside the x rows.

@@ -36,7 +36,6 @@ struct Int8Avx2 {
   // 6 rows × 16 columns: 12 s32 accumulators, 2 widened weight vectors and a broadcast of the 16
   // ymm registers.
   static constexpr int kMR = 6, kCols = 16, kLanes = 8;
-  static constexpr bool kSpreadPrefetch = false;
   static constexpr int64_t kPrefetchBytes = 64 * kNR * 2;
 
   template <int MR, int NV, int Prefetch>

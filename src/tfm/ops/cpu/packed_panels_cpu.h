@@ -55,14 +55,16 @@ struct TileArgs {
 // Kernel: a struct with
 //   using Word = ...;                        the weight word (f32, a bf16 pair, an s8 pair)
 //   static constexpr int kMR, kCols, kLanes; rows and columns of a tile, f32 lanes a vector
-//   static constexpr bool kSpreadPrefetch;   prefetch by kSpread instead of kOwnPanel/kNextPanel;
-//                                            then also kChunkDepth (depth steps a chunk), XWord
-//                                            (x's word), and the tile honours `accumulate`
 //   template <int MR, int NV, int Prefetch>
 //   static void tile(const TileArgs& a, int64_t row, int64_t col, const Word* block,
 //                    int64_t cols);
 // computing rows [row, row + MR) × columns [col, col + cols) (cols ≤ NV · kLanes) from `block`,
-// the first of the tile's columns in a panel whose depth steps are kNR words apart.
+// the first of the tile's columns in a panel whose depth steps are kNR words apart. A kernel
+// that also has
+//   static constexpr int64_t kChunkDepth;    depth steps a chunk
+//   using XWord = ...;                       x's word
+// and a tile honouring `accumulate` is walked by run_panel_spread (kSpread), any other by
+// run_panel_blocks (kOwnPanel, kNextPanel).
 template <class Kernel>
 struct Tiles {
   using Word = typename Kernel::Word;
@@ -122,11 +124,11 @@ void run_panel_spread(int64_t m, int64_t n, const TileArgs& a, const typename Ke
   const int64_t tiles = (panel_cols + kCols - 1) / kCols * ((m + kMR - 1) / kMR);
   for (int64_t k0 = 0; k0 < a.depth; k0 += Kernel::kChunkDepth) {
     const int64_t depth = std::min(Kernel::kChunkDepth, a.depth - k0);
-    const int64_t next_depth = std::min(Kernel::kChunkDepth, a.depth - k0 - depth);
     const bool final_chunk = k0 + depth == a.depth;
     const typename Kernel::Word* chunk = panel + k0 * kNR;
     // The next chunk's bytes: this panel's next chunk, or the next panel's first.
-    const int64_t ahead_depth = final_chunk ? std::min(Kernel::kChunkDepth, a.depth) : next_depth;
+    const int64_t ahead_depth =
+        std::min(Kernel::kChunkDepth, final_chunk ? a.depth : a.depth - k0 - depth);
     const int64_t lines =
         ahead_depth * kNR * static_cast<int64_t>(sizeof(typename Kernel::Word)) / 64;
     const int64_t slice = (lines + tiles - 1) / tiles;
@@ -161,7 +163,7 @@ void run_panels(int64_t m, int64_t n, const TileArgs& a, const typename Kernel::
   for (int64_t p = p0; p < p1; ++p) {
     const typename Kernel::Word* panel = panels + p * a.depth * kNR;
     const int64_t j0 = p * kNR;
-    if constexpr (Kernel::kSpreadPrefetch)
+    if constexpr (requires { Kernel::kChunkDepth; })
       run_panel_spread<Kernel>(m, n, a, panel, j0, p + 1 == p1);
     else
       run_panel_blocks<Kernel>(m, n, a, panel, j0, p + 1 == p1);
