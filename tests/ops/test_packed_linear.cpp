@@ -82,7 +82,8 @@ TEST(PackedLinear, MatchesTheExactProductOnOddShapes) {
 
 // Every output is one FMA chain over k in order, then the bias, then ReLU: the AVX2 walk cuts a
 // deep panel into chunks of 512 steps and carries the partial sums through y, which must not
-// change a bit (k = 1100: chunks of 512, 512, 76; k = 2048: four whole ones).
+// change a bit (k = 1100: chunks of 512, 512, 76; k = 2048: four whole ones); the AVX-512 tile
+// sums the same chain in one pass.
 TEST(PackedLinear, EqualsTheFmaChainInOrderOnDeepWeights) {
   for (int64_t k : {1100, 2048})
     for (int64_t m : {1, 5, 64}) {
@@ -92,21 +93,23 @@ TEST(PackedLinear, EqualsTheFmaChainInOrderOnDeepWeights) {
       const Tensor w = random_tensor({n, k}, DType::f32, 32 + k);
       const Tensor b = random_tensor({n}, DType::f32, 33 + k);
       const cpu::PackedF32 packed = cpu::pack_f32(n, k, w.data<float>());
+      const float *xp = x.data<float>(), *wp = w.data<float>();
       for (Activation act : {Activation::none, Activation::relu}) {
-        Tensor y = Tensor::empty({m, n});
-        cpu::packed_f32_linear_forward(m, x.data<float>(), packed, b.data<float>(), act,
-                                       y.data<float>());
-        const float *xp = x.data<float>(), *wp = w.data<float>(), *yp = y.data<float>();
-        int64_t differ = 0;
+        std::vector<float> want(static_cast<size_t>(m * n));
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < n; ++j) {
             float s = 0.f;
             for (int64_t p = 0; p < k; ++p) s = std::fma(xp[i * k + p], wp[j * k + p], s);
             s += b.data<float>()[j];
-            if (act == Activation::relu) s = std::max(s, 0.f);
-            differ += std::memcmp(&s, yp + i * n + j, sizeof(float)) != 0;
+            want[static_cast<size_t>(i * n + j)] = act == Activation::relu ? std::max(s, 0.f) : s;
           }
-        EXPECT_EQ(differ, 0);
+        // The AVX2 walk (chunks) on every machine, and this machine's own level.
+        for (CpuIsa isa : {CpuIsa::avx2, cpu_isa()}) {
+          Tensor y = Tensor::empty({m, n});
+          cpu::packed_f32_linear_forward(m, xp, packed, b.data<float>(), act, y.data<float>(), isa);
+          EXPECT_EQ(std::memcmp(want.data(), y.data<float>(), want.size() * sizeof(float)), 0)
+              << cpu_isa_name(isa);
+        }
       }
     }
 }
