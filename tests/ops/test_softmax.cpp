@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "support/test_util.h"
@@ -125,6 +127,37 @@ TEST(Softmax, SimdExpIsAccurate) {
             std::numeric_limits<float>::infinity());
   EXPECT_NEAR(cpu::simd_exp(88.5f) / std::exp(88.5), 1.0, 3e-7);
   EXPECT_TRUE(std::isnan(cpu::simd_exp(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// exp_shifted_sum_f64's sum (log-softmax's normaliser, so every search step's scores) in the order
+// it documents, bit for bit: eight lanes, each adding its own terms in order in double; t_i = lane
+// i + lane i + 4; the tail's terms (past the last 8) added one by one, plus ((t0 + t1) + (t2 +
+// t3)). The terms are
+// the exps it stores (Store = true), summed here in that order. Inputs span [-60, 6], so the
+// terms span 2^-95 … 1 and a double sum of them is not exact: one chain, or lanes paired i with
+// i + 1 instead of i + 4, differs in the last bits on some of these 56 rows (checked).
+TEST(Softmax, ExpShiftedSumAddsEachLaneInItsDocumentedOrder) {
+  for (int64_t n : {1, 7, 8, 9, 100, 8000, 8003})
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+      const Tensor x =
+          random_tensor({n}, DType::f32, 700 + 10 * static_cast<uint64_t>(n) + seed, -60.0, 6.0);
+      const float* xp = x.data<float>();
+      const float m = *std::max_element(xp, xp + n);
+      std::vector<float> e(static_cast<size_t>(n));
+      const double got = cpu::exp_shifted_sum_f64<true>(xp, n, m, e.data());
+      double lane[8] = {}, tail = 0;
+      const int64_t body = n / 8 * 8;
+      for (int64_t j = 0; j < body; ++j) lane[j % 8] += static_cast<double>(e[j]);
+      for (int64_t j = body; j < n; ++j) tail += static_cast<double>(e[j]);
+      double t[4];
+      for (int i = 0; i < 4; ++i) t[i] = lane[i] + lane[i + 4];
+      const double want = tail + ((t[0] + t[1]) + (t[2] + t[3]));
+      EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "n=" << n << " seed " << seed;
+      EXPECT_EQ(cpu::exp_shifted_sum_f64<false>(xp, n, m), got) << "n=" << n;
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_NEAR(e[j], std::exp(static_cast<double>(xp[j]) - m), 3e-7)
+            << "n=" << n << " j=" << j;
+    }
 }
 
 TEST(Softmax, Errors) {
