@@ -1,0 +1,73 @@
+// How many of the GEMM kernels' multiply instructions one core issues a second: the f32 FMA
+// (vfmadd231ps ymm: 8 multiply-adds) against the int8 paths' vpmaddwd (16 s16 products summed in
+// pairs) and vpmaddubsw (32 u8 × s8 products summed in pairs), 12 independent chains so that
+// latency does not bound them. Where the FMA issues twice a cycle and vpmaddwd once (Zen 2), int8
+// without VNNI multiplies no faster than f32 (docs/performance.md); the FMA rate / 2 is also the
+// core's clock under load. Run
+//   build/bench/bench_issue_rates --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+namespace {
+
+constexpr int kChains = 12;
+constexpr int kRounds = 1 << 16;
+
+void count(benchmark::State& st) {
+  st.counters["instructions/s"] = benchmark::Counter(static_cast<double>(kChains) * kRounds,
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Each: kChains accumulators of different values (equal ones would be computed once), kRounds
+// rounds an iteration; `w` is hidden from the compiler each round (the empty asm) so that it can
+// neither fold nor hoist the chains.
+void BM_vfmadd231ps(benchmark::State& st) {
+  __m256 acc[kChains], w = _mm256_set1_ps(0.999f);
+  const __m256 half = _mm256_set1_ps(0.5f);
+  for (auto _ : st) {
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+    for (int r = 0; r < kRounds; ++r) {
+#pragma GCC unroll 12
+      for (__m256& a : acc) a = _mm256_fmadd_ps(a, w, half);
+      asm volatile("" : "+x"(w));
+    }
+    for (__m256& a : acc) benchmark::DoNotOptimize(a);
+  }
+  count(st);
+}
+
+void BM_vpmaddwd(benchmark::State& st) {
+  __m256i acc[kChains], w = _mm256_set1_epi16(3);
+  for (auto _ : st) {
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi16(static_cast<int16_t>(i));
+    for (int r = 0; r < kRounds; ++r) {
+#pragma GCC unroll 12
+      for (__m256i& a : acc) a = _mm256_madd_epi16(a, w);
+      asm volatile("" : "+x"(w));
+    }
+    for (__m256i& a : acc) benchmark::DoNotOptimize(a);
+  }
+  count(st);
+}
+
+void BM_vpmaddubsw(benchmark::State& st) {
+  __m256i acc[kChains], w = _mm256_set1_epi8(3);
+  for (auto _ : st) {
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi8(static_cast<char>(i));
+    for (int r = 0; r < kRounds; ++r) {
+#pragma GCC unroll 12
+      for (__m256i& a : acc) a = _mm256_maddubs_epi16(a, w);
+      asm volatile("" : "+x"(w));
+    }
+    for (__m256i& a : acc) benchmark::DoNotOptimize(a);
+  }
+  count(st);
+}
+
+BENCHMARK(BM_vfmadd231ps);
+BENCHMARK(BM_vpmaddwd);
+BENCHMARK(BM_vpmaddubsw);
+
+}  // namespace
+
+BENCHMARK_MAIN();
