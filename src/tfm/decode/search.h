@@ -199,10 +199,7 @@ class Search {
   // the shards of all its batches over the threads at once, so no thread waits for the slowest
   // shard of each batch; a shard's result is the same either way.
   // sentences: how many the call decodes (shard_sentences).
-  virtual int64_t shard_size(int64_t sentences) const {
-    (void)sentences;
-    return 0;
-  }
+  virtual int64_t shard_size(int64_t /*sentences*/) const { return 0; }
   virtual const Search* shard_search() const { return nullptr; }
 };
 
