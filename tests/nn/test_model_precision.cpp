@@ -8,6 +8,7 @@
 #include "tfm/data/batch.h"
 #include "tfm/decode/search.h"
 #include "tfm/model/transformer.h"
+#include "tfm/ops/cpu/packed_int8_cpu.h"
 #include "tfm/ops/cross_entropy.h"
 #include "tfm/ops/shape.h"
 #include "tfm/train/optimizer.h"
@@ -103,6 +104,43 @@ TEST(ModelPrecision, OutputProjectionCanStayAtAnotherPrecision) {
   model.bind_inference(ComputeType::float32, ComputeType::float32);
   const Tensor fp32 = model.forward(b.src, b.trg_in);
   EXPECT_GT(testing::max_abs_diff(fp32_output, fp32), 0.0);  // the layers below were int8
+}
+
+// int8 lookups of a tied table read the output projection's quantised rows, q · scale (as
+// CTranslate2's int8 embeddings do), whether the binding released the f32 table or not: the same
+// logits as a model whose table holds those values itself (which quantise to the same q).
+TEST(ModelPrecision, Int8LookupsOfATiedTableAreItsQuantisedRows) {
+  {
+    ModelConfig c = tiny_config();
+    c.tie_output = c.share_embeddings = true;  // the encoder's lookups read the table too
+    c.output_bias = false;
+    const Batch b = batch_of(random_sentences(4, 20, 8), random_sentences(4, 20, 9), c);
+    Transformer model(c, 7), dequantised(c, 7), released(c, 7);
+    Tensor& table = *dequantised.weight_bindings(ComputeType::int8).back().weight;  // (V, C)
+    const int64_t v = table.size(0), k = table.size(1);
+    std::vector<int8_t> q(v * k);
+    std::vector<float> scales(v);
+    std::vector<int32_t> sums(v);
+    cpu::quantize_weights_s8(v, k, table.data<float>(), q.data(), scales.data(), sums.data());
+    float* t = table.data<float>();
+    for (int64_t i = 0; i < v * k; ++i) t[i] = static_cast<float>(q[i]) * scales[i / k];
+    NoGradGuard no_grad;
+    const Tensor fp32 = model.forward(b.src, b.trg_in);
+    model.bind_inference(ComputeType::int8);
+    dequantised.bind_inference(ComputeType::int8);
+    released.bind_inference(ComputeType::int8, std::nullopt, /*keep_f32=*/false);
+    EXPECT_FALSE(released.weight_bindings(ComputeType::int8).back().weight->defined());
+    const Tensor got = model.forward(b.src, b.trg_in);
+    EXPECT_TRUE(testing::bitwise_equal(got, dequantised.forward(b.src, b.trg_in)));
+    EXPECT_TRUE(testing::bitwise_equal(got, released.forward(b.src, b.trg_in)));
+    EXPECT_LT(testing::scaled_error(got, fp32), 5e-2);
+    // An fp32 output projection: lookups read the f32 table again.
+    model.bind_inference(ComputeType::int8, ComputeType::float32);
+    dequantised.bind_inference(ComputeType::int8, ComputeType::float32);
+    EXPECT_GT(testing::max_abs_diff(model.forward(b.src, b.trg_in),
+                                    dequantised.forward(b.src, b.trg_in)),
+              0.0);
+  }
 }
 
 // Trained to copy its input, the model is confident: lower precision must not change a single

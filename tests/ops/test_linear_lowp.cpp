@@ -273,8 +273,40 @@ TEST(LinearLowp, PanelRowsAreTheEmbeddingLookupOfTheWeight) {
   EXPECT_TRUE(testing::bitwise_equal(lowp_weight_rows(ids, packed), embedding(ids, w)));
   EXPECT_TFM_ERROR(lowp_weight_rows(Tensor::from_vector<int32_t>({2}, {3, 101}), packed),
                    "id 101 at flat position 1");
-  EXPECT_TFM_ERROR(lowp_weight_rows(ids, LowpWeight(w, ComputeType::int8)),
-                   "only by an fp32 weight packed on the CPU");
+  EXPECT_TFM_ERROR(lowp_weight_rows(ids, LowpWeight(w, ComputeType::bfloat16)),
+                   "not bf16 on cpu");
+}
+
+// int8 rows are the quantised weight dequantised, q · scale, the quantisation composed by hand
+// (quantize_weights_s8), bitwise: from tfm's panels (CPUs without VNNI) and from the row-major copy
+// a weight in oneDNN's layout keeps when packed for lookups; one packed without it is refused.
+TEST(LinearLowp, Int8RowsAreTheQuantisedWeightDequantised) {
+  const int64_t n = 101, k = 41;  // 3 panels of 48; an odd K ends in a half pair
+  const Tensor w = random_tensor({n, k}, DType::f32, 72);
+  std::vector<int8_t> q(n * k);
+  std::vector<float> scales(n);
+  std::vector<int32_t> sums(n);
+  cpu::quantize_weights_s8(n, k, w.data<float>(), q.data(), scales.data(), sums.data());
+  std::vector<int32_t> v;
+  for (int32_t i = 0; i < n; ++i) v.push_back((i * 37) % n);
+  const Tensor ids = Tensor::from_vector<int32_t>({1, n}, v);
+  Tensor want = Tensor::empty({1, n, k});
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c)
+      want.data<float>()[r * k + c] = static_cast<float>(q[v[r] * k + c]) * scales[v[r]];
+  EXPECT_TRUE(testing::bitwise_equal(
+      lowp_weight_rows(ids, LowpWeight(w, ComputeType::int8, false, /*lookups=*/true)), want));
+  cpu::PackedWeights rows_only;  // as oneDNN's layout leaves it: no panels, the rows kept
+  rows_only.kind = ComputeType::int8;
+  rows_only.n = n, rows_only.k = k;
+  rows_only.scales = scales;
+  rows_only.rows_s8 = std::shared_ptr<int8_t>(q.data(), [](int8_t*) {});
+  Tensor got = Tensor::empty({1, n, k});
+  cpu::packed_weight_rows(n, v.data(), rows_only, got.data<float>());
+  EXPECT_TRUE(testing::bitwise_equal(got, want));
+  rows_only.rows_s8.reset();
+  EXPECT_TFM_ERROR(cpu::packed_weight_rows(n, v.data(), rows_only, got.data<float>()),
+                   "not int8 in oneDNN's layout without lookups");
 }
 
 TEST(LinearLowp, ParsesComputeTypeNamesAndRejectsOthers) {

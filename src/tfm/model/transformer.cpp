@@ -5,6 +5,7 @@
 #include <map>
 
 #include "tfm/autograd/grad_mode.h"
+#include "tfm/autograd/tape.h"
 #include "tfm/core/device_copy.h"
 #include "tfm/core/profile.h"
 #include "tfm/nn/positional.h"
@@ -178,9 +179,10 @@ std::vector<Transformer::WeightBinding> Transformer::weight_bindings(
   }
   const ComputeType o = output.value_or(t);
   Tensor* w = c_.tie_output ? &embed_trg_ : &output_weight_;
-  // The tied weight is the embedding table, which lookups still need: only fp32 panels on the CPU
-  // keep its values exactly, so that lookups can read them there.
-  const bool replaces = c_.tie_output ? o == ComputeType::float32 && d == Device::cpu
+  // The tied weight is the embedding table, whose lookups then read the binding where it gives
+  // them back (lookups_read_binding): fp32 panels on the CPU (the same values) and int8 (the
+  // quantised rows, as CTranslate2's int8 embeddings). bf16 keeps the f32 table for lookups.
+  const bool replaces = c_.tie_output ? lookups_read_binding(o, d)
                                       : nn::Linear::binding_replaces_weight(o, d);
   out.push_back({names.at(w), w, {c_.trg_vocab_size, c_.d_model}, o, replaces, nullptr, false});
   return out;
@@ -193,7 +195,7 @@ void Transformer::bind_weight(const WeightBinding& b, const Tensor& w) {
   if (b.layer)
     b.layer->kernel().bind(w, b.type, b.sequences);
   else
-    output_kernel_.bind(w, b.type);
+    output_kernel_.bind(w, b.type, false, c_.tie_output && lookups_read_binding(b.type, device()));
 }
 
 void Transformer::bind_inference(ComputeType t, std::optional<ComputeType> output, bool keep_f32) {
@@ -256,15 +258,21 @@ Tensor Transformer::embed(const Tensor& ids, const Tensor& table, const Tensor& 
   const int64_t b = ids.size(0), l = ids.size(1);
   TFM_CHECK(offset + l <= c_.max_length)
       << "sequence of " << offset + l << " positions exceeds max_length " << c_.max_length;
+  // The tied table (src_table() and trg_table() return the member itself) is read from the output
+  // projection's binding where lookups_read_binding says so, released or not, so that int8
+  // results do not depend on keep_f32; a forward that trains the table reads the table.
+  const LowpWeight* bound = output_kernel_.bound_weight();
+  const bool from_binding = c_.tie_output && &table == &embed_trg_ && bound != nullptr &&
+                            lookups_read_binding(bound->precision(), bound->device()) &&
+                            !(table.defined() && autograd::needs_grad({&table}));
   Tensor x;  // (B, L, C)
-  if (table.defined()) {
-    x = embedding(ids, table, c_.pad_id);
+  if (from_binding) {
+    x = lowp_weight_rows(ids, *bound);
   } else {
-    const LowpWeight* panels = output_kernel_.bound_weight();
-    TFM_CHECK(c_.tie_output && panels != nullptr)
+    TFM_CHECK(table.defined())
         << "embed: the embedding table was released by an inference binding and is no longer "
         << "bound (unbind_inference): load the model again";
-    x = lowp_weight_rows(ids, *panels);
+    x = embedding(ids, table, c_.pad_id);
   }
   if (c_.embed_scale == EmbedScale::emb) x = scale(x, std::sqrt(static_cast<double>(c_.d_model)));
   x = add(x, embedding(to_device(position_ids(b, l, offset), table.device()), positions));

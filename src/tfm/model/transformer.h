@@ -105,9 +105,11 @@ class Transformer : public nn::Module {
   // its row count (fp32: the same values packed into panels). Without keep_f32, each weight the
   // binding replaces (weight_bindings: on the CPU all of them; on cuda bf16/int8 ones) is
   // released, so the model holds one copy of each: it can then translate and score f32 inputs,
-  // not train, run f64 references, move to another device or be saved. The tied embedding table
-  // is released only where the output projection is packed fp32 on the CPU: lookups then gather
-  // its rows from the panels (the same values). A forward that needs gradients drops the
+  // not train, run f64 references, move to another device or be saved. Lookups of a tied
+  // embedding table read the output projection's binding where it is fp32 on the CPU (the same
+  // values, gathered from the panels) or int8 (the quantised rows dequantised, q · scale, as
+  // CTranslate2's int8 embeddings are), and the table is then released with the other weights;
+  // with bf16 they read the f32 table, which stays. A forward that needs gradients drops the
   // bindings it meets: bind again after training.
   // On cuda the weights are prepared on the device (bf16, int8; fp32 binds nothing there).
   void bind_inference(ComputeType t, std::optional<ComputeType> output = std::nullopt,
@@ -144,9 +146,14 @@ class Transformer : public nn::Module {
 
  private:
   Transformer(const ModelConfig& config, Generator init);
+  // Whether lookups of a tied table read the output projection's binding at `t` on `device`
+  // (lowp_weight_rows): fp32 on the CPU (the same values) and int8 (the quantised rows).
+  static bool lookups_read_binding(ComputeType t, Device device) {
+    return t == ComputeType::int8 || (t == ComputeType::float32 && device == Device::cpu);
+  }
   // ids (B, L) at positions [offset, offset + L) -> (B, L, C), dropout and embed_norm applied.
-  // table undefined: the tied table released by an fp32 binding, read from the output
-  // projection's panels.
+  // The tied table is read from the output projection's binding where lookups_read_binding says
+  // so (undefined then where the binding released it).
   Tensor embed(const Tensor& ids, const Tensor& table, const Tensor& positions,
                const nn::LayerNorm* norm, int64_t offset) const;
   Tensor project(const Tensor& h) const;  // (…, C) -> logits (…, V)

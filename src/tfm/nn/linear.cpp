@@ -12,13 +12,13 @@ void LinearKernel::set_train_compute(ComputeType t) {
   train_compute_ = t;
 }
 
-void LinearKernel::bind(const Tensor& w, ComputeType t, bool sequences) {
+void LinearKernel::bind(const Tensor& w, ComputeType t, bool sequences, bool lookups) {
   TFM_CHECK(t != ComputeType::automatic) << "bind: resolve the compute type first";
   if (t == ComputeType::float32 && w.device() != Device::cpu) {
     bound_.reset();  // a device's fp32 path is the parameters' own GEMM: nothing to prepare
     return;
   }
-  bound_ = std::make_shared<const LowpWeight>(w, t, sequences);
+  bound_ = std::make_shared<const LowpWeight>(w, t, sequences, lookups);
 }
 
 ComputeType LinearKernel::inference_compute() const {

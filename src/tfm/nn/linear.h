@@ -32,8 +32,8 @@ class LinearKernel {
   void set_train_compute(ComputeType t);  // float32 | bfloat16
   ComputeType train_compute() const { return train_compute_; }
   // Prepares w (out, in) for inference at `t` (float32, bfloat16 or int8; resolved); `sequences`
-  // for a layer that multiplies whole sequences (LowpWeight).
-  void bind(const Tensor& w, ComputeType t, bool sequences = false);
+  // for a layer that multiplies whole sequences, `lookups` for a tied table's (LowpWeight).
+  void bind(const Tensor& w, ComputeType t, bool sequences = false, bool lookups = false);
   void unbind() { bound_.reset(); }
   // The bound compute type; float32 when nothing is bound (the plain path).
   ComputeType inference_compute() const;

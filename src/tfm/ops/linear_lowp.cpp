@@ -5,6 +5,7 @@
 #include "tfm/core/check.h"
 #include "tfm/core/device_copy.h"
 #include "tfm/ops/cpu/lowp_matmul_cpu.h"
+#include "tfm/ops/embedding.h"
 #ifdef TFM_WITH_CUDA
 #include "tfm/ops/cuda/elementwise.h"
 #include "tfm/ops/cuda/gemm.h"
@@ -15,10 +16,11 @@ namespace tfm {
 
 // A weight prepared on cuda. bf16: w (N, K) bf16. int8: w (int8_padded(N), int8_padded(K)) s8
 // with zeros in the padding, and the per-channel scales (N) f32 and column sums (N) s32, all
-// on the device; the scales also on the host for scales().
+// on the device; the scales also on the host for scales(). rows: int8 prepared with `lookups`,
+// q · scale (N, K) f32 on the device, what lookups of a tied table read.
 struct DeviceLowpWeights {
   int64_t n = 0, k = 0;
-  Tensor w, scales, sums;
+  Tensor w, scales, sums, rows;
   std::vector<float> host_scales;
   size_t bytes = 0;
 };
@@ -37,7 +39,8 @@ Tensor upload(const Shape& shape, DType dtype, const void* data) {
   return to_device(h, Device::cuda);
 }
 
-std::shared_ptr<const DeviceLowpWeights> prepare_on_device(const Tensor& w, ComputeType t) {
+std::shared_ptr<const DeviceLowpWeights> prepare_on_device(const Tensor& w, ComputeType t,
+                                                           bool lookups) {
   auto d = std::make_shared<DeviceLowpWeights>();
   d->n = w.size(0);
   d->k = w.size(1);
@@ -57,6 +60,13 @@ std::shared_ptr<const DeviceLowpWeights> prepare_on_device(const Tensor& w, Comp
     d->w = upload({np, kp}, DType::i8, padded.data());
     d->scales = upload({n}, DType::f32, d->host_scales.data());
     d->sums = upload({n}, DType::i32, sums.data());
+    if (lookups) {
+      std::vector<float> rows(static_cast<size_t>(n * k));
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < k; ++c)
+          rows[r * k + c] = static_cast<float>(q[r * k + c]) * d->host_scales[r];
+      d->rows = upload({n, k}, DType::f32, rows.data());
+    }
   }
   d->bytes = d->w.nbytes() + (d->scales.defined() ? d->scales.nbytes() + d->sums.nbytes() : 0);
   return d;
@@ -81,7 +91,7 @@ void device_linear(int64_t rows, const Tensor& x, const DeviceLowpWeights& d, Co
 
 }  // namespace
 
-LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision, bool sequences)
+LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision, bool sequences, bool lookups)
     : precision_(precision) {
   TFM_CHECK(weight.defined() && weight.dim() == 2 && weight.dtype() == DType::f32)
       << "LowpWeight: expected an f32 weight (out, in), got " << describe_or_undefined(weight);
@@ -94,11 +104,12 @@ LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision, bool sequenc
         << "LowpWeight: fp32 on " << device_name(weight.device())
         << " multiplies the parameters themselves; nothing to prepare";
 #ifdef TFM_WITH_CUDA
-    device_ = prepare_on_device(w, kind);
+    device_ = prepare_on_device(w, kind, lookups);
     return;
 #endif
   }
-  packed_ = cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>(), sequences);
+  packed_ =
+      cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>(), sequences, lookups);
 }
 
 int64_t LowpWeight::out_features() const {
@@ -109,6 +120,9 @@ int64_t LowpWeight::in_features() const {
 }
 size_t LowpWeight::bytes() const {
   return device_ ? device_->bytes : packed_->bytes;
+}
+size_t LowpWeight::lookup_bytes() const {
+  return device_ ? (device_->rows.defined() ? device_->rows.nbytes() : 0) : packed_->rows_bytes;
 }
 const std::vector<float>& LowpWeight::scales() const {
   return device_ ? device_->host_scales : packed_->scales;
@@ -158,11 +172,21 @@ Tensor linear_lowp(const Tensor& x_in, const LowpWeight& w, const Tensor& b_in, 
 }
 
 Tensor lowp_weight_rows(const Tensor& ids_in, const LowpWeight& w) {
-  TFM_CHECK(w.precision() == ComputeType::float32 && w.device() == Device::cpu)
-      << "lowp_weight_rows: rows are kept exactly only by an fp32 weight packed on the CPU, not "
-      << compute_type_name(w.precision()) << " on " << device_name(w.device());
-  TFM_CHECK(ids_in.defined() && ids_in.dtype() == DType::i32 && ids_in.device() == Device::cpu)
-      << "lowp_weight_rows: ids must be i32 on the CPU, got " << describe_or_undefined(ids_in);
+  const Device device = w.device();
+  TFM_CHECK(w.precision() == ComputeType::int8 ||
+            (w.precision() == ComputeType::float32 && device == Device::cpu))
+      << "lowp_weight_rows: embedding lookups read fp32 weights packed on the CPU and int8 ones, "
+      << "not " << compute_type_name(w.precision()) << " on " << device_name(device);
+  TFM_CHECK(ids_in.defined() && ids_in.dtype() == DType::i32 && ids_in.device() == device)
+      << "lowp_weight_rows: ids must be i32 on " << device_name(device) << ", where the weight "
+      << "was prepared, got " << describe_or_undefined(ids_in);
+#ifdef TFM_WITH_CUDA
+  if (device == Device::cuda) {
+    TFM_CHECK(w.device_weights().rows.defined())
+        << "lowp_weight_rows: this int8 weight on cuda was prepared without lookups";
+    return embedding(ids_in, w.device_weights().rows);
+  }
+#endif
   const Tensor ids = ids_in.contiguous();
   const int64_t n = ids.numel(), v = w.out_features();
   const int32_t* id = ids.data<int32_t>();
@@ -173,7 +197,7 @@ Tensor lowp_weight_rows(const Tensor& ids_in, const LowpWeight& w) {
   Shape out_shape = ids.shape();
   out_shape.push_back(w.in_features());
   Tensor out = Tensor::empty(out_shape);
-  cpu::packed_f32_rows(n, id, w.packed().f32, out.data<float>());
+  cpu::packed_weight_rows(n, id, w.packed(), out.data<float>());
   return out;
 }
 

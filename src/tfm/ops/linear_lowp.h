@@ -27,12 +27,19 @@ class LowpWeight {
   // AVX512-BF16 (ops/cpu/lowp_matmul_cpu.h). A weight on cuda is prepared there for bf16 (the
   // CPU's rounding) or int8 (quantised on the host as the CPU quantises, zero-padded for the
   // tensor cores); fp32 on cuda is an error (the parameters' own GEMMs are the fp32 path there).
-  LowpWeight(const Tensor& weight, ComputeType precision, bool sequences = false);
+  // `lookups`: the weight is also a tied embedding table, read by lowp_weight_rows (int8 then
+  // keeps what its packed layout cannot give back: q row-major beside oneDNN's layout, the
+  // dequantised rows on cuda).
+  LowpWeight(const Tensor& weight, ComputeType precision, bool sequences = false,
+             bool lookups = false);
   ComputeType precision() const { return precision_; }
   Device device() const { return device_ ? Device::cuda : Device::cpu; }
   int64_t out_features() const;
   int64_t in_features() const;
   size_t bytes() const;  // of the packed copy (the only one kept)
+  // Of what `lookups` keeps beside it (0 where the packed copy gives the rows back), a block of
+  // its own.
+  size_t lookup_bytes() const;
   // int8: the quantisation scale of each output channel, max|w[n, :]| / 127 (empty for bf16).
   const std::vector<float>& scales() const;
   const cpu::PackedWeights& packed() const;         // a CPU weight's
@@ -51,10 +58,12 @@ class LowpWeight {
 Tensor linear_lowp(const Tensor& x, const LowpWeight& w, const Tensor& bias = Tensor(),
                    Activation act = Activation::none);
 
-// Rows of an fp32 weight packed on the CPU, as an embedding lookup of it: ids i32 (...) ->
-// (..., in) f32, bitwise the rows the weight was made from. For a tied embedding table whose only
-// copy is the output projection's (Transformer::bind_inference without keep_f32). An id outside
-// [0, out) is an error naming it.
+// Rows of a prepared weight as an embedding lookup of it: ids i32 (...) on w's device -> (..., in)
+// f32. fp32 packed on the CPU: bitwise the rows the weight was made from; int8 (the CPU's, or one
+// prepared on cuda with `lookups`): the quantised rows dequantised, q · scale, as CTranslate2's
+// int8 embeddings are. For a tied embedding table whose lookups follow the output projection's
+// binding (Transformer::bind_inference). bf16 is refused. An id outside [0, out) is an error
+// naming it.
 Tensor lowp_weight_rows(const Tensor& ids, const LowpWeight& w);
 
 }  // namespace tfm

@@ -122,7 +122,8 @@ void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* s
 }
 
 std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, int64_t k,
-                                                  const float* w, bool sequences) {
+                                                  const float* w, bool sequences,
+                                                  bool lookups) {
   check_pack_args(kind, n, k);
   auto packed = std::make_shared<PackedWeights>();
   packed->kind = kind;
@@ -154,6 +155,11 @@ std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, i
       if (cpu_has_vnni()) {
         packed->onednn = pack_s8_matmul_weights(n, k, q.data());
         packed->bytes = packed->onednn.bytes;
+        if (lookups) {
+          packed->rows_bytes = q.size();
+          packed->rows_s8 = std::static_pointer_cast<int8_t>(cpu_allocator().allocate(q.size()));
+          std::memcpy(packed->rows_s8.get(), q.data(), q.size());
+        }
       } else {
         packed->int8 = pack_int8(n, k, q.data());
         packed->bytes = packed->int8.bytes;
@@ -164,6 +170,23 @@ std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, i
       TFM_FAIL() << "pack_weights: resolve the compute type first";
   }
   return packed;
+}
+
+void packed_weight_rows(int64_t m, const int32_t* ids, const PackedWeights& w, float* out) {
+  if (w.kind == ComputeType::float32) return packed_f32_rows(m, ids, w.f32, out);
+  TFM_CHECK(w.kind == ComputeType::int8 && (w.int8.data || w.rows_s8))
+      << "packed_weight_rows: an embedding lookup reads fp32 weights, and int8 ones packed for "
+      << "lookups, not " << compute_type_name(w.kind)
+      << (w.kind == ComputeType::int8 ? " in oneDNN's layout without lookups" : "");
+  if (w.int8.data) return packed_int8_rows(m, ids, w.int8, w.scales.data(), out);
+  const int64_t k = w.k;
+  parallel_for(m, std::max<int64_t>(1, (int64_t{1} << 14) / k), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int8_t* q = w.rows_s8.get() + ids[r] * k;
+      const float s = w.scales[static_cast<size_t>(ids[r])];
+      for (int64_t c = 0; c < k; ++c) out[r * k + c] = static_cast<float>(q[c]) * s;
+    }
+  });
 }
 
 void lowp_linear_forward(int64_t m, const float* x, const PackedWeights& w, const float* bias,

@@ -33,6 +33,11 @@ struct PackedWeights {
   OnednnWeights onednn;          // int8 with VNNI; bf16 for whole sequences with AVX512-BF16
   std::vector<float> scales;     // int8: (N) max|w[n, :]| / 127
   std::vector<int32_t> sums;     // int8: (N) Σ_k q[n, k]
+  // int8 in oneDNN's layout, packed with `lookups`: q (N, K) row-major, for packed_weight_rows
+  // (tfm's own int8 panels give the rows back themselves; oneDNN's blocked layout does not). Its
+  // bytes are not in `bytes`: a block of its own.
+  std::shared_ptr<int8_t> rows_s8;
+  size_t rows_bytes = 0;
 };
 
 // Converts w f32 (N, K) once for `kind` (float32, bfloat16 or int8). f32 keeps the values and
@@ -42,8 +47,17 @@ struct PackedWeights {
 // values), hundreds of rows a call: bf16 then takes oneDNN's blocked layout and kernel where the
 // CPU has AVX512-BF16, as fp32 takes oneDNN's GEMM for those layers; the few-row products of
 // decoding steps stay on tfm's panels. Still one packed copy of the weight.
+// `lookups`: the weight is also a tied embedding table whose rows packed_weight_rows reads (int8
+// in oneDNN's layout then keeps q row-major too).
 std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, int64_t k,
-                                                  const float* w, bool sequences = false);
+                                                  const float* w, bool sequences = false,
+                                                  bool lookups = false);
+
+// out (M, K) = the rows ids[0..M) of w as an embedding lookup sees them (ids trusted, in
+// [0, N)): fp32, the values pack_weights was given (bitwise); int8, the quantised rows
+// dequantised, q · scale (CTranslate2's int8 embeddings). bf16, and int8 in oneDNN's layout
+// packed without `lookups`, are errors.
+void packed_weight_rows(int64_t m, const int32_t* ids, const PackedWeights& w, float* out);
 
 // y (M, N) = post(x (M, K) · wᵀ + bias), at every row count. f32 on tfm's panels
 // (packed_f32_cpu.h). bf16: x is rounded to bf16, products accumulate in f32, on tfm's panels

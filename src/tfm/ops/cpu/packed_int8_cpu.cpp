@@ -163,6 +163,25 @@ PackedInt8 pack_int8(int64_t n, int64_t k, const int8_t* q) {
   return packed;
 }
 
+void packed_int8_rows(int64_t m, const int32_t* ids, const PackedInt8& w, const float* scales,
+                      float* out) {
+  const int64_t k = w.k, pairs = (k + 1) / 2;
+  const uint16_t* data = w.data.get();
+  parallel_for(m, std::max<int64_t>(1, (int64_t{1} << 14) / k), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t id = ids[r];
+      const uint16_t* col = data + (id / kNR) * pairs * kNR + id % kNR;  // channel id's pairs
+      const float s = scales[id];
+      float* row = out + r * k;
+      for (int64_t q = 0; q < k; ++q) {
+        const uint16_t pair = col[(q / 2) * kNR];
+        const auto v = static_cast<int8_t>(q % 2 == 0 ? pair & 0xff : pair >> 8);
+        row[q] = static_cast<float>(v) * s;
+      }
+    }
+  });
+}
+
 void packed_int8_linear_forward(int64_t m, const float* x, const PackedInt8& w, const float* scales,
                                 const int32_t* sums, const float* bias, Activation post, float* y) {
   TFM_CHECK(m >= 0) << "packed_int8_linear_forward: negative row count " << m;

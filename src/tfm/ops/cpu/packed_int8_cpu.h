@@ -32,6 +32,12 @@ void quantize_weights_s8(int64_t n, int64_t k, const float* w, int8_t* q, float*
 // Packs q (N, K) s8, as quantize_weights_s8 made it.
 PackedInt8 pack_int8(int64_t n, int64_t k, const int8_t* q);
 
+// out (M, K) = rows ids[0..M) of the quantised weight, dequantised: q[id, k] · scales[id] (f32),
+// gathered from the panels. Ids are trusted (in [0, N)). For a tied embedding table whose lookups
+// read the int8 output projection (CTranslate2's int8 embeddings are the same q · scale).
+void packed_int8_rows(int64_t m, const int32_t* ids, const PackedInt8& w, const float* scales,
+                      float* out);
+
 // y (M, N) = post(sx[i] · sw[j] · (Σ_k qx[i, k] · qw[j, k] − zx[i] · sums[j]) + bias[j]), with x
 // quantised per row as quantize_rows_u8 does (lowp_matmul_cpu.h) and s32 sums that are exact:
 // the same function as the oneDNN int8 path on a VNNI CPU. bias (N) may be null.
