@@ -176,6 +176,46 @@ TEST(KVCache, ReordersAcrossGrowthKeepEveryRowsHistory) {
   EXPECT_EQ(caps, (std::vector<int64_t>{32, 64, 70}));
 }
 
+// Rows that finish leave the batch (a reorder to fewer rows, some repeated, as beams share
+// ancestors): the next growth gives the new buffers only the rows in use, each row's history
+// gathered into its own row, and every row's history stays what it was.
+TEST(KVCache, GrowthAfterRowsFinishKeepsOnlyTheRowsInUse) {
+  nn::KVCache cache;
+  const int64_t C = 4, steps = 70;
+  const std::vector<std::pair<int64_t, std::vector<int64_t>>> finish = {
+      {20, {4, 1, 1, 3}}, {40, {3, 0}}, {50, {1}}};
+  int64_t B = 6;
+  Tensor want_k, want_v;
+  std::vector<std::pair<int64_t, int64_t>> grown;  // (capacity, buffer rows in use) at growths
+  for (int64_t step = 0; step < steps; ++step) {
+    for (const auto& [at, rows] : finish) {
+      if (at != step) continue;
+      cache.reorder(rows);
+      std::vector<Tensor> pk, pv;
+      for (int64_t r : rows) {
+        pk.push_back(narrow(want_k, 0, r, 1));
+        pv.push_back(narrow(want_v, 0, r, 1));
+      }
+      want_k = concat(pk, 0).contiguous();
+      want_v = concat(pv, 0).contiguous();
+      B = static_cast<int64_t>(rows.size());
+    }
+    const int64_t cap = cache.capacity();
+    const Tensor k = testing::random_tensor({B, 1, C}, DType::f32, 900 + step);
+    const Tensor v = testing::random_tensor({B, 1, C}, DType::f32, 1100 + step);
+    cache.append(k, v, steps);
+    want_k = step == 0 ? k : reference_concat({want_k, k});
+    want_v = step == 0 ? v : reference_concat({want_v, v});
+    if (cache.capacity() != cap) grown.emplace_back(cache.capacity(), cache.k.size(0));
+    const auto [got_k, got_v] = cache.rows_in_order();
+    ASSERT_TRUE(testing::bitwise_equal(got_k.contiguous(), want_k)) << "step " << step;
+    ASSERT_TRUE(testing::bitwise_equal(got_v.contiguous(), want_v)) << "step " << step;
+  }
+  // The first buffers hold the 6 rows; the growth at step 32, after the batch fell to 4 rows at
+  // step 20, keeps 4; the one at step 64 (to the reserve, 70) keeps 1.
+  EXPECT_EQ(grown, (std::vector<std::pair<int64_t, int64_t>>{{32, 6}, {64, 4}, {70, 1}}));
+}
+
 // The attention of a cache with slots (decode kernel and general kernel) equals the attention of
 // its rows in order, bitwise for the decode kernel.
 TEST(KVCache, AttentionOverSlotsEqualsRowsInOrder) {

@@ -30,13 +30,30 @@ void KVCache::reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dt
                               Device device) {
   const bool fits = k_buf_.defined() && rows <= k_buf_.size(0) && cap <= k_buf_.size(1);
   if (fits) return;
-  rows = std::max(rows, k_buf_.defined() ? k_buf_.size(0) : int64_t{0});
-  cap = std::max(cap, capacity());
   const int64_t len = length();
+  // Growing in length while fewer rows remain than the buffers hold (sentences finished): the
+  // new buffers hold only the rows in use, each row's history gathered into its own row, so a
+  // batch whose rows end keeps no room for them.
+  const bool compact = len > 0 && cap > capacity() && rows < k_buf_.size(0);
+  if (!compact) rows = std::max(rows, k_buf_.defined() ? k_buf_.size(0) : int64_t{0});
+  cap = std::max(cap, capacity());
   Tensor kb = Tensor::empty({rows, cap, width}, dtype, device);
   Tensor vb = Tensor::empty({rows, cap, width}, dtype, device);
   Tensor sb = Tensor::empty({rows, cap, 1}, DType::i32, device);
-  if (len > 0) {  // k spans the buffer rows in use, slots the rows
+  std::vector<int32_t> ids(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  Tensor row_ids = to_device(Tensor::from_vector<int32_t>({rows, 1, 1}, ids), device);
+  if (compact) {  // position p of row i from buffer row slots[i, p]
+    const HostView<int32_t> s = to_host<int32_t>(slots.contiguous());  // (B, L)
+    const int64_t held = k.size(0);
+    std::vector<int64_t> from(static_cast<size_t>(rows));
+    for (int64_t p = 0; p < len; ++p) {
+      for (int64_t i = 0; i < rows; ++i) from[static_cast<size_t>(i)] = s[i * len + p];
+      copy_rows(window_of(k_buf_, held, p, 1), &from, window_of(kb, rows, p, 1));
+      copy_rows(window_of(v_buf_, held, p, 1), &from, window_of(vb, rows, p, 1));
+      copy_rows(row_ids, nullptr, window_of(sb, rows, p, 1));
+    }
+  } else if (len > 0) {  // k spans the buffer rows in use, slots the rows
     const int64_t held = k.size(0), b = slots.size(0);
     copy_rows(view_of(k_buf_, held, len), nullptr, view_of(kb, held, len));
     copy_rows(view_of(v_buf_, held, len), nullptr, view_of(vb, held, len));
@@ -46,9 +63,8 @@ void KVCache::reserve_buffers(int64_t rows, int64_t cap, int64_t width, DType dt
   v_buf_ = vb;
   slot_buf_ = sb;
   slot_spare_ = Tensor::empty({rows, cap, 1}, DType::i32, device);
-  std::vector<int32_t> ids(static_cast<size_t>(rows));
-  for (int64_t i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  row_ids_ = to_device(Tensor::from_vector<int32_t>({rows, 1, 1}, ids), device);
+  row_ids_ = row_ids;
+  if (compact) set_views(rows, rows, len);
 }
 
 void KVCache::set_views(int64_t held, int64_t rows, int64_t len) {
@@ -77,8 +93,6 @@ void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t res
       << " must be the same (B, t, C)";
   const int64_t b = k_new.size(0), t = k_new.size(1), width = k_new.size(2);
   const int64_t len = length();
-  // Buffer rows in use after this step: every row a slot names (all of k's), and those written.
-  const int64_t held = std::max(b, len > 0 ? k.size(0) : int64_t{0});
   if (len > 0)
     TFM_CHECK(b == batch() && width == k.size(2) && k_new.dtype() == k.dtype())
         << "KVCache::append: cache holds " << k.describe() << " for " << batch()
@@ -90,6 +104,9 @@ void KVCache::append(const Tensor& k_new_in, const Tensor& v_new_in, int64_t res
     if (reserve >= len + t) grown = std::min(grown, reserve);
   }
   reserve_buffers(b, grown, width, k_new.dtype(), k_new.device());
+  // Buffer rows in use after this step: every row a slot names (all of k's, after a growth that
+  // compacted them), and those written.
+  const int64_t held = std::max(b, len > 0 ? k.size(0) : int64_t{0});
   copy_rows(k_new, nullptr, window_of(k_buf_, b, len, t));
   copy_rows(v_new, nullptr, window_of(v_buf_, b, len, t));
   for (int64_t p = len; p < len + t; ++p)  // row i's new positions are in buffer row i
