@@ -1,6 +1,10 @@
 #include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "support/test_util.h"
 #include "tfm/core/allocator.h"
@@ -174,27 +178,75 @@ TEST(Allocator, DefaultCacheLimitFollowsPeakUse) {
   }
 }
 
-// A decoding process: the weights in use at mark_resident do not count as room for the cache;
-// the peak of what is allocated after does, above the floor; an explicit limit still wins.
-TEST(Allocator, ResidentBytesDoNotSizeTheCache) {
+// A decoding process: after mark_resident the tensors' memory, in use and cached, stays within
+// the peak in use since the mark plus a sixteenth of the working set, whatever sizes come and go;
+// a request takes a cached block up to twice its size; an explicit limit replaces the rule.
+TEST(Allocator, DecodingKeepsTheTensorsWithinTheirPeak) {
   CpuCachingAllocator a;
-  auto weights = a.allocate(size_t{300} << 20);
+  auto weights = a.allocate(size_t{300} << 20);  // mapped, never touched
   EXPECT_GE(a.cache_limit(), size_t{300} << 20);  // the training rule: the peak in use
   a.mark_resident();
-  EXPECT_EQ(a.cache_limit(), CachingAllocator::kDecodeCacheFloor);
+  const size_t resident = a.stats().in_use_bytes;
+  EXPECT_EQ(a.cache_limit(), 0u);  // nothing in use beyond the weights yet: no room
   const size_t step = size_t{40} << 20;
-  a.allocate(step);  // a step's tensors, freed at once
-  EXPECT_EQ(a.cache_limit(), CpuCachingAllocator::size_class(step));
-  // Blocks of ever new sizes, each freed at once: the cache stays within the working set.
+  { auto s = a.allocate(step); }  // a step's tensors, freed at once
+  const size_t peak = resident + CpuCachingAllocator::size_class(step);
+  const size_t bound = peak + CpuCachingAllocator::size_class(step) / 16;
+  EXPECT_EQ(a.cache_limit(), bound - resident);
+  // Blocks of ever new sizes, a few held at once: in use and cached never pass the bound of the
+  // peak so far (the peak since the mark: the weights were allocated first).
+  std::vector<std::shared_ptr<void>> held;
+  size_t freed = 0;
   for (size_t i = 0; i < 64; ++i) {
-    const size_t bytes = (size_t{1} << 20) + i * (size_t{128} << 10);
-    a.allocate(bytes);
-    EXPECT_LE(a.stats().cached_bytes,
-              CpuCachingAllocator::size_class(step) + CpuCachingAllocator::size_class(bytes));
+    const size_t bytes = (size_t{1} << 20) + i * (size_t{300} << 10);
+    held.push_back(a.allocate(bytes));
+    if (held.size() > 3) held.erase(held.begin()), freed += bytes;
+    const AllocatorStats s = a.stats();
+    EXPECT_LE(s.in_use_bytes + s.cached_bytes,
+              s.peak_in_use_bytes + (s.peak_in_use_bytes - resident) / 16)
+        << i;
   }
   EXPECT_GT(a.stats().trims, 0u);
+  EXPECT_GT(freed, a.stats().peak_in_use_bytes - resident);  // more came and went than it holds
+  held.clear();
+  // A request half the size of the only cached block takes it; a third of it does not.
+  a.empty_cache();
+  { auto b = a.allocate(size_t{4} << 20); }
+  const uint64_t allocs = a.stats().system_allocs;
+  { auto b = a.allocate(size_t{2} << 20); }
+  EXPECT_EQ(a.stats().system_allocs, allocs);
+  { auto b = a.allocate(size_t{1} << 20); }
+  EXPECT_EQ(a.stats().system_allocs, allocs + 1);
   a.set_cache_limit(size_t{1} << 20);
   EXPECT_EQ(a.cache_limit(), size_t{1} << 20);
+}
+
+// Statm's resident pages of this process, in bytes.
+size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Blocks given back go back to the system, even where glibc's malloc would keep them: once a
+// 4 MiB block has been freed, glibc serves blocks up to 4 MiB from its heap, and heap memory below
+// a live block stays resident after free.
+TEST(Allocator, BlocksGivenBackLeaveTheProcess) {
+  CpuCachingAllocator a;
+  { auto big = a.allocate(size_t{4} << 20); }
+  a.empty_cache();
+  std::vector<std::shared_ptr<void>> blocks;
+  for (int i = 0; i < 16; ++i) {
+    blocks.push_back(a.allocate(size_t{2} << 20));
+    std::memset(blocks.back().get(), 1, size_t{2} << 20);
+  }
+  auto above = a.allocate(CpuCachingAllocator::kMapBytes);  // a live block after them
+  std::memset(above.get(), 1, CpuCachingAllocator::kMapBytes);
+  const size_t before = resident_bytes();
+  blocks.clear();
+  a.empty_cache();
+  EXPECT_GT(before, resident_bytes() + (size_t{24} << 20));  // of the 32 MiB freed
 }
 
 TEST(Allocator, ConcurrentUseKeepsStatsConsistent) {

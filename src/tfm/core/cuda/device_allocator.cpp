@@ -29,7 +29,7 @@ void* CudaCachingAllocator::system_alloc(size_t bytes) {
   return p;
 }
 
-void CudaCachingAllocator::system_free(void* p) noexcept {
+void CudaCachingAllocator::system_free(void* p, size_t) noexcept {
   // cudaFree can only fail here if the context is already broken; the block is lost either way.
   (void)cudaFree(p);
 }

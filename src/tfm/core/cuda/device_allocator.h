@@ -29,7 +29,7 @@ class CudaCachingAllocator final : public CachingAllocator {
  private:
   size_t class_of(size_t bytes) const override { return size_class(bytes); }
   void* system_alloc(size_t bytes) override;  // cudaMalloc; nullptr on out of memory
-  void system_free(void* p) noexcept override;
+  void system_free(void* p, size_t bytes) noexcept override;
 };
 
 // The process-wide device allocator (device 0). Throws "no CUDA device: ..." without one.
