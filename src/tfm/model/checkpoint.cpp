@@ -285,7 +285,7 @@ std::unique_ptr<Transformer> inference_model_from_weights(const ModelConfig& con
       model->bind_weight(b->second, w);
     } else {
       Tensor* p = by_name.at(name);
-      if (!p->defined()) {  // a weight the binding keeps (the tied table in bf16 or int8)
+      if (!p->defined()) {  // a weight the binding keeps (the tied table in bf16)
         *p = Tensor::empty(w.shape());
         p->set_requires_grad(true);
       }
