@@ -183,7 +183,7 @@ TEST(Allocator, DefaultCacheLimitFollowsPeakUse) {
 // a request takes a cached block up to twice its size; an explicit limit replaces the rule.
 TEST(Allocator, DecodingKeepsTheTensorsWithinTheirPeak) {
   CpuCachingAllocator a;
-  auto weights = a.allocate(size_t{300} << 20);  // mapped, never touched
+  auto weights = a.allocate(size_t{300} << 20);   // mapped, never touched
   EXPECT_GE(a.cache_limit(), size_t{300} << 20);  // the training rule: the peak in use
   a.mark_resident();
   const size_t resident = a.stats().in_use_bytes;

@@ -137,9 +137,9 @@ TEST(ModelPrecision, Int8LookupsOfATiedTableAreItsQuantisedRows) {
     // An fp32 output projection: lookups read the f32 table again.
     model.bind_inference(ComputeType::int8, ComputeType::float32);
     dequantised.bind_inference(ComputeType::int8, ComputeType::float32);
-    EXPECT_GT(testing::max_abs_diff(model.forward(b.src, b.trg_in),
-                                    dequantised.forward(b.src, b.trg_in)),
-              0.0);
+    EXPECT_GT(
+        testing::max_abs_diff(model.forward(b.src, b.trg_in), dequantised.forward(b.src, b.trg_in)),
+        0.0);
   }
 }
 

@@ -273,8 +273,7 @@ TEST(LinearLowp, PanelRowsAreTheEmbeddingLookupOfTheWeight) {
   EXPECT_TRUE(testing::bitwise_equal(lowp_weight_rows(ids, packed), embedding(ids, w)));
   EXPECT_TFM_ERROR(lowp_weight_rows(Tensor::from_vector<int32_t>({2}, {3, 101}), packed),
                    "id 101 at flat position 1");
-  EXPECT_TFM_ERROR(lowp_weight_rows(ids, LowpWeight(w, ComputeType::bfloat16)),
-                   "not bf16 on cpu");
+  EXPECT_TFM_ERROR(lowp_weight_rows(ids, LowpWeight(w, ComputeType::bfloat16)), "not bf16 on cpu");
 }
 
 // int8 rows are the quantised weight dequantised, q · scale, the quantisation composed by hand

@@ -89,7 +89,8 @@ void CachingAllocator::release(void* p, size_t cls) {
 }
 
 size_t CachingAllocator::decode_bound_locked() const {
-  const size_t working = peak_since_mark_ > resident_bytes_ ? peak_since_mark_ - resident_bytes_ : 0;
+  const size_t working =
+      peak_since_mark_ > resident_bytes_ ? peak_since_mark_ - resident_bytes_ : 0;
   return peak_since_mark_ + working / kDecodeSlackDivisor;
 }
 

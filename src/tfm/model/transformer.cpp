@@ -182,8 +182,8 @@ std::vector<Transformer::WeightBinding> Transformer::weight_bindings(
   // The tied weight is the embedding table, whose lookups then read the binding where it gives
   // them back (lookups_read_binding): fp32 panels on the CPU (the same values) and int8 (the
   // quantised rows, as CTranslate2's int8 embeddings). bf16 keeps the f32 table for lookups.
-  const bool replaces = c_.tie_output ? lookups_read_binding(o, d)
-                                      : nn::Linear::binding_replaces_weight(o, d);
+  const bool replaces =
+      c_.tie_output ? lookups_read_binding(o, d) : nn::Linear::binding_replaces_weight(o, d);
   out.push_back({names.at(w), w, {c_.trg_vocab_size, c_.d_model}, o, replaces, nullptr, false});
   return out;
 }

@@ -108,8 +108,7 @@ LowpWeight::LowpWeight(const Tensor& weight, ComputeType precision, bool sequenc
     return;
 #endif
   }
-  packed_ =
-      cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>(), sequences, lookups);
+  packed_ = cpu::pack_weights(kind, w.size(0), w.size(1), w.data<float>(), sequences, lookups);
 }
 
 int64_t LowpWeight::out_features() const {

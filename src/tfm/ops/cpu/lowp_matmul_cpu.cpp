@@ -122,8 +122,7 @@ void quantize_rows_u8(int64_t m, int64_t k, const float* x, uint8_t* q, float* s
 }
 
 std::shared_ptr<const PackedWeights> pack_weights(ComputeType kind, int64_t n, int64_t k,
-                                                  const float* w, bool sequences,
-                                                  bool lookups) {
+                                                  const float* w, bool sequences, bool lookups) {
   check_pack_args(kind, n, k);
   auto packed = std::make_shared<PackedWeights>();
   packed->kind = kind;

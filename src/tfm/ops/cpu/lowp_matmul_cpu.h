@@ -26,13 +26,13 @@ namespace tfm::cpu {
 struct PackedWeights {
   ComputeType kind;
   int64_t n = 0, k = 0;
-  size_t bytes = 0;              // of the packed copy
-  PackedF32 f32;                 // float32
-  PackedBf16 bf16;               // bfloat16
-  PackedInt8 int8;               // int8 without VNNI
-  OnednnWeights onednn;          // int8 with VNNI; bf16 for whole sequences with AVX512-BF16
-  std::vector<float> scales;     // int8: (N) max|w[n, :]| / 127
-  std::vector<int32_t> sums;     // int8: (N) Σ_k q[n, k]
+  size_t bytes = 0;           // of the packed copy
+  PackedF32 f32;              // float32
+  PackedBf16 bf16;            // bfloat16
+  PackedInt8 int8;            // int8 without VNNI
+  OnednnWeights onednn;       // int8 with VNNI; bf16 for whole sequences with AVX512-BF16
+  std::vector<float> scales;  // int8: (N) max|w[n, :]| / 127
+  std::vector<int32_t> sums;  // int8: (N) Σ_k q[n, k]
   // int8 in oneDNN's layout, packed with `lookups`: q (N, K) row-major, for packed_weight_rows
   // (tfm's own int8 panels give the rows back themselves; oneDNN's blocked layout does not). Its
   // bytes are not in `bytes`: a block of its own.
