@@ -18,50 +18,41 @@ void count(benchmark::State& st) {
                                                      benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Each: kChains accumulators of different values (equal ones would be computed once), kRounds
-// rounds an iteration; `w` is hidden from the compiler each round (the empty asm) so that it can
-// neither fold nor hoist the chains.
-void BM_vfmadd231ps(benchmark::State& st) {
-  __m256 acc[kChains], w = _mm256_set1_ps(0.999f);
-  const __m256 half = _mm256_set1_ps(0.5f);
+// kChains accumulators of different values (equal ones would be computed once, init(i)), kRounds
+// rounds an iteration of a = op(a, w); `w` is hidden from the compiler each round (the empty asm)
+// so that it can neither fold nor hoist the chains.
+template <typename V, typename Init, typename Op>
+void chains(benchmark::State& st, V w, Init init, Op op) {
+  V acc[kChains];
   for (auto _ : st) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+    for (int i = 0; i < kChains; ++i) acc[i] = init(i);
     for (int r = 0; r < kRounds; ++r) {
 #pragma GCC unroll 12
-      for (__m256& a : acc) a = _mm256_fmadd_ps(a, w, half);
+      for (V& a : acc) a = op(a, w);
       asm volatile("" : "+x"(w));
     }
-    for (__m256& a : acc) benchmark::DoNotOptimize(a);
+    for (V& a : acc) benchmark::DoNotOptimize(a);
   }
   count(st);
+}
+
+void BM_vfmadd231ps(benchmark::State& st) {
+  const __m256 half = _mm256_set1_ps(0.5f);
+  chains(
+      st, _mm256_set1_ps(0.999f), [](int i) { return _mm256_set1_ps(static_cast<float>(i)); },
+      [&](__m256 a, __m256 w) { return _mm256_fmadd_ps(a, w, half); });
 }
 
 void BM_vpmaddwd(benchmark::State& st) {
-  __m256i acc[kChains], w = _mm256_set1_epi16(3);
-  for (auto _ : st) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi16(static_cast<int16_t>(i));
-    for (int r = 0; r < kRounds; ++r) {
-#pragma GCC unroll 12
-      for (__m256i& a : acc) a = _mm256_madd_epi16(a, w);
-      asm volatile("" : "+x"(w));
-    }
-    for (__m256i& a : acc) benchmark::DoNotOptimize(a);
-  }
-  count(st);
+  chains(
+      st, _mm256_set1_epi16(3), [](int i) { return _mm256_set1_epi16(static_cast<int16_t>(i)); },
+      [](__m256i a, __m256i w) { return _mm256_madd_epi16(a, w); });
 }
 
 void BM_vpmaddubsw(benchmark::State& st) {
-  __m256i acc[kChains], w = _mm256_set1_epi8(3);
-  for (auto _ : st) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi8(static_cast<char>(i));
-    for (int r = 0; r < kRounds; ++r) {
-#pragma GCC unroll 12
-      for (__m256i& a : acc) a = _mm256_maddubs_epi16(a, w);
-      asm volatile("" : "+x"(w));
-    }
-    for (__m256i& a : acc) benchmark::DoNotOptimize(a);
-  }
-  count(st);
+  chains(
+      st, _mm256_set1_epi8(3), [](int i) { return _mm256_set1_epi8(static_cast<char>(i)); },
+      [](__m256i a, __m256i w) { return _mm256_maddubs_epi16(a, w); });
 }
 
 BENCHMARK(BM_vfmadd231ps);

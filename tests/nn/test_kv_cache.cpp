@@ -34,6 +34,14 @@ Tensor reference_concat(const std::vector<Tensor>& chunks) {
   return out;
 }
 
+// Rows `rows` of t along axis 0 (repeats allowed), composed from narrow and concat: what a
+// reorder must leave.
+Tensor gather(const Tensor& t, const std::vector<int64_t>& rows) {
+  std::vector<Tensor> parts;
+  for (int64_t r : rows) parts.push_back(narrow(t, 0, r, 1));
+  return concat(parts, 0).contiguous();
+}
+
 TEST(KVCache, AppendWritesInPlaceWithinTheReservation) {
   nn::KVCache cache;
   std::vector<Tensor> ks, vs;
@@ -81,11 +89,6 @@ TEST(KVCache, ReorderMatchesAGatherAndCopiesNoKeys) {
   Tensor k = testing::random_tensor({4, 5, 6}, DType::f32, 1);
   Tensor v = testing::random_tensor({4, 5, 6}, DType::f32, 2);
   cache.append(k, v, 12);
-  auto gather = [](const Tensor& t, const std::vector<int64_t>& rows) {
-    std::vector<Tensor> parts;
-    for (int64_t r : rows) parts.push_back(narrow(t, 0, r, 1));
-    return concat(parts, 0).contiguous();
-  };
   auto expect_rows = [&](const Tensor& want_k, const Tensor& want_v, const char* what) {
     const auto [got_k, got_v] = cache.rows_in_order();
     EXPECT_TRUE(testing::bitwise_equal(got_k.contiguous(), want_k)) << what;
@@ -155,13 +158,8 @@ TEST(KVCache, ReordersAcrossGrowthKeepEveryRowsHistory) {
     if (step > 0) {
       const std::vector<int64_t> rows = {(step * 2) % B, step % B, 0};
       cache.reorder(rows);
-      std::vector<Tensor> pk, pv;
-      for (int64_t r : rows) {
-        pk.push_back(narrow(want_k, 0, r, 1));
-        pv.push_back(narrow(want_v, 0, r, 1));
-      }
-      want_k = concat(pk, 0).contiguous();
-      want_v = concat(pv, 0).contiguous();
+      want_k = gather(want_k, rows);
+      want_v = gather(want_v, rows);
     }
     const Tensor k = testing::random_tensor({B, 1, C}, DType::f32, 500 + step);
     const Tensor v = testing::random_tensor({B, 1, C}, DType::f32, 700 + step);
@@ -191,13 +189,8 @@ TEST(KVCache, GrowthAfterRowsFinishKeepsOnlyTheRowsInUse) {
     for (const auto& [at, rows] : finish) {
       if (at != step) continue;
       cache.reorder(rows);
-      std::vector<Tensor> pk, pv;
-      for (int64_t r : rows) {
-        pk.push_back(narrow(want_k, 0, r, 1));
-        pv.push_back(narrow(want_v, 0, r, 1));
-      }
-      want_k = concat(pk, 0).contiguous();
-      want_v = concat(pv, 0).contiguous();
+      want_k = gather(want_k, rows);
+      want_v = gather(want_v, rows);
       B = static_cast<int64_t>(rows.size());
     }
     const int64_t cap = cache.capacity();
