@@ -130,10 +130,10 @@ TEST(Softmax, SimdExpIsAccurate) {
 }
 
 // exp_shifted_sum_f64's sum (log-softmax's normaliser, so every search step's scores) in the order
-// it documents, bit for bit: eight lanes, each adding its own terms in order in double; t_i = lane
-// i + lane i + 4; the tail's terms (past the last 8) added one by one, plus ((t0 + t1) + (t2 +
-// t3)). The terms are
-// the exps it stores (Store = true), summed here in that order. Inputs span [-60, 6], so the
+// it documents, bit for bit: eight lanes, each adding its own terms in order in double;
+// t_i = lane i + lane i + 4; the tail's terms (past the last 8) added one by one, plus
+// ((t0 + t1) + (t2 + t3)). The terms are the exps it stores (Store = true), summed here in that
+// order. Inputs span [-60, 6], so the
 // terms span 2^-95 … 1 and a double sum of them is not exact: one chain, or lanes paired i with
 // i + 1 instead of i + 4, differs in the last bits on some of these 56 rows (checked).
 TEST(Softmax, ExpShiftedSumAddsEachLaneInItsDocumentedOrder) {

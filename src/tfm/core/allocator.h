@@ -19,7 +19,8 @@ struct AllocatorStats {
   size_t peak_in_use_bytes = 0;
   size_t cached_bytes = 0;     // returned, kept for reuse
   uint64_t system_allocs = 0;  // calls that reached the system allocator
-  uint64_t trims = 0;          // times the cache was emptied for exceeding its limit
+  // Misses that emptied the cache over its limit, or (decoding) gave cached blocks back.
+  uint64_t trims = 0;
   uint64_t requests = 0;
 };
 

@@ -27,7 +27,8 @@ void top_k_row(const float* row, int64_t v, int64_t k, int32_t* ids, float* vals
   int64_t i = 0;
   for (; i < v && n < k; ++i) offer(static_cast<int32_t>(i));
   // Two ymm compares a block (AVX2 is the library's floor): GCC left the `any |=` loop as 16
-  // scalar compares: 0.94 ns a value against 0.29 (bench_search_steps, V = 8000, Zen 2). NaN compares false, as in offer.
+  // scalar compares: 0.94 ns a value against 0.29 (bench_search_steps, V = 8000, Zen 2). NaN
+  // compares false, as in offer.
   for (; i + kBlock <= v; i += kBlock) {
     const __m256 worst = _mm256_set1_ps(vals[k - 1]);
     const __m256 a = _mm256_cmp_ps(_mm256_loadu_ps(row + i), worst, _CMP_GT_OQ);
