@@ -48,7 +48,7 @@ void BM_packed_f32(benchmark::State& st) {
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"M", "N", "K", "W", "threads"});
   for (int threads : {1, 2}) {
-    for (int m : {8, 32, 128}) {
+    for (int m : {8, 32, 128, 1024}) {
       b->Args({m, 768, 256, 60, threads});
       b->Args({m, 1024, 256, 60, threads});
       b->Args({m, 256, 1024, 60, threads});

@@ -331,13 +331,43 @@ DecoderState Transformer::start(const Tensor& src_in) const {
   const Tensor src = to_device(src_in, device());  // host ids to the model's device
   DecoderState st;
   st.src_mask = padding_mask(src);
-  Tensor memory = encode(src, st.src_mask, nullptr);
   st.layers.resize(decoder_.layers_.size());
-  for (size_t i = 0; i < decoder_.layers_.size(); ++i)
-    st.layers[i].cross = decoder_.layers_[i]->cross_attn_->project(memory);
+  // On the CPU in chunks of similar lengths (model/encode_chunks.h); a GPU wants the batch whole.
+  const std::vector<EncodeChunk> chunks =
+      device() == Device::cpu ? encode_chunks(source_lengths(src, c_.pad_id), kEncodeChunkRows)
+                              : std::vector<EncodeChunk>{};
+  if (chunks.size() > 1) {
+    encode_chunked(src, chunks, st);
+  } else {
+    const Tensor memory = encode(src, st.src_mask, nullptr);
+    for (size_t i = 0; i < decoder_.layers_.size(); ++i)
+      st.layers[i].cross = decoder_.layers_[i]->cross_attn_->project(memory);
+  }
   st.source_of_row.resize(src.size(0));
   for (int64_t b = 0; b < src.size(0); ++b) st.source_of_row[b] = b;
   return st;
+}
+
+void Transformer::encode_chunked(const Tensor& src, const std::vector<EncodeChunk>& chunks,
+                                 DecoderState& st) const {
+  const int64_t b = src.size(0), s = src.size(1);
+  for (const EncodeChunk& chunk : chunks) {
+    const Tensor ids = narrow(index_rows(src, chunk.rows), 1, 0, chunk.length).contiguous();
+    const Tensor memory = encode(ids, padding_mask(ids), nullptr);  // (n, length, C)
+    for (size_t i = 0; i < decoder_.layers_.size(); ++i) {
+      const nn::KVCache part = decoder_.layers_[i]->cross_attn_->project(memory);
+      nn::KVCache& kv = st.layers[i].cross;
+      for (auto [whole, piece] : {std::pair{&kv.k, &part.k}, std::pair{&kv.v, &part.v}}) {
+        if (!whole->defined())
+          *whole = Tensor::zeros({b, s, piece->size(2)}, piece->dtype(), piece->device());
+        for (size_t j = 0; j < chunk.rows.size(); ++j) {  // the row's own positions
+          const auto r = chunk.rows[j], n = static_cast<int64_t>(j), len = chunk.lengths[j];
+          copy_rows(narrow(piece->slice(n, n + 1), 1, 0, len), nullptr,
+                    narrow(whole->slice(r, r + 1), 1, 0, len));
+        }
+      }
+    }
+  }
 }
 
 DecoderState Transformer::start_decoder_only(int64_t batch) const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tfm/model/config.h"
+#include "tfm/model/encode_chunks.h"
 #include "tfm/model/layers.h"
 
 namespace tfm {
@@ -159,6 +160,10 @@ class Transformer : public nn::Module {
   Tensor project(const Tensor& h) const;  // (…, C) -> logits (…, V)
   // encode() with the source padding mask already computed.
   Tensor encode(const Tensor& src, const Tensor& src_mask, AttentionWeights* weights) const;
+  // start()'s cross-attention keys and values of src (B, S), encoded in `chunks` (each row in
+  // one): st.layers[i].cross, (B, S, C) each, zero past a row's length (masked there).
+  void encode_chunked(const Tensor& src, const std::vector<EncodeChunk>& chunks,
+                      DecoderState& st) const;
   const Tensor& trg_table() const { return embed_trg_; }
   const Tensor& src_table() const { return c_.share_embeddings ? embed_trg_ : embed_src_; }
 
