@@ -43,12 +43,12 @@ void BM_packed_f32(benchmark::State& st) {
 }
 
 // Decoding shapes of the `small` (d 256, FFN 1024, 8000 pieces) and `base` (d 512, FFN 2048)
-// models: a step's rows (8–128: shards of greedy and beam search), the fused QKV, FFN up and
-// down, and the vocabulary projection.
+// models: a step's rows (8–128: shards of greedy and beam search) or an encoder chunk's (256:
+// model/encode_chunks.h), the fused QKV, FFN up and down, and the vocabulary projection.
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"M", "N", "K", "W", "threads"});
   for (int threads : {1, 2}) {
-    for (int m : {8, 32, 128, 1024}) {
+    for (int m : {8, 32, 64, 128, 256}) {
       b->Args({m, 768, 256, 60, threads});
       b->Args({m, 1024, 256, 60, threads});
       b->Args({m, 256, 1024, 60, threads});
