@@ -260,12 +260,13 @@ TEST(Search, ShardsAreThreadIndependentAndMatchOneBatch) {
   set_threads(saved);
 }
 
-// The automatic shards: a quarter of the call's sentences, within 16 … 64 rows a step; an
+// The automatic shards: half of the call's sentences, within 16 … 64 rows a step; an
 // explicit size as given. Never the thread count. Results are those of one batch.
 TEST(Search, AutomaticShards) {
   SearchOptions o;  // kAutoShard by default
   EXPECT_EQ(shard_sentences(o, 1000), kShardRows);
-  EXPECT_EQ(shard_sentences(o, 128), 32);
+  EXPECT_EQ(shard_sentences(o, 100), 50);
+  EXPECT_EQ(shard_sentences(o, 60), 30);
   EXPECT_EQ(shard_sentences(o, 32), kShardMinRows);
   EXPECT_EQ(shard_sentences(o, 3), kShardMinRows);
   EXPECT_EQ(shard_sentences(o, 0), kShardMinRows);

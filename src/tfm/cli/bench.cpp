@@ -32,7 +32,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("-b,--beam-size", o.beam_size, "Beam width for --mode beam");
   cmd->add_option(
       "--shard-size", o.shard_size,
-      "Decoding: sentences per shard, shards decoded in parallel (0: one batch; default: a quarter "
+      "Decoding: sentences per shard, shards decoded in parallel (0: one batch; default: half "
       "of the sentences, 16 to 64 rows a step)");
   cmd->add_option("--precision", o.precision,
                   "train: fp32 or bf16 (mixed precision); greedy/beam: fp32, bf16 or int8")
