@@ -29,7 +29,8 @@ Tensor window_of(const Tensor& buf, int64_t rows, int64_t at, int64_t len) {
 // tiles. Rows of a sentence of up to a few hundred tokens find its keys and values in L1/L2,
 // and the row kernel's AVX2 dot products beat the tiles' 64-byte vectors there (Zen 2, `small`,
 // 1 thread: Multi30k's test set, ~16 tokens a sentence, the encoder 1.30 -> 1.18 s; lines of
-// ~530 tokens 3.77 -> 2.43 s); past that the tiles' reuse of each key across 64 queries wins.
+// ~530 tokens 3.77 -> 2.43 s). Longer keys (a document) stay on the tiles, which reuse each key
+// across 64 queries where a row would stream all of them from L3 for every query: unmeasured.
 constexpr int64_t kRowKernelKeys = 256;
 
 // Whether attend() takes the row kernel for q (B, T > 1, C): a module bound for inference (an
