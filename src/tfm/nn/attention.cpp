@@ -28,10 +28,11 @@ Tensor window_of(const Tensor& buf, int64_t rows, int64_t at, int64_t len) {
 // cross-attention) runs as one-query rows (decode_attention's kernel) instead of the fused
 // tiles. Rows of a sentence of up to a few hundred tokens find its keys and values in L1/L2,
 // and the row kernel's AVX2 dot products beat the tiles' 64-byte vectors there (Zen 2, `small`,
-// 1 thread: Multi30k's test set, ~16 tokens a sentence, the encoder 1.30 -> 1.18 s; lines of
-// ~530 tokens 3.77 -> 2.43 s). Longer keys (a document) stay on the tiles, which reuse each key
-// across 64 queries where a row would stream all of them from L3 for every query: unmeasured.
-constexpr int64_t kRowKernelKeys = 256;
+// 1 thread: Multi30k's test set, ~16 tokens a sentence, the encoder 1.30 -> 1.15 s; lines of
+// ~130 and ~270 tokens 0.89 -> 0.65 s and 2.46 -> 1.70 s). Longer keys (a document) stay on the
+// tiles, which reuse each key across 64 queries where a row would stream all of them from L3 for
+// every query: not measured past ~530 tokens, where the rows were still faster.
+constexpr int64_t kRowKernelKeys = 512;
 
 // Whether attend() takes the row kernel for q (B, T > 1, C): a module bound for inference (an
 // unbound one, a model that trains, keeps the training kernels, so that its forward without
