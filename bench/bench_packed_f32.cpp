@@ -22,20 +22,27 @@ std::vector<float> random_floats(int64_t n, uint64_t seed) {
   return v;
 }
 
-// Arguments: M (rows), N (outputs), K (inputs), W (distinct weights), threads.
+// Arguments: M (rows), N (outputs), K (inputs), W (distinct weights), threads, and cold: 0, one
+// input and one output for every weight (they stay in cache); 1, each weight its own (they come
+// from memory, as a model's activations do between its layers).
 void BM_packed_f32(benchmark::State& st) {
   const int64_t m = st.range(0), n = st.range(1), k = st.range(2), count = st.range(3);
   tfm::set_threads(static_cast<int>(st.range(4)));
-  const std::vector<float> x = random_floats(m * k, 1);
-  std::vector<float> y(static_cast<size_t>(m * n));
+  const int64_t buffers = st.range(5) != 0 ? count : 1;
+  std::vector<std::vector<float>> xs, ys;
+  for (int64_t i = 0; i < buffers; ++i) {
+    xs.push_back(random_floats(m * k, 100 + i));
+    ys.emplace_back(static_cast<size_t>(m * n));
+  }
   std::vector<tfm::cpu::PackedF32> weights;
   for (int64_t i = 0; i < count; ++i)
     weights.push_back(tfm::cpu::pack_f32(n, k, random_floats(n * k, 2 + i).data()));
   for (auto _ : st) {
-    for (const auto& w : weights)
-      tfm::cpu::packed_f32_linear_forward(m, x.data(), w, nullptr, tfm::Activation::none, y.data(),
+    for (int64_t i = 0; i < count; ++i)
+      tfm::cpu::packed_f32_linear_forward(m, xs[i % buffers].data(), weights[i], nullptr,
+                                          tfm::Activation::none, ys[i % buffers].data(),
                                           tfm::cpu_isa());
-    benchmark::DoNotOptimize(y.data());
+    benchmark::DoNotOptimize(ys.back().data());
     benchmark::ClobberMemory();
   }
   st.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(m * n * k * count),
@@ -44,17 +51,21 @@ void BM_packed_f32(benchmark::State& st) {
 
 // Decoding shapes of the `small` (d 256, FFN 1024, 8000 pieces) and `base` (d 512, FFN 2048)
 // models: a step's rows (8–128: shards of greedy and beam search) or an encoder chunk's (256:
-// model/encode_chunks.h), the fused QKV, FFN up and down, and the vocabulary projection.
+// model/encode_chunks.h; 1024, a batch encoded whole), the fused QKV, FFN up and down, and the
+// vocabulary projection; at 64 rows also cold.
 void shapes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "N", "K", "W", "threads"});
+  b->ArgNames({"M", "N", "K", "W", "threads", "cold"});
   for (int threads : {1, 2}) {
-    for (int m : {8, 32, 64, 128, 256}) {
-      b->Args({m, 768, 256, 60, threads});
-      b->Args({m, 1024, 256, 60, threads});
-      b->Args({m, 256, 1024, 60, threads});
-      b->Args({m, 2048, 512, 24, threads});
-      b->Args({m, 512, 2048, 24, threads});
-      b->Args({m, 8000, 256, 4, threads});
+    for (int m : {8, 32, 64, 128, 256, 1024}) {
+      for (int cold : {0, 1}) {
+        if (cold == 1 && m != 64) continue;
+        b->Args({m, 768, 256, 60, threads, cold});
+        b->Args({m, 1024, 256, 60, threads, cold});
+        b->Args({m, 256, 1024, 60, threads, cold});
+        b->Args({m, 2048, 512, 24, threads, cold});
+        b->Args({m, 512, 2048, 24, threads, cold});
+        b->Args({m, 8000, 256, 4, threads, cold});
+      }
     }
   }
   b->UseRealTime();
