@@ -285,7 +285,8 @@ class PyTranslator {
   // target_prefix: one per source, or empty for none (the library checks the count).
   PyAsync submit_text(const std::vector<std::string>& sources,
                       const std::vector<std::string>& target_prefix,
-                      const tfm::TranslationOptions& options, bool return_scores) const {
+                      tfm::TranslationOptions options, bool return_scores) const {
+    options.return_scores = return_scores;  // what the results carry (greedy skips them)
     check(options);
     return wrap(Kind::text, return_scores, options,
                 [&] { return translator_->translate_async(sources, target_prefix, options); });
@@ -293,7 +294,8 @@ class PyTranslator {
 
   PyAsync submit_ids(const std::vector<std::vector<int64_t>>& sources,
                      const std::vector<std::vector<int64_t>>& target_prefix,
-                     const tfm::TranslationOptions& options, bool return_scores) const {
+                     tfm::TranslationOptions options, bool return_scores) const {
+    options.return_scores = return_scores;  // what the results carry (greedy skips them)
     check(options);
     return wrap(Kind::ids, return_scores, options,
                 [&] { return translator_->translate_async(sources, target_prefix, options); });
@@ -302,7 +304,8 @@ class PyTranslator {
   // CTranslate2's token lists: SentencePiece pieces in, pieces out (the prefix too).
   PyAsync submit_tokens(const std::vector<std::vector<std::string>>& sources,
                         const std::vector<std::vector<std::string>>& target_prefix,
-                        const tfm::TranslationOptions& options, bool return_scores) const {
+                        tfm::TranslationOptions options, bool return_scores) const {
+    options.return_scores = return_scores;  // what the results carry (greedy skips them)
     check(options);
     return wrap(
         Kind::tokens, return_scores, options,
@@ -316,8 +319,9 @@ class PyTranslator {
   // A decoder-only model's continuations of prompts (text or ids), as translate_* return them.
   template <typename Prompt>
   std::vector<PyTranslationResult> generate(const std::vector<Prompt>& prompts,
-                                            const tfm::TranslationOptions& options,
+                                            tfm::TranslationOptions options,
                                             bool return_scores) const {
+    options.return_scores = return_scores;
     check(options, /*generate=*/true);
     const Kind kind = std::is_same_v<Prompt, std::string> ? Kind::text : Kind::ids;
     return wrap(kind, return_scores, options,
@@ -327,7 +331,8 @@ class PyTranslator {
 
   // generate_ids without waiting (tfm.Generator's asynchronous calls and per-call batches).
   PyAsync submit_generate_ids(const std::vector<std::vector<int64_t>>& prompts,
-                              const tfm::TranslationOptions& options, bool return_scores) const {
+                              tfm::TranslationOptions options, bool return_scores) const {
+    options.return_scores = return_scores;  // what the results carry (greedy skips them)
     check(options, /*generate=*/true);
     return wrap(Kind::ids, return_scores, options,
                 [&] { return translator_->generate_async(prompts, options); });
@@ -537,6 +542,7 @@ void bind_options(py::module_& m) {
       .def_readwrite("sampling_topp", &tfm::TranslationOptions::sampling_topp)
       .def_readwrite("seed", &tfm::TranslationOptions::seed)
       .def_readwrite("return_attention", &tfm::TranslationOptions::return_attention)
+      .def_readwrite("return_scores", &tfm::TranslationOptions::return_scores)
       .def_readwrite("return_logits_vocab", &tfm::TranslationOptions::return_logits_vocab)
       .def_readwrite("replace_unknowns", &tfm::TranslationOptions::replace_unknowns)
       .def_readwrite("prefix_bias_beta", &tfm::TranslationOptions::prefix_bias_beta)

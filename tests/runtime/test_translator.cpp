@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -149,6 +150,32 @@ TEST(Translator, ScoresAreScorePairsAndTheSearchsLogProbs) {
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i])));
     EXPECT_NEAR(got[i], tr[i].hypotheses[0].log_prob, 1e-4 * (1 + std::abs(want[i])));
+  }
+}
+
+TEST(Translator, WithoutScoresTheSameIdsAndNaNScores) {
+  // Greedy search without scores picks from the logits (no log-softmax); beam search computes
+  // them and the Translator leaves them out alike.
+  Translator t(kModel, {.max_batch_size = 3});
+  const auto sources = fixture_sources();
+  for (int64_t beam : {1, 3}) {
+    TranslationOptions o;
+    o.beam_size = beam;
+    o.search = search_for(beam, false);
+    o.min_decoding_length = 1;
+    TranslationOptions off = o;
+    off.return_scores = false;
+    const auto want = t.translate_batch(sources, o), got = t.translate_batch(sources, off);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].hypotheses.size(), want[i].hypotheses.size()) << "sentence " << i;
+      for (size_t k = 0; k < got[i].hypotheses.size(); ++k) {
+        const TranslationHypothesis& h = got[i].hypotheses[k];
+        EXPECT_EQ(h.ids, want[i].hypotheses[k].ids) << "beam " << beam << " sentence " << i;
+        EXPECT_TRUE(std::isnan(h.score) && std::isnan(h.log_prob)) << "sentence " << i;
+        EXPECT_TRUE(std::isfinite(want[i].hypotheses[k].score));
+      }
+    }
   }
 }
 
@@ -518,6 +545,10 @@ TEST(Translator, NonFiniteScoresAreAnError) {
   Translator t(dir.string());
   using IdLists = std::vector<std::vector<int64_t>>;
   EXPECT_TFM_ERROR(t.translate_batch(IdLists{{4, 5}, {6}}),
+                   "sentence 1: the model's score for this sentence is not finite");
+  TranslationOptions unscored;  // greedy from the logits: an overflow still shows
+  unscored.return_scores = false;
+  EXPECT_TFM_ERROR(t.translate_batch(IdLists{{4, 5}, {6}}, unscored),
                    "sentence 1: the model's score for this sentence is not finite");
   EXPECT_TFM_ERROR(t.score_batch(IdLists{{4, 5}}, IdLists{{6}}),
                    "score_batch: pair 1: the model's score is not finite");

@@ -244,6 +244,8 @@ class BeamSearch : public Search {
     const SpecialIds specials = detail::special_ids(c, o_);
     // beam + the end tokens a hypothesis suffice: the walk below stops after beam non-end ones.
     const int64_t k = std::min<int64_t>(V, beam + std::ssize(ends));
+    // Greedy search without scores ranks logits (top_k_logits) and ends at the first end token.
+    const bool unscored = unscored_greedy(o_);
 
     for (int64_t generated = 0; !active.empty(); ++generated) {
       Tensor attn;                      // (rows, S)
@@ -270,7 +272,9 @@ class BeamSearch : public Search {
       }
       profile::Scope masks(profile::Phase::top_k);
       // Per row, what renormalising over the tokens other than a forbidden EOS adds (0 else).
-      std::vector<double> renorm = min_length_renormalization(logits, rules, ends, generated, o_);
+      std::vector<double> renorm =  // a row's constant: no ranking within the row needs it
+          unscored ? std::vector<double>(rules.size(), 0.0)
+                   : min_length_renormalization(logits, rules, ends, generated, o_);
       const std::vector<double> model_renorm = renorm;  // what a row's own log-probs take
       const std::vector<int32_t> bias_tokens =
           biased ? biased_rows(sent, active, generated) : std::vector<int32_t>{};
@@ -291,6 +295,8 @@ class BeamSearch : public Search {
         forced_lp = to_host<float>(
             pick_columns(lp, to_device(Tensor::from_vector<int32_t>({rows_now}, forced),
                                        lp.device())));  // (rows)
+      } else if (unscored) {
+        top = top_k_logits(logits, rules, specials, k);
       } else {
         top = top_k_log_probs(logits, rules, specials, k);
       }
@@ -378,7 +384,8 @@ class BeamSearch : public Search {
         });
         // With a step callback (beam 1): the best candidate, reported; it ends the sentence when
         // it is an end token, the last token or the callback says so, else it goes on alone.
-        if (o_.on_step && !cands.empty()) {
+        // Unscored greedy search takes the same path, reporting nothing.
+        if ((o_.on_step || unscored) && !cands.empty()) {
           const Candidate& cd = cands[0];
           const bool end = is_end(cd.token);
           const bool last = o_.cut_at_max_length && generated + 2 >= s.max_len;
@@ -512,6 +519,17 @@ class BeamSearch : public Search {
 
 std::unique_ptr<Search> make_beam(const SearchOptions& o) {
   return std::make_unique<BeamSearch>(o);
+}
+
+bool unscored_greedy(const SearchOptions& o) {
+  // Where the first end token a step ranks best ends the sentence (can_stop), whatever the score:
+  // CTranslate2's rule stops at one finished hypothesis and finishes only its best candidate;
+  // tfm's, without a length penalty, once no live hypothesis (whose log-prob only falls) beats it.
+  const bool first_end_stops = o.patience > 0.0
+                                   ? std::round(o.patience) == 1.0
+                                   : o.early_stop && o.length_penalty == 0.0 && !o.normalize;
+  return !o.scores && o.rule == SearchRule::tfm && o.beam_size == 1 && !o.sampling &&
+         !o.alternatives && o.prefix_bias == 0.0 && !o.on_step && first_end_stops;
 }
 
 std::unique_ptr<Search> make_greedy(const SearchOptions& o) {

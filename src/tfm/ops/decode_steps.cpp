@@ -120,6 +120,43 @@ TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, c
   return out;
 }
 
+TopK top_k_logits(const Tensor& logits, const std::vector<StepRule>& rules, const SpecialIds& s,
+                  int64_t k) {
+  check_rows(logits, "top_k_logits");
+  check_rules(logits, rules, s, "top_k_logits");
+  const int64_t rows = logits.size(0), v = logits.size(1);
+#ifdef TFM_WITH_CUDA
+  // On a GPU the log-softmax's pass is small against its bandwidth: the log-probs' top k, which
+  // rank a row alike and show an overflow as NaN too.
+  if (on_cuda(logits)) return top_k_log_probs(logits, rules, s, k);
+#endif
+  TopK out = top_k_result(rows, v, k, "top_k_logits");
+  const float* x = logits.data<float>();
+  float* vals = out.values.data<float>();
+  int32_t* ids = out.ids.data<int32_t>();
+  parallel_for(rows, std::max<int64_t>(1, 16384 / v), [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> row;  // the masked copy: the caller's logits stay as they are
+    row.resize(static_cast<size_t>(v));
+    for (int64_t r = b; r < e; ++r) {
+      const float* in = x + r * v;
+      // -inf is a processor's ban; NaN and +inf are an overflow.
+      bool below_inf = true, above_neg_inf = false;
+      for (int64_t i = 0; i < v; ++i) {
+        row[static_cast<size_t>(i)] = in[i];
+        below_inf &= in[i] < std::numeric_limits<float>::infinity();
+        above_neg_inf |= in[i] > kNegInf;
+      }
+      // A row that overflowed, or that bans every token, is ranked as top_k_log_probs ranks it
+      // (its log-probs are NaN), so the search meets it as a scored one would, and the caller
+      // sees a score that is not finite.
+      if (!below_inf || !above_neg_inf) cpu::log_softmax_row(v, in, row.data());
+      mask_row(row.data(), v, rules[static_cast<size_t>(r)], s);
+      cpu::top_k_row(row.data(), v, k, ids + r * k, vals + r * k);
+    }
+  });
+  return out;
+}
+
 TopK top_k_rows(const Tensor& x, int64_t k) {
   check_rows(x, "top_k_rows");
   const int64_t rows = x.size(0), v = x.size(1);

@@ -39,6 +39,15 @@ TopK top_k_rows(const Tensor& x, int64_t k);
 TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules,
                      const SpecialIds& ids, int64_t k);
 
+// top_k_rows of the logits (R, V) themselves masked by mask_step_rows, the logits unchanged: a
+// greedy step that returns no scores ranks them without a log-softmax (the order within a row is
+// the same; values are logits, not log-probabilities), as CTranslate2 does without return_scores.
+// A row holding a NaN or +inf logit, or only -inf, is ranked as top_k_log_probs ranks it (its
+// log-probs are NaN).
+// On CUDA: top_k_log_probs (a row ranked alike; the pass saved is small against its bandwidth).
+TopK top_k_logits(const Tensor& logits, const std::vector<StepRule>& rules, const SpecialIds& ids,
+                  int64_t k);
+
 // w (R, H, 1, S) f32 averaged over heads, summed in head order then divided by H: (R, S) f32.
 Tensor mean_over_heads(const Tensor& w);
 

@@ -264,6 +264,7 @@ void Translator::Impl::stream(std::istream& in, std::ostream& out,
   // Every window shares the relay: the step ids are the lines' keys, their index in the input.
   const std::shared_ptr<runtime::StepRelay> relay = relay_steps(search, options);
   search.return_logits = false;  // nor for the logits
+  search.scores = so.n_best;     // only n-best lines print scores (whatever return_scores says)
   TFM_CHECK_ARG(!options.replace_unknowns)
       << "replace_unknowns replaces tokens by source tokens: lines of text have none to put in "
       << "(translate token ids, or token lists in Python)";

@@ -265,6 +265,7 @@ const Entry<T> kTranslation[] = {
            << n("return_logits_vocab") << " with " << n("return_alternatives")
            << ": tfm keeps the logits of greedy, beam and sampling searches only";
      }},
+    {"return_scores", [](const T&, const Context&) {}},  // any value
     {"replace_unknowns",
      [](const T& o, const Context& n) {
        TFM_CHECK_ARG(!o.replace_unknowns || !n.model->decoder_only)
@@ -413,6 +414,7 @@ decode::SearchOptions to_search_options(const TranslationOptions& t) {
   o.return_attention = t.return_attention || t.replace_unknowns;
   o.return_logits = t.return_logits_vocab;
   o.prefix_bias = t.prefix_bias_beta;
+  o.scores = t.return_scores;
   return o;
 }
 

@@ -39,7 +39,8 @@ std::vector<TranslationResult> AsyncResults::get() {
   for (size_t i = 0; i < nbest.size(); ++i) {
     Translator::Impl::check_scores(nbest[i], "sentence " + std::to_string(i + 1));
     out.push_back(s->impl->to_result(nbest[i], s->text, s->widths[i], s->return_end_token,
-                                     s->attention_framing, s->unk_id, s->return_attention));
+                                     s->attention_framing, s->unk_id, s->return_attention,
+                                     s->return_scores));
     out.back().source_truncated = s->truncated[i];
   }
   return out;

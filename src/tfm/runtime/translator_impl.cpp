@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -247,6 +248,7 @@ PreparedRequest Translator::Impl::empty_request(const TranslationOptions& option
   p.return_end_token = options.return_end_token;
   p.attention_framing = options.attention_framing;
   p.return_attention = options.return_attention;
+  p.return_scores = options.return_scores;
   if (options.replace_unknowns) {
     // The validator has refused it for a model without a source; here what it needs besides.
     const int64_t unk = has_vocabs() ? vocabs_.trg->special_ids().unk : -1;
@@ -329,6 +331,7 @@ AsyncResults Translator::Impl::submit(PreparedRequest prepared, bool text, bool 
   state->relay = std::move(prepared.relay);
   state->unk_id = prepared.unk_id;
   state->return_attention = prepared.return_attention;
+  state->return_scores = prepared.return_scores;
   TFM_CHECK_ARG(!text || prepared.unk_id < 0)
       << "replace_unknowns replaces tokens by source tokens: translate token ids (their "
       << "results' unknown_sources say which source token replaces each unknown one) or, in "
@@ -365,7 +368,7 @@ std::vector<int64_t> unknown_sources(const Ids& ids, const std::vector<float>& r
 
 TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int64_t width,
                                               bool end_token, bool framing, int64_t unk_id,
-                                              bool return_attention) const {
+                                              bool return_attention, bool scores) const {
   // The columns kept of each attention row: all, or the source's own tokens.
   const int64_t first = !framing && info_.source_bos ? 1 : 0;
   const int64_t last = width - (!framing && info_.source_eos ? 1 : 0);
@@ -375,8 +378,8 @@ TranslationResult Translator::Impl::to_result(decode::NBest& nb, bool text, int6
     th.ids.assign(h.tokens.begin(), h.tokens.end());
     if (end_token && h.eos) th.ids.push_back(h.end_id >= 0 ? h.end_id : config().eos_id);
     if (text) th.text = decode_trg(h.tokens);
-    th.score = h.score;
-    th.log_prob = h.log_prob;
+    th.score = scores ? h.score : std::numeric_limits<double>::quiet_NaN();
+    th.log_prob = scores ? h.log_prob : std::numeric_limits<double>::quiet_NaN();
     if (unk_id >= 0) {
       // Over the source's own tokens, whatever attention_framing says.
       const int64_t own_first = info_.source_bos ? 1 : 0;

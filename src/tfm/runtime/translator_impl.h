@@ -36,6 +36,7 @@ struct PreparedRequest {
   // caller asked for the attention itself (else the search kept it for the replacement alone).
   int64_t unk_id = -1;
   bool return_attention = false;
+  bool return_scores = true;
 };
 
 // What AsyncResults holds: the queue's Pending and how to finish its results.
@@ -50,6 +51,7 @@ struct AsyncResults::State {
   std::shared_ptr<runtime::StepRelay> relay;  // cancelled with the call
   int64_t unk_id = -1;
   bool return_attention = false;
+  bool return_scores = true;
 };
 
 class Translator::Impl {
@@ -140,10 +142,11 @@ class Translator::Impl {
 
   // A search's n-best as the API returns it; width: the attention rows'; end_token: the ids end
   // with EOS; framing: the attention rows keep the framing's columns; unk_id >= 0: fill
-  // unknown_sources (replace_unknowns), keeping the attention only with return_attention.
+  // unknown_sources (replace_unknowns), keeping the attention only with return_attention;
+  // scores: score and log_prob as the search gave them, or NaN (return_scores off).
   TranslationResult to_result(decode::NBest& nb, bool text, int64_t width, bool end_token = false,
                               bool framing = true, int64_t unk_id = -1,
-                              bool return_attention = true) const;
+                              bool return_attention = true, bool scores = true) const;
 
   // Per pair, the log-probability of each target token, then EOS's (score_pairs_per_token),
   // every input checked; max_input_length and stop as score_batch_per_token takes them.

@@ -266,6 +266,7 @@ TranslateRequest parse_translate_request(const std::string& body, int64_t max_se
   o.target_lang = get_string(j, "target_lang", "");
   o.return_attention = get_bool(j, "return_attention", false);
   r.return_scores = get_bool(j, "return_scores", false);
+  o.return_scores = r.return_scores;  // greedy search without them skips the log-softmax
   read_sampling(j, o);
   return r;
 }

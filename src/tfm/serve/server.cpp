@@ -267,6 +267,7 @@ TranslationOptions Service::libre_options(const LibreRequest& r, TranslationOpti
     if (r.source != "auto") o.source_lang = r.source;
     o.target_lang = r.target;
   }
+  o.return_scores = false;  // LibreTranslate's answers carry none
   return o;
 }
 
