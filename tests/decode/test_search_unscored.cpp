@@ -34,7 +34,10 @@ TEST(UnscoredGreedy, OnlyWhereTheTokensNeedNoScores) {
   // CTranslate2's rule stops at the first finished hypothesis whatever its length penalty.
   EXPECT_TRUE(with([](SearchOptions& x) { x.patience = 1.0, x.length_penalty = 1.0; }));
   EXPECT_FALSE(with([](SearchOptions& x) { x.patience = 2.0, x.length_penalty = 1.0; }));
-  EXPECT_FALSE(with([](SearchOptions& x) { x.rule = SearchRule::transformers; }));
+  EXPECT_TRUE(with([](SearchOptions& x) { x.rule = SearchRule::transformers; }));
+  EXPECT_TRUE(with([](SearchOptions& x) {
+    x.rule = SearchRule::transformers, x.length_penalty = 1.0, x.early_stop = false;
+  }));
   EXPECT_FALSE(with([](SearchOptions& x) {
     x.on_step = std::make_shared<const StepCallback>([](const Step&) { return false; });
   }));
@@ -60,6 +63,10 @@ TEST(UnscoredGreedy, TheScoredSearchsTokensUnderEveryStepOption) {
   x = plain;
   x.patience = 1.0, x.length_penalty = 1.0, x.power_penalty = true, x.score_prefix = false;
   cases.emplace_back("CTranslate2's rule under a length penalty", x);
+  x = plain;
+  x.rule = SearchRule::transformers, x.no_repeat_ngram_size = 2, x.min_length = 2;
+  x.renormalize_min_length = true;
+  cases.emplace_back("generate()'s rule", x);
   x = plain;
   x.shard_size = 2;
   cases.emplace_back("shards", x);

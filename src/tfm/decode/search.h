@@ -154,7 +154,7 @@ struct SearchOptions {
   // identity: searches with different callbacks never share a batch.
   std::shared_ptr<const StepCallback> on_step;
   // false: the caller reads no Hypothesis::score or log_prob, so a search whose tokens do not
-  // depend on them may skip the log-softmax: the tfm rule's greedy search (unscored_greedy) takes
+  // depend on them may skip the log-softmax: greedy search (unscored_greedy, both rules) takes
   // each step's best masked logit, as CTranslate2's greedy search does without return_scores;
   // both then hold the sum of the chosen logits (no log-probability), not finite where a step's
   // row held a NaN or +inf logit, so that an overflow still shows. Other searches compute the
@@ -243,10 +243,11 @@ inline int64_t shard_begin(int64_t n, int64_t parts, int64_t k) {
 std::unique_ptr<Search> make_search(const SearchOptions& options);
 std::unique_ptr<Search> make_greedy(const SearchOptions& options);
 // Whether a search with these options is greedy search whose tokens need no log-probabilities:
-// scores off, the tfm rule, beam 1, no sampling, alternatives, prefix bias or step callback, and
-// a sentence ended by the first end token ranked best (patience that rounds to 1, or early stopping
-// without a length penalty or normalisation). Its step ranks a row's masked logits, which order it
-// as its log-probs do (bar two logits that round to one log-probability).
+// scores off, beam 1, no sampling, alternatives, prefix bias or step callback, and a sentence
+// ended by the first end token ranked best (the transformers rule; the tfm rule with a patience
+// that rounds to 1, or early stopping without a length penalty or normalisation). Its step ranks
+// a row's masked logits, which order it as its log-probs do (bar two logits that round to one
+// log-probability), as generate()'s greedy search and CTranslate2's without scores rank them.
 bool unscored_greedy(const SearchOptions& options);
 std::unique_ptr<Search> make_beam(const SearchOptions& options);
 std::unique_ptr<Search> make_sampling(const SearchOptions& options);

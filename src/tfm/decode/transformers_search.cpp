@@ -377,6 +377,8 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
   for (size_t i = 0; i < active.size(); ++i) active[i] = i;
   const SpecialIds specials = detail::special_ids(c, o_);
   const int64_t k_base = o_.beam_size == 1 ? 1 : 2 * o_.beam_size;
+  // Greedy search without scores ranks the logits: its sums are no log-probabilities.
+  const bool unscored = unscored_greedy(o_);
   for (int64_t t = 0; !active.empty(); ++t) {
     Tensor attn;  // (rows, S)
     const Tensor logits =
@@ -385,13 +387,14 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
     // Enough per row to keep k_base after the bans: top-k of the raw log-probs, bans dropped.
     const int64_t k = std::min(top_k_width(sent, active, t, k_base), logits.size(1));
     profile::Scope top(profile::Phase::top_k);
-    const TopK best = top_k_log_probs(
-        logits, std::vector<StepRule>(static_cast<size_t>(rows_now), StepRule::keep), specials, k);
+    const std::vector<StepRule> keep(static_cast<size_t>(rows_now), StepRule::keep);
+    const TopK best = unscored ? top_k_logits(logits, keep, specials, k)  // the same order
+                               : top_k_log_probs(logits, keep, specials, k);
     const HostView<float> vals = to_host<float>(best.values);  // (rows, k)
     const HostView<int32_t> ids = to_host<int32_t>(best.ids);
     top.end();
     const HostView<float> attn_h = to_host<float>(attn);
-    const HostView<float> eos_h = o_.renormalize_min_length
+    const HostView<float> eos_h = o_.renormalize_min_length && !unscored  // a row's constant
                                       ? to_host<float>(eos_log_probs(logits, c.eos_id))
                                       : HostView<float>{};
     const StepView view{vals.data(),
@@ -400,7 +403,7 @@ std::vector<NBest> TransformersSearch::run(const Transformer& model,
                         k_base,
                         o_.return_attention ? attn_h.data() : nullptr,
                         o_.return_attention ? attn.size(1) : 0,
-                        o_.renormalize_min_length ? eos_h.data() : nullptr};
+                        o_.renormalize_min_length && !unscored ? eos_h.data() : nullptr};
     std::vector<int64_t> parents;
     std::vector<int32_t> next_tokens;
     std::vector<size_t> still;
