@@ -530,8 +530,8 @@ bool unscored_greedy(const SearchOptions& o) {
       o.rule == SearchRule::transformers ||
       (o.patience > 0.0 ? std::round(o.patience) == 1.0
                         : o.early_stop && o.length_penalty == 0.0 && !o.normalize);
-  return !o.scores && o.beam_size == 1 && !o.sampling && !o.alternatives &&
-         o.prefix_bias == 0.0 && !o.on_step && first_end_stops;
+  return !o.scores && o.beam_size == 1 && !o.sampling && !o.alternatives && o.prefix_bias == 0.0 &&
+         !o.on_step && first_end_stops;
 }
 
 std::unique_ptr<Search> make_greedy(const SearchOptions& o) {
