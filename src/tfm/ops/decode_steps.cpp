@@ -18,7 +18,8 @@ namespace tfm {
 
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNegInf = -kInf;
 
 void check_rows(const Tensor& x, const char* op) {
   TFM_CHECK(x.defined() && x.dtype() == DType::f32 && x.dim() == 2 && x.is_contiguous())
@@ -120,6 +121,36 @@ TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, c
   return out;
 }
 
+namespace {
+
+// Row `in`'s top k masked by `rule` without a copy: the raw row's top k + (the tokens the rule
+// bans), those dropped; false where that cannot stand for the masked row's (an end-only rule, a
+// row too short, a NaN or +inf, or a -inf among the k, whose ties the masked row orders
+// otherwise), and the caller ranks a masked copy instead.
+bool top_k_unmasked(const float* in, int64_t v, StepRule rule, const SpecialIds& s, int64_t k,
+                    int32_t* ids, float* vals) {
+  if (rule == StepRule::eos_only) return false;
+  const int32_t banned[3] = {s.pad, s.bos, s.eos};
+  const int64_t n_banned = rule == StepRule::keep ? 0 : rule == StepRule::normal ? 2 : 3;
+  const int64_t wide = k + n_banned;
+  if (wide > v) return false;
+  thread_local std::vector<int32_t> wi;
+  thread_local std::vector<float> wv;
+  wi.resize(static_cast<size_t>(wide));
+  wv.resize(static_cast<size_t>(wide));
+  if (!cpu::top_k_row_finite(in, v, wide, wi.data(), wv.data())) return false;
+  int64_t n = 0;
+  for (int64_t j = 0; j < wide && n < k; ++j) {
+    const auto at = static_cast<size_t>(j);
+    if (std::find(banned, banned + n_banned, wi[at]) != banned + n_banned) continue;
+    ids[n] = wi[at];
+    vals[n++] = wv[at];
+  }
+  return n == k && vals[k - 1] > kNegInf;
+}
+
+}  // namespace
+
 TopK top_k_logits(const Tensor& logits, const std::vector<StepRule>& rules, const SpecialIds& s,
                   int64_t k) {
   check_rows(logits, "top_k_logits");
@@ -135,22 +166,19 @@ TopK top_k_logits(const Tensor& logits, const std::vector<StepRule>& rules, cons
   float* vals = out.values.data<float>();
   int32_t* ids = out.ids.data<int32_t>();
   parallel_for(rows, std::max<int64_t>(1, 16384 / v), [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> row;  // the masked copy: the caller's logits stay as they are
-    row.resize(static_cast<size_t>(v));
+    thread_local std::vector<float> row;  // a masked copy: the caller's logits stay as they are
     for (int64_t r = b; r < e; ++r) {
       const float* in = x + r * v;
-      // -inf is a processor's ban; NaN and +inf are an overflow.
-      bool below_inf = true, above_neg_inf = false;
-      for (int64_t i = 0; i < v; ++i) {
-        row[static_cast<size_t>(i)] = in[i];
-        below_inf &= in[i] < std::numeric_limits<float>::infinity();
-        above_neg_inf |= in[i] > kNegInf;
-      }
-      // A row that overflowed, or that bans every token, is ranked as top_k_log_probs ranks it
-      // (its log-probs are NaN), so the search meets it as a scored one would, and the caller
-      // sees a score that is not finite.
-      if (!below_inf || !above_neg_inf) cpu::log_softmax_row(v, in, row.data());
-      mask_row(row.data(), v, rules[static_cast<size_t>(r)], s);
+      const StepRule rule = rules[static_cast<size_t>(r)];
+      if (top_k_unmasked(in, v, rule, s, k, ids + r * k, vals + r * k)) continue;
+      row.assign(in, in + v);
+      // -inf is a processor's ban; NaN and +inf are an overflow. A row that overflowed, or that
+      // bans every token, is ranked as top_k_log_probs ranks it (its log-probs are NaN), so the
+      // search meets it as a scored one would, and the caller sees a score that is not finite.
+      const bool overflow = std::any_of(in, in + v, [](float a) { return !(a < kInf); });
+      const bool all_banned = std::none_of(in, in + v, [](float a) { return a > kNegInf; });
+      if (overflow || all_banned) cpu::log_softmax_row(v, in, row.data());
+      mask_row(row.data(), v, rule, s);
       cpu::top_k_row(row.data(), v, k, ids + r * k, vals + r * k);
     }
   });

@@ -11,5 +11,7 @@ namespace tfm::cpu {
 // the scan runs at vector speed (two ymm compares a block) instead of sorting or comparing index
 // by index.
 void top_k_row(const float* row, int64_t v, int64_t k, int32_t* ids, float* vals);
+// top_k_row, and whether every value of the row is below +inf and not NaN (in the same pass).
+bool top_k_row_finite(const float* row, int64_t v, int64_t k, int32_t* ids, float* vals);
 
 }  // namespace tfm::cpu
