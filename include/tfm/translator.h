@@ -224,10 +224,10 @@ struct TranslationOptions {
   // TranslationHypothesis::score and log_prob as the search computes them, or NaN (false:
   // CTranslate2's return_scores=False). Without them greedy search (beam_size 1, no
   // prefix_bias_beta or step_callback; by tfm's rules length_penalty 0 without normalize_scores,
-  // or a patience that rounds to 1; any by generate()'s)
-  // picks each token from the logits without their log-softmax, as CTranslate2's does:
-  // the tokens are those it picks with scores, bar two logits that round to one log-probability.
-  // translate_stream computes them for n_best lines alone, whatever this says.
+  // or a patience that rounds to 1; any by generate()'s) picks each token from the logits without
+  // their log-softmax, as CTranslate2's does: the tokens it picks with scores, bar two logits
+  // that round to one log-probability. translate_stream computes them for n_best lines alone,
+  // whatever this says.
   bool return_scores = true;
   // Fill TranslationHypothesis::logits (CTranslate2's return_logits_vocab): greedy, beam and
   // sampling; not with return_alternatives, nor for a converted model decoded by generate()'s
