@@ -335,6 +335,13 @@ std::vector<OpCase> search_cases() {
               TopK t = top_k_log_probs(in[0], kRules, SpecialIds{}, 3);
               return Outputs{t.values, t.ids};
             }),
+      // On CUDA top_k_logits is top_k_log_probs (the case above), whose values are log-probs.
+      case_("top_k_logits", "k 3, one row per rule", logits,
+            [](const Inputs& in) {
+              TopK t = top_k_logits(in[0], kRules, SpecialIds{}, 3);
+              return Outputs{t.values, t.ids};
+            })
+          .cpu_only(),
       case_(
           "pick_columns", "(4, 12)",
           [](DType dt) {
