@@ -74,54 +74,37 @@ void check_rules(const Tensor& x, const std::vector<StepRule>& rules, const Spec
     TFM_CHECK(id >= 0 && id < v) << op << ": special id " << id << " outside [0, " << v << ")";
 }
 
-}  // namespace
-
-void mask_step_rows(const Tensor& lp, const std::vector<StepRule>& rules, const SpecialIds& s) {
-  check_rows(lp, "mask_step_rows");
-  check_rules(lp, rules, s, "mask_step_rows");
-  const int64_t rows = lp.size(0), v = lp.size(1);
-#ifdef TFM_WITH_CUDA
-  if (on_cuda(lp)) {
-    const Tensor r = rules_on_device(rules);
-    cuda::mask_step_rows(rows, v, lp.data<float>(), r.data<uint8_t>(), s.pad, s.bos, s.eos);
-    return;
-  }
-#endif
-  float* base = lp.data<float>();
-  for (int64_t r = 0; r < rows; ++r) mask_row(base + r * v, v, rules[r], s);
-}
-
-TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, const SpecialIds& s,
-                     int64_t k) {
-  check_rows(logits, "top_k_log_probs");
-  check_rules(logits, rules, s, "top_k_log_probs");
+// Each row of logits (R, V) f32 on the CPU through row_top_k(in, rule, scratch, ids, vals) on the
+// threads, into a (R, k) result; scratch: the thread's buffer of V floats.
+template <typename RowTopK>
+TopK top_k_each_row(const Tensor& logits, const std::vector<StepRule>& rules, int64_t k,
+                    const char* op, RowTopK row_top_k) {
   const int64_t rows = logits.size(0), v = logits.size(1);
-#ifdef TFM_WITH_CUDA
-  if (on_cuda(logits)) {
-    // Three passes on the device (the log-probs are written once): the fusion that pays on the
-    // CPU's caches buys little against a GPU's bandwidth.
-    const Tensor lp = log_softmax(logits.detach());
-    mask_step_rows(lp, rules, s);
-    return top_k_rows(lp, k);
-  }
-#endif
-  TopK out = top_k_result(rows, v, k, "top_k_log_probs");
+  TopK out = top_k_result(rows, v, k, op);
   const float* x = logits.data<float>();
   float* vals = out.values.data<float>();
   int32_t* ids = out.ids.data<int32_t>();
   parallel_for(rows, std::max<int64_t>(1, 16384 / v), [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> lp;
-    lp.resize(static_cast<size_t>(v));
-    for (int64_t r = b; r < e; ++r) {
-      cpu::log_softmax_row(v, x + r * v, lp.data());
-      mask_row(lp.data(), v, rules[static_cast<size_t>(r)], s);
-      cpu::top_k_row(lp.data(), v, k, ids + r * k, vals + r * k);
-    }
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<size_t>(v));
+    for (int64_t r = b; r < e; ++r)
+      row_top_k(x + r * v, rules[static_cast<size_t>(r)], scratch.data(), ids + r * k,
+                vals + r * k);
   });
   return out;
 }
 
-namespace {
+// The top k of row `in` (v values) masked by `rule`: of its log-probs (log_probs) or of the row
+// itself, written to scratch first, so that `in` stays as it is.
+void masked_top_k_row(const float* in, int64_t v, StepRule rule, const SpecialIds& s, int64_t k,
+                      bool log_probs, float* scratch, int32_t* ids, float* vals) {
+  if (log_probs)
+    cpu::log_softmax_row(v, in, scratch);
+  else
+    std::copy(in, in + v, scratch);
+  mask_row(scratch, v, rule, s);
+  cpu::top_k_row(scratch, v, k, ids, vals);
+}
 
 // Row `in`'s top k masked by `rule` without a copy: the raw row's top k + (the tokens the rule
 // bans), those dropped; false where that cannot stand for the masked row's (an end-only rule, a
@@ -151,38 +134,63 @@ bool top_k_unmasked(const float* in, int64_t v, StepRule rule, const SpecialIds&
 
 }  // namespace
 
+void mask_step_rows(const Tensor& lp, const std::vector<StepRule>& rules, const SpecialIds& s) {
+  check_rows(lp, "mask_step_rows");
+  check_rules(lp, rules, s, "mask_step_rows");
+  const int64_t rows = lp.size(0), v = lp.size(1);
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(lp)) {
+    const Tensor r = rules_on_device(rules);
+    cuda::mask_step_rows(rows, v, lp.data<float>(), r.data<uint8_t>(), s.pad, s.bos, s.eos);
+    return;
+  }
+#endif
+  float* base = lp.data<float>();
+  for (int64_t r = 0; r < rows; ++r) mask_row(base + r * v, v, rules[r], s);
+}
+
+TopK top_k_log_probs(const Tensor& logits, const std::vector<StepRule>& rules, const SpecialIds& s,
+                     int64_t k) {
+  check_rows(logits, "top_k_log_probs");
+  check_rules(logits, rules, s, "top_k_log_probs");
+  const int64_t v = logits.size(1);
+#ifdef TFM_WITH_CUDA
+  if (on_cuda(logits)) {
+    // Three passes on the device (the log-probs are written once): the fusion that pays on the
+    // CPU's caches buys little against a GPU's bandwidth.
+    const Tensor lp = log_softmax(logits.detach());
+    mask_step_rows(lp, rules, s);
+    return top_k_rows(lp, k);
+  }
+#endif
+  return top_k_each_row(
+      logits, rules, k, "top_k_log_probs",
+      [&](const float* in, StepRule rule, float* scratch, int32_t* ids, float* vals) {
+        masked_top_k_row(in, v, rule, s, k, true, scratch, ids, vals);
+      });
+}
+
 TopK top_k_logits(const Tensor& logits, const std::vector<StepRule>& rules, const SpecialIds& s,
                   int64_t k) {
   check_rows(logits, "top_k_logits");
   check_rules(logits, rules, s, "top_k_logits");
-  const int64_t rows = logits.size(0), v = logits.size(1);
+  const int64_t v = logits.size(1);
 #ifdef TFM_WITH_CUDA
   // On a GPU the log-softmax's pass is small against its bandwidth: the log-probs' top k, which
   // rank a row alike and show an overflow as NaN too.
   if (on_cuda(logits)) return top_k_log_probs(logits, rules, s, k);
 #endif
-  TopK out = top_k_result(rows, v, k, "top_k_logits");
-  const float* x = logits.data<float>();
-  float* vals = out.values.data<float>();
-  int32_t* ids = out.ids.data<int32_t>();
-  parallel_for(rows, std::max<int64_t>(1, 16384 / v), [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> row;  // a masked copy: the caller's logits stay as they are
-    for (int64_t r = b; r < e; ++r) {
-      const float* in = x + r * v;
-      const StepRule rule = rules[static_cast<size_t>(r)];
-      if (top_k_unmasked(in, v, rule, s, k, ids + r * k, vals + r * k)) continue;
-      row.assign(in, in + v);
-      // -inf is a processor's ban; NaN and +inf are an overflow. A row that overflowed, or that
-      // bans every token, is ranked as top_k_log_probs ranks it (its log-probs are NaN), so the
-      // search meets it as a scored one would, and the caller sees a score that is not finite.
-      const bool overflow = std::any_of(in, in + v, [](float a) { return !(a < kInf); });
-      const bool all_banned = std::none_of(in, in + v, [](float a) { return a > kNegInf; });
-      if (overflow || all_banned) cpu::log_softmax_row(v, in, row.data());
-      mask_row(row.data(), v, rule, s);
-      cpu::top_k_row(row.data(), v, k, ids + r * k, vals + r * k);
-    }
-  });
-  return out;
+  return top_k_each_row(
+      logits, rules, k, "top_k_logits",
+      [&](const float* in, StepRule rule, float* scratch, int32_t* ids, float* vals) {
+        if (top_k_unmasked(in, v, rule, s, k, ids, vals)) return;
+        // -inf is a processor's ban; NaN and +inf are an overflow. A row that overflowed, or that
+        // bans every token, is ranked as top_k_log_probs ranks it (its log-probs are NaN), so the
+        // search meets it as a scored one would, and the caller sees a score that is not finite.
+        const bool overflow = std::any_of(in, in + v, [](float a) { return !(a < kInf); });
+        const bool all_banned = std::none_of(in, in + v, [](float a) { return a > kNegInf; });
+        masked_top_k_row(in, v, rule, s, k, overflow || all_banned, scratch, ids, vals);
+      });
 }
 
 TopK top_k_rows(const Tensor& x, int64_t k) {
