@@ -521,19 +521,6 @@ std::unique_ptr<Search> make_beam(const SearchOptions& o) {
   return std::make_unique<BeamSearch>(o);
 }
 
-bool unscored_greedy(const SearchOptions& o) {
-  // Where the first end token a step ranks best ends the sentence, whatever the score: generate()'s
-  // greedy search always; by the tfm rule (can_stop), CTranslate2's, which stops at one finished
-  // hypothesis and finishes only its best candidate, and tfm's without a length penalty, once no
-  // live hypothesis (whose log-prob only falls) beats it.
-  const bool first_end_stops =
-      o.rule == SearchRule::transformers ||
-      (o.patience > 0.0 ? std::round(o.patience) == 1.0
-                        : o.early_stop && o.length_penalty == 0.0 && !o.normalize);
-  return !o.scores && o.beam_size == 1 && !o.sampling && !o.alternatives && o.prefix_bias == 0.0 &&
-         !o.on_step && first_end_stops;
-}
-
 std::unique_ptr<Search> make_greedy(const SearchOptions& o) {
   SearchOptions g = o;
   TFM_CHECK(o.beam_size == 1) << "greedy search: beam size must be 1, got " << o.beam_size;

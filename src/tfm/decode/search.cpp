@@ -91,6 +91,19 @@ int64_t shard_sentences(const SearchOptions& o, int64_t sentences) {
   return std::clamp(spread, least, most);
 }
 
+bool unscored_greedy(const SearchOptions& o) {
+  // Where the first end token a step ranks best ends the sentence, whatever the score: generate()'s
+  // greedy search always; by the tfm rule (can_stop), CTranslate2's, which stops at one finished
+  // hypothesis and finishes only its best candidate, and tfm's without a length penalty, once no
+  // live hypothesis (whose log-prob only falls) beats it.
+  const bool first_end_stops =
+      o.rule == SearchRule::transformers ||
+      (o.patience > 0.0 ? std::round(o.patience) == 1.0
+                        : o.early_stop && o.length_penalty == 0.0 && !o.normalize);
+  return !o.scores && o.beam_size == 1 && !o.sampling && !o.alternatives && o.prefix_bias == 0.0 &&
+         !o.on_step && first_end_stops;
+}
+
 std::unique_ptr<Search> make_search(const SearchOptions& o) {
   TFM_CHECK(o.shard_size >= 0 || o.shard_size == SearchOptions::kAutoShard)
       << "search: shard size must be >= 0 (or kAutoShard), got " << o.shard_size;
