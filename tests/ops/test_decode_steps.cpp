@@ -65,17 +65,29 @@ TEST(MaskStepRows, EachRuleForbidsWhatItSays) {
       "special id 9");
 }
 
+// R × V logits in [-6, 6] on a grid of 1/4 (ties common, and kept apart by a log-softmax's
+// rounding), row-major.
+std::vector<float> coarse_logits(int64_t R, int64_t V, uint64_t seed) {
+  std::vector<float> vals = random_tensor({R, V}, DType::f32, seed, -6.0, 6.0).to_vector<float>();
+  for (float& v : vals) v = std::round(v * 4.f) / 4.f;
+  return vals;
+}
+
+// Row r's rule: each of the four in turn.
+std::vector<StepRule> every_rule(int64_t R) {
+  std::vector<StepRule> rules;
+  for (int64_t r = 0; r < R; ++r) rules.push_back(static_cast<StepRule>(r % 4));
+  return rules;
+}
+
 TEST(TopKLogProbs, IsLogSoftmaxMaskThenTopKBitwise) {
   // Coarse logits (ties after the log-softmax's rounding) and every rule; V not a multiple of
   // the 16-value blocks; rows enough to be split over threads.
   const int64_t R = 37, V = 203;
   const SpecialIds ids{0, 1, 2};
-  Tensor x = random_tensor({R, V}, DType::f32, 11, -6.0, 6.0);
-  std::vector<float> vals = x.to_vector<float>();
-  for (float& v : vals) v = std::round(v * 4.f) / 4.f;
-  x = Tensor::from_vector<float>({R, V}, vals);
-  std::vector<StepRule> rules;
-  for (int64_t r = 0; r < R; ++r) rules.push_back(static_cast<StepRule>(r % 4));
+  const std::vector<float> vals = coarse_logits(R, V, 11);
+  const Tensor x = Tensor::from_vector<float>({R, V}, vals);
+  const std::vector<StepRule> rules = every_rule(R);
   for (int64_t k : {int64_t{1}, int64_t{5}, V}) {
     Tensor lp = log_softmax(x).contiguous();
     mask_step_rows(lp, rules, ids);
@@ -98,14 +110,11 @@ TEST(TopKLogits, IsTheMaskedLogitsStableSortAndLeavesTheLogits) {
   // be split over threads; the reference is a stable sort of a masked copy, element by element.
   const int64_t R = 37, V = 203;
   const SpecialIds ids{0, 1, 2};
-  Tensor x = random_tensor({R, V}, DType::f32, 12, -6.0, 6.0);
-  std::vector<float> vals = x.to_vector<float>();
-  for (float& v : vals) v = std::round(v * 4.f) / 4.f;
+  std::vector<float> vals = coarse_logits(R, V, 12);
   for (size_t i = 5; i < vals.size(); i += 17)  // EOS stays: an eos_only row keeps a value
     if (static_cast<int64_t>(i) % V != 2) vals[i] = kNegInf;
-  x = Tensor::from_vector<float>({R, V}, vals);
-  std::vector<StepRule> rules;
-  for (int64_t r = 0; r < R; ++r) rules.push_back(static_cast<StepRule>(r % 4));
+  const Tensor x = Tensor::from_vector<float>({R, V}, vals);
+  const std::vector<StepRule> rules = every_rule(R);
   for (int64_t k : {int64_t{1}, int64_t{4}, int64_t{40}}) {
     const TopK top = top_k_logits(x, rules, ids, k);
     const std::vector<float> got_v = top.values.to_vector<float>();
